@@ -1,0 +1,160 @@
+// Messages and content blocks, shaped as pi's session format v3 (pi-ai's
+// Message types plus the coding agent's custom roles), so that a pi session
+// file decodes into these types and re-encodes to the same JSON.
+//
+// Every struct keeps the fields it does not know in `extra`, in their original
+// order: a newer writer's additions survive a round trip through this build.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cairn/error.hpp"
+#include "cairn/json.hpp"
+
+namespace cairn {
+
+struct TextContent {
+  std::string text;
+  std::optional<std::string> text_signature;
+  Json extra = Json::object();
+};
+
+struct ImageContent {
+  std::string data;  // base64
+  std::string mime_type;
+  Json extra = Json::object();
+};
+
+struct ThinkingContent {
+  std::string thinking;
+  std::optional<std::string> thinking_signature;
+  std::optional<bool> redacted;
+  Json extra = Json::object();
+};
+
+struct ToolCall {
+  std::string id;
+  std::string name;
+  Json arguments = Json::object();
+  Json extra = Json::object();
+};
+
+using UserBlock = std::variant<TextContent, ImageContent>;
+using AssistantBlock = std::variant<TextContent, ThinkingContent, ToolCall>;
+
+// pi allows user and custom message content as a plain string or as blocks;
+// which one was written is kept so the record re-encodes identically.
+using UserContent = std::variant<std::string, std::vector<UserBlock>>;
+
+struct Cost {
+  double input = 0, output = 0, cache_read = 0, cache_write = 0, total = 0;
+};
+
+struct Usage {
+  std::int64_t input = 0, output = 0, cache_read = 0, cache_write = 0, total_tokens = 0;
+  Cost cost;
+  Json extra = Json::object();
+};
+
+enum class StopReason { stop, length, tool_use, error, aborted };
+
+struct UserMessage {
+  UserContent content;
+  std::int64_t timestamp = 0;  // Unix ms
+  Json extra = Json::object();
+};
+
+struct AssistantMessage {
+  std::vector<AssistantBlock> content;
+  std::string api;
+  std::string provider;
+  std::string model;
+  Usage usage;
+  StopReason stop_reason = StopReason::stop;
+  std::optional<std::string> error_message;
+  std::int64_t timestamp = 0;
+  Json extra = Json::object();
+};
+
+struct ToolResultMessage {
+  std::string tool_call_id;
+  std::string tool_name;
+  std::vector<UserBlock> content;
+  std::optional<Json> details;
+  bool is_error = false;
+  std::int64_t timestamp = 0;
+  Json extra = Json::object();
+};
+
+// An application's own message (pi's sendMessage / hookMessage). Projects to a
+// user message for the model.
+struct CustomMessage {
+  std::string custom_type;
+  UserContent content;
+  bool display = true;
+  std::optional<Json> details;
+  std::int64_t timestamp = 0;
+  Json extra = Json::object();
+};
+
+struct BranchSummaryMessage {
+  std::string summary;
+  std::string from_id;
+  std::int64_t timestamp = 0;
+  Json extra = Json::object();
+};
+
+struct CompactionSummaryMessage {
+  std::string summary;
+  std::int64_t tokens_before = 0;
+  std::int64_t timestamp = 0;
+  Json extra = Json::object();
+};
+
+// pi's `!command` record: a shell command the user ran, shown to the model as
+// a user message unless excluded.
+struct BashExecutionMessage {
+  std::string command;
+  std::string output;
+  std::optional<std::int64_t> exit_code;
+  bool cancelled = false;
+  bool truncated = false;
+  std::optional<std::string> full_output_path;
+  bool exclude_from_context = false;
+  std::int64_t timestamp = 0;
+  Json extra = Json::object();
+};
+
+using AgentMessage = std::variant<UserMessage, AssistantMessage, ToolResultMessage, CustomMessage,
+                                  BranchSummaryMessage, CompactionSummaryMessage, BashExecutionMessage>;
+
+// The three roles a provider understands.
+using LlmMessage = std::variant<UserMessage, AssistantMessage, ToolResultMessage>;
+
+std::string_view to_string(StopReason reason);
+std::optional<StopReason> parse_stop_reason(std::string_view text);
+std::string_view role_of(const AgentMessage& message);
+
+// Codec. Decoding checks the field rules and names the offending field in the
+// error (`path` prefixes it, e.g. "message.content[2]").
+Json encode(const AgentMessage& message);
+Json encode(const LlmMessage& message);
+Json encode(const UserBlock& block);
+Json encode(const AssistantBlock& block);
+Result<AgentMessage> decode_message(const Json& json, std::string_view path = "message");
+Result<UserContent> decode_user_content(const Json& json, std::string_view path);
+
+// pi's convertToLlm: custom, branch summary, compaction summary and bash
+// execution messages become user messages; the rest pass through.
+std::vector<LlmMessage> convert_to_llm(const std::vector<AgentMessage>& messages);
+
+extern const char* const kCompactionSummaryPrefix;
+extern const char* const kCompactionSummarySuffix;
+extern const char* const kBranchSummaryPrefix;
+extern const char* const kBranchSummarySuffix;
+
+}  // namespace cairn

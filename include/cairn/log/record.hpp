@@ -1,0 +1,230 @@
+// Records: the lines of a session log. Tree entries (pi's session format v3
+// plus `leaf` and `active_tools_change`) form the tree shared by all refs;
+// harness records describe orchestration (DESIGN.md, Vocabulary). Both carry
+// `seq`, contiguous from 0 across every kind.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "cairn/error.hpp"
+#include "cairn/json.hpp"
+#include "cairn/log/message.hpp"
+
+namespace cairn {
+
+// ---- tree entry bodies ------------------------------------------------------
+
+struct MessageBody {
+  AgentMessage message;
+};
+struct ModelChange {
+  std::string provider;
+  std::string model_id;
+};
+struct ThinkingLevelChange {
+  std::string thinking_level;
+};
+struct ActiveToolsChange {
+  std::vector<std::string> active_tool_names;
+};
+struct Compaction {
+  std::string summary;
+  std::string first_kept_entry_id;
+  std::int64_t tokens_before = 0;
+  std::optional<Json> details;
+  std::optional<bool> from_hook;
+};
+struct BranchSummary {
+  std::string from_id;
+  std::string summary;
+  std::optional<Json> details;
+  std::optional<bool> from_hook;
+};
+// Application state in the session; projects to nothing.
+struct Custom {
+  std::string custom_type;
+  std::optional<Json> data;
+};
+// An application message that does enter the model's context (as a user message).
+struct CustomMessageBody {
+  std::string custom_type;
+  UserContent content;
+  std::optional<Json> details;
+  bool display = true;
+};
+// Latest-wins bookmark on an entry; an absent label clears it.
+struct Label {
+  std::string target_id;
+  std::optional<std::string> label;
+};
+// Latest-wins session name.
+struct SessionInfo {
+  std::optional<std::string> name;
+};
+// Moves `ref`'s leaf to `target_id` (null: before the first entry). The only
+// way a leaf moves other than by appending a child at it.
+struct Leaf {
+  std::optional<std::string> target_id;
+};
+
+using TreeBody = std::variant<MessageBody, ModelChange, ThinkingLevelChange, ActiveToolsChange, Compaction,
+                              BranchSummary, Custom, CustomMessageBody, Label, SessionInfo, Leaf>;
+
+struct TreeEntry {
+  std::string id;
+  std::optional<std::string> parent_id;
+  std::string timestamp;  // ISO 8601, UTC
+  // The ref whose leaf this append moved. Absent reads as "main" (pi files).
+  std::optional<std::string> ref;
+  TreeBody body;
+  Json extra = Json::object();
+};
+
+// A tree entry whose id is allocated (and persisted inside a harness record)
+// before the entry exists; parentId and timestamp are assigned when it is
+// appended. Encoded without those two fields.
+using ProvisionedEntry = TreeEntry;
+
+// ---- harness record bodies --------------------------------------------------
+
+struct RunIntent {
+  std::vector<ProvisionedEntry> initial_messages;
+  std::optional<std::string> system_prompt_override;
+  std::optional<Json> resume_data;
+};
+struct CompactionIntent {
+  std::optional<std::string> custom_instructions;
+  std::string result_entry_id;
+};
+struct NavigationIntent {
+  std::string target_id;
+  std::optional<std::string> destination_leaf_id;
+  bool summarize = false;
+  std::optional<std::string> custom_instructions;
+  std::optional<std::string> label;
+  std::optional<std::string> summary_entry_id;
+  std::optional<std::string> label_entry_id;
+  std::string leaf_entry_id;
+};
+using OperationIntent = std::variant<RunIntent, CompactionIntent, NavigationIntent>;
+
+struct OperationStarted {
+  std::optional<std::string> source_leaf_id;
+  OperationIntent intent;
+};
+struct OperationCancelled {
+  std::string run_id;
+  std::string reason;  // "user" | "shutdown"
+};
+struct OperationFinished {
+  std::string run_id;
+  std::string outcome;  // "completed" | "aborted" | "failed" | "cancelled"
+  std::optional<Error> error;
+};
+struct ModelRef {
+  std::string provider;
+  std::string model_id;
+};
+struct GenerationStarted {
+  std::string run_id;
+  std::string purpose;  // "step" | "compaction" | "branch_summary"
+  std::int64_t attempt = 1;
+  ModelRef model;
+};
+struct ToolStarted {
+  std::string run_id;
+  std::string assistant_entry_id;
+  std::int64_t tool_index = 0;
+  std::string tool_call_id;
+  std::string tool_name;
+  Json effective_args = Json::object();
+  std::string result_entry_id;
+  std::string replay;  // "never" | "safe"
+};
+struct QueueEnqueued {
+  std::string queue;  // "steer" | "followUp" | "nextRun"
+  std::optional<std::string> run_id;
+  ProvisionedEntry target;
+};
+struct WriteDeferred {
+  std::string run_id;
+  ProvisionedEntry target;
+};
+struct RefCreated {
+  std::string name;
+  std::optional<std::string> at;
+};
+struct RefDeleted {
+  std::string name;
+};
+
+using HarnessBody = std::variant<OperationStarted, OperationCancelled, OperationFinished, GenerationStarted,
+                                 ToolStarted, QueueEnqueued, WriteDeferred, RefCreated, RefDeleted>;
+
+struct HarnessRecord {
+  std::string id;
+  std::string ref;
+  std::string timestamp;
+  HarnessBody body;
+  Json extra = Json::object();
+};
+
+// A record of a type this build does not know, marked `"ignorable": true` by
+// its writer: kept verbatim, skipped by every projection.
+struct IgnorableRecord {
+  Json json;
+};
+
+struct Record {
+  std::int64_t seq = -1;  // assigned by the session at append
+  std::variant<TreeEntry, HarnessRecord, IgnorableRecord> body;
+};
+
+// ---- type names -------------------------------------------------------------
+
+// Every record type this build knows, in one enum so indexes stay small.
+enum class RecordType : std::uint8_t {
+  message, model_change, thinking_level_change, active_tools_change, compaction, branch_summary, custom,
+  custom_message, label, session_info, leaf,
+  operation_started, operation_cancelled, operation_finished, generation_started, tool_started,
+  queue_enqueued, write_deferred, ref_created, ref_deleted,
+  ignorable,  // an unknown type marked ignorable
+};
+
+std::string_view to_string(RecordType type);
+std::optional<RecordType> parse_record_type(std::string_view name);
+bool is_tree_type(RecordType type);
+bool is_harness_type(RecordType type);
+RecordType type_of(const TreeBody& body);
+RecordType type_of(const HarnessBody& body);
+RecordType type_of(const Record& record);
+
+// The operation kind of an OperationStarted ("run" | "compaction" | "navigation").
+std::string_view op_kind(const OperationIntent& intent);
+
+// Harness records that belong to an operation name it; operation_started is its
+// own run. Empty for records outside any operation (nextRun items, refs).
+std::string run_id_of(const HarnessRecord& record);
+
+// ---- codec ------------------------------------------------------------------
+
+// Encodes a record as its log line's JSON object: {"seq":…,"type":…,…}. A
+// record whose seq is negative is encoded without seq.
+Json encode(const Record& record);
+Json encode(const TreeEntry& entry);
+Json encode(const HarnessRecord& record);
+Json encode_provisioned(const ProvisionedEntry& entry);
+
+// Decodes one log line's object. Checks the field rules of its type; unknown
+// types without "ignorable": true are refused with code unknown_type.
+// `require_seq`: records read from a cairn log must carry seq.
+Result<Record> decode_record(const Json& json, bool require_seq = true);
+Result<TreeEntry> decode_tree_entry(const Json& json, std::string_view path = "");
+Result<ProvisionedEntry> decode_provisioned(const Json& json, std::string_view path);
+
+}  // namespace cairn

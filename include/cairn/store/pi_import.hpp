@@ -1,0 +1,31 @@
+// Import of pi coding-agent session files (format versions 1 to 3).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cairn/error.hpp"
+#include "cairn/json.hpp"
+#include "cairn/store/store.hpp"
+
+namespace cairn {
+
+struct PiImportResult {
+  std::shared_ptr<Session> session;
+  std::int64_t version = 0;    // the file's format version
+  std::int64_t imported = 0;   // entries written
+  std::vector<std::string> notes;  // what migration changed, lines skipped and why
+};
+
+// Reads a pi session file's lines (header first), migrating v1 → v2 → v3 as pi
+// does, into JSON entries ready for Session::append_json. Pure: touches no store.
+Result<std::vector<Json>> read_pi_entries(const std::string& path, Json* header_out,
+                                          std::vector<std::string>* notes);
+
+// Imports the file into a new session of `store`. The new session has a fresh
+// id and the pi header's cwd and timestamp; its header records where it came
+// from as "importedFrom": {"format":"pi","id":…,"path":…}.
+Result<PiImportResult> import_pi_session(Store& store, const std::string& path);
+
+}  // namespace cairn

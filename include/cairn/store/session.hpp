@@ -1,0 +1,134 @@
+// An open session: its log, its index, and the one writer that appends to it.
+// Thread-safe: reads may run from any thread while appends go on; concurrent
+// appends share one write and one sync (group commit).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "cairn/error.hpp"
+#include "cairn/log/index.hpp"
+#include "cairn/log/query.hpp"
+#include "cairn/log/record.hpp"
+
+namespace cairn {
+
+// cairn's log format version, written in every session header. A reader
+// refuses a session whose header is newer.
+inline constexpr std::int64_t kLogFormatVersion = 1;
+
+struct SessionHeader {
+  std::string id;
+  std::int64_t version = kLogFormatVersion;
+  std::string timestamp;
+  std::string cwd;
+  std::optional<std::string> parent_session;
+  Json extra = Json::object();
+};
+Json encode(const SessionHeader& header);
+Result<SessionHeader> decode_header(const Json& json);
+
+// What opening found and did. A torn tail (an unacknowledged partial write) is
+// cut when the session is opened for writing, and reported here.
+struct OpenReport {
+  bool tail_cut = false;
+  std::int64_t bytes_cut = 0;
+  std::int64_t last_good_seq = -1;
+  std::string detail;
+};
+
+struct AppendResult {
+  std::int64_t first_seq = 0;
+  std::int64_t count = 0;
+};
+
+// One record prepared for the medium: its index fields and its stored line.
+struct PreparedRecord {
+  RecordMeta meta;
+  std::string line;
+};
+
+// Where one session's records live durably. Implemented by each store.
+class LogMedium {
+ public:
+  virtual ~LogMedium() = default;
+  // Makes `records` durable under the store's sync policy: all of them or, on
+  // failure, none (the medium rolls back what it wrote).
+  virtual Status append(const std::vector<PreparedRecord>& records) = 0;
+  // Where the log lives, for messages ("jsonl file /x/y.jsonl").
+  virtual std::string describe() const = 0;
+};
+
+class Session {
+ public:
+  // `medium` is null for a read-only session.
+  Session(SessionHeader header, SessionIndex index, std::unique_ptr<LogMedium> medium, OpenReport report);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const SessionHeader& header() const { return header_; }
+  const std::string& id() const { return header_.id; }
+  const OpenReport& open_report() const { return report_; }
+  bool read_only() const { return medium_ == nullptr; }
+  bool faulted() const;
+
+  // Validates the batch (field rules and log invariants) and makes it durable.
+  // A rejected batch writes nothing. Seqs are assigned here; empty ids and
+  // timestamps are filled in. Returns once the records are durable.
+  Result<AppendResult> append(std::vector<Record> batch);
+  Result<AppendResult> append(Record record);
+  // Appends records given as JSON objects (import, fork); `seq` is replaced.
+  Result<AppendResult> append_json(const std::vector<Json>& batch);
+
+  // Reads: consistent snapshots, safe from any thread.
+  std::optional<TreeEntry> get_entry(std::string_view id) const;
+  std::optional<Record> get_record(std::int64_t seq) const;
+  std::vector<std::string> children(std::optional<std::string_view> id) const;
+  std::optional<std::string> leaf(std::string_view ref = "main") const;
+  std::vector<RefInfo> refs() const;
+  Result<Page<TreeEntry>> find_entries(const EntryQuery& query = {}) const;
+  Result<Page<TreeEntry>> find_entries_on_branch(const EntryQuery& query = {}, const BranchBounds& bounds = {},
+                                                 std::string_view ref = "main") const;
+  std::vector<LogLine> get_log(std::int64_t after_seq = -1, std::optional<std::size_t> limit = {}) const;
+  Result<Page<HarnessRecord>> find_harness_entries(const HarnessQuery& query = {}) const;
+  SessionStats stats() const;
+  std::optional<std::string> name() const;
+  std::optional<std::string> label(std::string_view entry_id) const;
+  std::vector<std::string> path_to(std::optional<std::string_view> leaf) const;
+  Result<SessionContext> build_context(std::string_view ref = "main") const;
+  Result<SessionContext> build_context_at(std::optional<std::string_view> leaf) const;
+  std::int64_t size() const;
+
+ private:
+  struct Writer;
+  Result<AppendResult> submit(std::vector<Record> batch);
+  void lead_group(std::vector<Writer*>& group);
+
+  SessionHeader header_;
+  OpenReport report_;
+  std::unique_ptr<LogMedium> medium_;
+
+  mutable std::shared_mutex index_mu_;
+  SessionIndex index_;
+
+  std::mutex write_mu_;
+  std::deque<Writer*> writers_;
+  std::optional<Error> fault_;  // guarded by write_mu_
+};
+
+// A fresh id for a tree entry or harness record (12 hex digits).
+std::string new_entry_id();
+// A fresh, time-ordered session id (UUID version 7).
+std::string new_session_id();
+// Now, as ISO 8601 UTC with milliseconds ("2026-11-30T10:03:18.123Z").
+std::string now_iso8601();
+std::int64_t now_unix_ms();
+
+}  // namespace cairn

@@ -1,0 +1,111 @@
+// Where sessions live. One interface, chosen by URI:
+//   memory:            in this process only (tests, benchmarks)
+//   jsonl:DIR          one file per session, DIR/<id>.jsonl, header + one record per line
+//   sqlite:FILE        one database file, WAL
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cairn/error.hpp"
+#include "cairn/store/session.hpp"
+
+namespace cairn {
+
+enum class SyncPolicy {
+  full,  // default: write + fdatasync (JSONL), synchronous=FULL (SQLite)
+  none,  // no sync: for tests and benchmarks only; a crash may lose acknowledged records
+};
+
+struct StoreOptions {
+  SyncPolicy sync = SyncPolicy::full;
+};
+
+struct CreateOptions {
+  std::optional<std::string> id;
+  std::string cwd;
+  std::optional<std::string> parent_session;
+};
+
+struct OpenOptions {
+  bool read_only = false;
+  // How long to wait for another writer to let go; zero fails at once.
+  std::chrono::milliseconds lock_timeout{0};
+  // Take the session from a writer that cannot be reached (a stuck process,
+  // another machine). Its generation becomes stale: it can append nothing more.
+  bool break_lock = false;
+};
+
+struct ForkOptions {
+  enum class Scope { branch, tree };
+  enum class Position { before, at };
+  Scope scope = Scope::branch;
+  // Branch scope: the fork point; default the leaf of `ref`.
+  std::optional<std::string> entry_id;
+  Position position = Position::at;
+  std::string ref = "main";
+  std::optional<std::string> id;  // the new session's id
+  std::optional<std::string> cwd;  // default: the source's
+};
+
+struct ForkResult {
+  std::shared_ptr<Session> session;
+  std::int64_t copied = 0;  // records copied
+};
+
+struct RepairReport {
+  std::string location;
+  std::int64_t kept_records = 0;
+  std::int64_t removed_bytes = 0;
+  std::vector<std::string> removed;  // one line per removed record: where and why
+};
+
+// Who holds a session for writing, as recorded in its lock.
+struct LockHolder {
+  std::int64_t pid = 0;
+  std::string host;
+  std::int64_t generation = 0;
+  std::string since;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  virtual std::string uri() const = 0;
+  virtual SyncPolicy sync_policy() const = 0;
+
+  // Headers only; cheap. Newest first.
+  virtual Result<std::vector<SessionHeader>> list() = 0;
+  virtual Result<std::shared_ptr<Session>> create(const CreateOptions& options) = 0;
+  virtual Result<std::shared_ptr<Session>> open(std::string_view id, const OpenOptions& options = {}) = 0;
+  virtual Status remove(std::string_view id) = 0;
+  // The only operation that changes a refused session: drops the damaged
+  // records (and everything after the first of them) and says what it removed.
+  virtual Result<RepairReport> repair(std::string_view id) = 0;
+
+  // A new session holding the source's branch (up to an entry, before or at
+  // it) or its whole tree; its header names the source as parent.
+  Result<ForkResult> fork(std::string_view source_id, const ForkOptions& options);
+  // An id or a unique prefix of one.
+  Result<std::string> resolve_id(std::string_view id_or_prefix);
+};
+
+Result<std::unique_ptr<Store>> open_store(std::string_view uri, const StoreOptions& options = {});
+
+// Factories used by open_store; exposed for tests.
+std::unique_ptr<Store> make_memory_store(const StoreOptions& options);
+Result<std::unique_ptr<Store>> make_jsonl_store(const std::string& dir, const StoreOptions& options);
+Result<std::unique_ptr<Store>> make_sqlite_store(const std::string& file, const StoreOptions& options);
+
+// Test seam for the memory store: after `appends` more successful appends,
+// every append of that store fails with io_error (the process "died" there:
+// nothing later is durable). Negative disables it.
+void memory_store_fail_after(Store& store, std::int64_t appends);
+
+}  // namespace cairn
