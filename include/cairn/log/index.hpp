@@ -30,6 +30,7 @@ struct RecordMeta {
   std::optional<std::string> target_id;   // leaf: new leaf; label: labelled entry; ref_created: anchor
   std::string name;                       // ref_created / ref_deleted: the ref
   std::string custom_type;                // custom / custom_message
+  std::string role;                       // message entries: the message's role
 };
 
 // Extracts RecordMeta from one stored line with simdjson; checks the JSON is
@@ -54,28 +55,42 @@ class LogStateView {
   virtual std::optional<RefSlot> ref(std::string_view name) const = 0;
 };
 
+// A state that records can be applied to: the committed index, or a group
+// commit's staging layer over it.
+class MutableLogState : public LogStateView {
+ public:
+  virtual void put_id(const std::string& id, RecordType type) = 0;
+  // nullopt erases the ref.
+  virtual void put_ref(const std::string& name, std::optional<RefSlot> slot) = 0;
+};
+
 // Checks `record` (seq already assigned) against the log invariants given the
 // state; field rules are checked by check_fields.
 Status check_invariants(const RecordMeta& record, const LogStateView& state);
+// Applies a record that passed check_invariants: ids, leaves, open operations.
+void apply_record(const RecordMeta& record, MutableLogState& state);
 // Per-type field rules on a typed record (valid enums, non-empty ids, ...).
 Status check_fields(const Record& record);
 
-class SessionIndex : public LogStateView {
+class SessionIndex : public MutableLogState {
  public:
   SessionIndex();
 
   // Adds a record that passed validation (or was read from a verified store).
   // `line` is its stored JSON text.
   void add(RecordMeta meta, std::string line);
-  // Adds a record whose line lives in a buffer the index adopts (open path).
+  // Adds a record whose line lies inside the buffer given to adopt_buffer (the
+  // file read at open), sparing a copy per record.
   void add_view(RecordMeta meta, std::string_view line);
-  void adopt_buffer(std::string buffer);
-  std::string_view buffer_for_adoption() const;
+  void adopt_buffer(std::string buffer) { adopted_ = std::move(buffer); }
+  std::string_view adopted_buffer() const { return adopted_; }
 
   // LogStateView
   std::int64_t next_seq() const override { return static_cast<std::int64_t>(records_.size()); }
   std::optional<RecordType> type_of_id(std::string_view id) const override;
   std::optional<RefSlot> ref(std::string_view name) const override;
+  void put_id(const std::string& id, RecordType type) override;
+  void put_ref(const std::string& name, std::optional<RefSlot> slot) override;
 
   // Reads
   std::optional<TreeEntry> get_entry(std::string_view id) const;
@@ -106,10 +121,6 @@ class SessionIndex : public LogStateView {
     std::string_view line;
     std::int32_t parent = -1;  // index of the parent entry
   };
-  struct RefState {
-    std::optional<std::string> leaf;
-    std::optional<std::string> open_operation;
-  };
 
   std::optional<std::int64_t> seq_of(std::string_view id) const;
   Result<TreeEntry> decode_entry(std::int64_t seq) const;
@@ -122,7 +133,7 @@ class SessionIndex : public LogStateView {
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>> by_id_;
-  std::unordered_map<std::string, RefState, StringHash, std::equal_to<>> refs_;
+  std::unordered_map<std::string, RefSlot, StringHash, std::equal_to<>> refs_;
   std::vector<std::string> ref_order_;
   std::int64_t bytes_ = 0;
 };

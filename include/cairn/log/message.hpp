@@ -4,6 +4,10 @@
 //
 // Every struct keeps the fields it does not know in `extra`, in their original
 // order: a newer writer's additions survive a round trip through this build.
+//
+// Every message also has `has_timestamp`: false when it was read without a
+// `timestamp` (lenient pi import); it then reads as 0 and is written back
+// without one.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +56,7 @@ using UserContent = std::variant<std::string, std::vector<UserBlock>>;
 
 struct Cost {
   double input = 0, output = 0, cache_read = 0, cache_write = 0, total = 0;
+  Json extra = Json::object();
 };
 
 struct Usage {
@@ -66,6 +71,7 @@ struct UserMessage {
   UserContent content;
   std::int64_t timestamp = 0;  // Unix ms
   Json extra = Json::object();
+  bool has_timestamp = true;  // see the note at the top
 };
 
 struct AssistantMessage {
@@ -78,6 +84,7 @@ struct AssistantMessage {
   std::optional<std::string> error_message;
   std::int64_t timestamp = 0;
   Json extra = Json::object();
+  bool has_timestamp = true;  // see the note at the top
 };
 
 struct ToolResultMessage {
@@ -88,6 +95,7 @@ struct ToolResultMessage {
   bool is_error = false;
   std::int64_t timestamp = 0;
   Json extra = Json::object();
+  bool has_timestamp = true;  // see the note at the top
 };
 
 // An application's own message (pi's sendMessage / hookMessage). Projects to a
@@ -99,6 +107,7 @@ struct CustomMessage {
   std::optional<Json> details;
   std::int64_t timestamp = 0;
   Json extra = Json::object();
+  bool has_timestamp = true;  // see the note at the top
 };
 
 struct BranchSummaryMessage {
@@ -106,6 +115,7 @@ struct BranchSummaryMessage {
   std::string from_id;
   std::int64_t timestamp = 0;
   Json extra = Json::object();
+  bool has_timestamp = true;  // see the note at the top
 };
 
 struct CompactionSummaryMessage {
@@ -113,6 +123,7 @@ struct CompactionSummaryMessage {
   std::int64_t tokens_before = 0;
   std::int64_t timestamp = 0;
   Json extra = Json::object();
+  bool has_timestamp = true;  // see the note at the top
 };
 
 // pi's `!command` record: a shell command the user ran, shown to the model as
@@ -127,6 +138,11 @@ struct BashExecutionMessage {
   bool exclude_from_context = false;
   std::int64_t timestamp = 0;
   Json extra = Json::object();
+  bool has_timestamp = true;  // see the note at the top
+  // How an absent exit code and a false excludeFromContext were written
+  // (older pi writes `"exitCode": null`), so the record re-encodes identically.
+  bool exit_code_null = false;
+  bool has_exclude_from_context = false;
 };
 
 using AgentMessage = std::variant<UserMessage, AssistantMessage, ToolResultMessage, CustomMessage,
@@ -139,8 +155,9 @@ std::string_view to_string(StopReason reason);
 std::optional<StopReason> parse_stop_reason(std::string_view text);
 std::string_view role_of(const AgentMessage& message);
 
-// Codec. Decoding checks the field rules and names the offending field in the
-// error (`path` prefixes it, e.g. "message.content[2]").
+// Codec. Decoding checks the shape (JSON types, required keys) and names the
+// offending field in the error (`path` prefixes it, e.g. "message.content[2]");
+// value rules such as non-empty tool call ids are check_fields' (index.hpp).
 Json encode(const AgentMessage& message);
 Json encode(const LlmMessage& message);
 Json encode(const UserBlock& block);

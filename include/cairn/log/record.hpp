@@ -61,6 +61,7 @@ struct CustomMessageBody {
 struct Label {
   std::string target_id;
   std::optional<std::string> label;
+  bool label_null = false;  // the clear was written as `"label": null` rather than omitted
 };
 // Latest-wins session name.
 struct SessionInfo {
@@ -96,10 +97,12 @@ struct RunIntent {
   std::vector<ProvisionedEntry> initial_messages;
   std::optional<std::string> system_prompt_override;
   std::optional<Json> resume_data;
+  Json extra = Json::object();
 };
 struct CompactionIntent {
   std::optional<std::string> custom_instructions;
   std::string result_entry_id;
+  Json extra = Json::object();
 };
 struct NavigationIntent {
   std::string target_id;
@@ -110,6 +113,7 @@ struct NavigationIntent {
   std::optional<std::string> summary_entry_id;
   std::optional<std::string> label_entry_id;
   std::string leaf_entry_id;
+  Json extra = Json::object();
 };
 using OperationIntent = std::variant<RunIntent, CompactionIntent, NavigationIntent>;
 
@@ -125,10 +129,12 @@ struct OperationFinished {
   std::string run_id;
   std::string outcome;  // "completed" | "aborted" | "failed" | "cancelled"
   std::optional<Error> error;
+  Json error_extra = Json::object();  // unknown keys of `error` (Error itself has no extra)
 };
 struct ModelRef {
   std::string provider;
   std::string model_id;
+  Json extra = Json::object();
 };
 struct GenerationStarted {
   std::string run_id;
@@ -213,17 +219,20 @@ std::string run_id_of(const HarnessRecord& record);
 
 // ---- codec ------------------------------------------------------------------
 
-// Encodes a record as its log line's JSON object: {"seq":…,"type":…,…}. A
+// Encodes a record as its log line's JSON object: {"type":…,"seq":…,…}. A
 // record whose seq is negative is encoded without seq.
 Json encode(const Record& record);
 Json encode(const TreeEntry& entry);
 Json encode(const HarnessRecord& record);
 Json encode_provisioned(const ProvisionedEntry& entry);
 
-// Decodes one log line's object. Checks the field rules of its type; unknown
-// types without "ignorable": true are refused with code unknown_type.
-// `require_seq`: records read from a cairn log must carry seq.
+// Decodes one log line's object. Checks the shape and the field rules of its
+// type (check_fields); unknown types without "ignorable": true are refused with
+// code unknown_type. `require_seq`: records read from a cairn log must carry
+// seq. An ignorable record keeps its JSON less `seq` (Record::seq holds it).
 Result<Record> decode_record(const Json& json, bool require_seq = true);
+// These two check the shape only (JSON types, required keys); run
+// check_fields on the record that holds the result for the value rules.
 Result<TreeEntry> decode_tree_entry(const Json& json, std::string_view path = "");
 Result<ProvisionedEntry> decode_provisioned(const Json& json, std::string_view path);
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -118,7 +119,7 @@ class Session {
   mutable std::shared_mutex index_mu_;
   SessionIndex index_;
 
-  std::mutex write_mu_;
+  mutable std::mutex write_mu_;
   std::deque<Writer*> writers_;
   std::optional<Error> fault_;  // guarded by write_mu_
 };

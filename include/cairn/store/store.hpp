@@ -30,6 +30,8 @@ struct CreateOptions {
   std::optional<std::string> id;
   std::string cwd;
   std::optional<std::string> parent_session;
+  // More header fields, e.g. where an imported session came from.
+  Json header_extra = Json::object();
 };
 
 struct OpenOptions {

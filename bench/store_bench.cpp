@@ -1,0 +1,329 @@
+// Store benchmarks. Prints, per backend and sync policy, append throughput for
+// 1, 8 and 64 concurrent writers beside the disk's raw fdatasync rate measured
+// in the same run, and open + build-context time and peak memory for 10k,
+// 100k and 1M-record sessions.
+//
+//   cairn_bench_store [--dir DIR] [--quick]
+//   cairn_bench_store --open-once URI SESSION   (internal: one open in a fresh process)
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cairn/store/store.hpp"
+#include "support/test_support.hpp"
+
+extern char** environ;
+
+using namespace cairn;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The disk's own rate: append ~300 bytes and fdatasync, as a log would.
+double raw_fdatasync_rate(const std::string& dir, double duration) {
+  const std::string path = dir + "/raw-fdatasync.bin";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  const std::string record(300, 'x');
+  std::int64_t n = 0;
+  const auto start = Clock::now();
+  while (seconds_since(start) < duration) {
+    if (::write(fd, record.data(), record.size()) < 0 || ::fdatasync(fd) != 0) break;
+    ++n;
+  }
+  const double rate = static_cast<double>(n) / seconds_since(start);
+  ::close(fd);
+  std::filesystem::remove(path);
+  return rate;
+}
+
+Record bench_message(std::int64_t i, const std::optional<std::string>& parent, const std::string& ref) {
+  UserMessage message;
+  message.content = fmt::format("request {}: please read src/module_{}.cpp and fix the failing test in it", i, i % 97);
+  message.timestamp = 1764496998000 + i;
+  TreeEntry entry;
+  entry.parent_id = parent;
+  entry.ref = ref;
+  entry.body = MessageBody{std::move(message)};
+  return Record{-1, std::move(entry)};
+}
+
+// Records per second with `writers` threads, each on its own ref, each
+// appending one record per call for `duration` seconds.
+double append_rate(Store& store, int writers, double duration) {
+  auto created = store.create({.cwd = "/bench"});
+  if (!created) return 0;
+  std::shared_ptr<Session> session = *created;
+  for (int w = 0; w < writers; ++w) {
+    const std::string ref = fmt::format("w{}", w);
+    session->append(testing::harness(RefCreated{ref, std::nullopt}, ref));
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> total{0};
+  std::vector<std::thread> threads;
+  const auto start = Clock::now();
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      const std::string ref = fmt::format("w{}", w);
+      std::optional<std::string> parent;
+      std::int64_t n = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        Record record = bench_message(n, parent, ref);
+        std::string id = new_entry_id();
+        std::get<TreeEntry>(record.body).id = id;
+        if (!session->append(std::move(record))) break;
+        parent = std::move(id);
+        ++n;
+      }
+      total += n;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(duration));
+  stop = true;
+  for (auto& thread : threads) thread.join();
+  return static_cast<double>(total.load()) / seconds_since(start);
+}
+
+// A realistic session: turns of prompt, operation records, assistant messages
+// with tool calls and results; a compaction every ~2000 records, as a long
+// session has when it outgrows its context window.
+void fill_session(Session& session, std::int64_t records, bool compacting) {
+  std::optional<std::string> leaf;
+  std::vector<Record> batch;
+  std::int64_t turn = 0, since_compaction = 0;
+  auto push_entry = [&](TreeBody body) {
+    TreeEntry entry;
+    entry.id = new_entry_id();
+    entry.parent_id = leaf;
+    entry.timestamp = "2026-11-30T10:00:00.000Z";
+    entry.body = std::move(body);
+    leaf = entry.id;
+    batch.push_back(Record{-1, std::move(entry)});
+  };
+  auto push_harness = [&](HarnessBody body, std::string id = {}) {
+    HarnessRecord record;
+    record.id = id.empty() ? new_entry_id() : std::move(id);
+    record.ref = "main";
+    record.timestamp = "2026-11-30T10:00:00.000Z";
+    record.body = std::move(body);
+    batch.push_back(Record{-1, std::move(record)});
+  };
+  std::int64_t written = 0;
+  while (written < records) {
+    const std::string run = new_entry_id();
+    TreeEntry prompt = std::get<TreeEntry>(bench_message(turn, std::nullopt, "main").body);
+    prompt.id = new_entry_id();
+    RunIntent intent;
+    intent.initial_messages.push_back(prompt);
+    push_harness(OperationStarted{leaf, std::move(intent)}, run);
+    push_entry(std::move(prompt.body));
+    push_harness(GenerationStarted{run, "step", 1, ModelRef{"anthropic", "claude-sonnet-4-5"}});
+    AssistantMessage assistant;
+    assistant.content.push_back(TextContent{"I'll read the file first to understand the failing test.", {}, Json::object()});
+    assistant.content.push_back(ToolCall{fmt::format("toolu_{}", turn), "read",
+                                         Json{{"path", fmt::format("src/module_{}.cpp", turn % 97)}}, Json::object()});
+    assistant.api = "anthropic-messages";
+    assistant.provider = "anthropic";
+    assistant.model = "claude-sonnet-4-5";
+    assistant.usage = Usage{12000, 80, 11000, 0, 12080, Cost{0.0036, 0.0012, 0.0033, 0, 0.0081}, Json::object()};
+    assistant.stop_reason = StopReason::tool_use;
+    assistant.timestamp = 1764496998000 + turn;
+    push_entry(MessageBody{assistant});
+    const std::string assistant_id = *leaf;
+    push_harness(ToolStarted{run, assistant_id, 0, fmt::format("toolu_{}", turn), "read",
+                             Json{{"path", fmt::format("src/module_{}.cpp", turn % 97)}}, new_entry_id(), "safe"});
+    ToolResultMessage result;
+    result.tool_call_id = fmt::format("toolu_{}", turn);
+    result.tool_name = "read";
+    result.content.push_back(TextContent{"     1\t#include <vector>\n     2\t\n     3\tint add(int a, int b) { return a - b; }\n", {},
+                                         Json::object()});
+    result.timestamp = 1764496998000 + turn;
+    push_entry(MessageBody{result});
+    push_harness(GenerationStarted{run, "step", 1, ModelRef{"anthropic", "claude-sonnet-4-5"}});
+    assistant.content = {TextContent{"The bug is in add(): it subtracts. I changed it to return a + b.", {}, Json::object()}};
+    assistant.stop_reason = StopReason::stop;
+    push_entry(MessageBody{assistant});
+    push_harness(OperationFinished{run, "completed", std::nullopt});
+    since_compaction += 9;
+    if (compacting && since_compaction >= 2000) {
+      push_entry(Compaction{"## Goal\nFix the failing tests module by module.\n## Progress\nMany modules fixed.", *leaf, 150000,
+                            std::nullopt, std::nullopt});
+      since_compaction = 0;
+    }
+    ++turn;
+    if (batch.size() >= 2000 || written + static_cast<std::int64_t>(batch.size()) >= records) {
+      written += static_cast<std::int64_t>(batch.size());
+      if (auto appended = session.append(std::move(batch)); !appended) {
+        std::fprintf(stderr, "fill failed: %s\n", appended.error().message.c_str());
+        std::exit(1);
+      }
+      batch.clear();
+    }
+  }
+}
+
+// --open-once: open read-only and build main's context; print ms, messages and
+// peak RSS in KiB.
+int open_once(const std::string& uri, const std::string& id) {
+  const auto start = Clock::now();
+  auto store = open_store(uri);
+  auto session = (*store)->open(id, {.read_only = true});
+  if (!session) {
+    std::fprintf(stderr, "%s\n", session.error().message.c_str());
+    return 1;
+  }
+  auto context = (*session)->build_context();
+  const double ms = seconds_since(start) * 1000;
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  std::printf("%.3f %zu %ld\n", ms, context ? context->messages.size() : 0, usage.ru_maxrss);
+  return 0;
+}
+
+struct OpenFigures {
+  double median_ms = 0;
+  std::size_t messages = 0;
+  long peak_kib = 0;
+};
+
+OpenFigures measure_open(const std::string& self, const std::string& uri, const std::string& id, int runs) {
+  std::vector<double> times;
+  OpenFigures figures;
+  for (int r = 0; r < runs; ++r) {
+    int fds[2];
+    if (::pipe(fds) != 0) break;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    std::vector<std::string> args = {self, "--open-once", uri, id};
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_t pid;
+    posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    char buffer[256] = {};
+    ssize_t n = ::read(fds[0], buffer, sizeof buffer - 1);
+    ::close(fds[0]);
+    ::waitpid(pid, nullptr, 0);
+    double ms = 0;
+    std::size_t messages = 0;
+    long kib = 0;
+    if (n > 0 && std::sscanf(buffer, "%lf %zu %ld", &ms, &messages, &kib) == 3) {
+      times.push_back(ms);
+      figures.messages = messages;
+      figures.peak_kib = std::max(figures.peak_kib, kib);
+    }
+  }
+  std::sort(times.begin(), times.end());
+  if (!times.empty()) figures.median_ms = times[times.size() / 2];
+  return figures;
+}
+
+std::int64_t file_bytes(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--open-once") return open_once(argv[2], argv[3]);
+  std::string base = std::filesystem::temp_directory_path() / "cairn-bench";
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--dir" && i + 1 < argc) base = argv[++i];
+    if (std::string(argv[i]) == "--quick") quick = true;
+  }
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base);
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  const double duration = quick ? 0.5 : 2.0;
+
+  std::printf("cairn store benchmark (%s, %u cores)\n\n", base.c_str(), std::thread::hardware_concurrency());
+  const double raw = raw_fdatasync_rate(base, duration);
+  std::printf("raw fdatasync (300-byte appends): %.0f/s\n\n", raw);
+
+  std::printf("%-8s %-5s %10s %10s %10s %14s %12s\n", "backend", "sync", "1 writer", "8 writers", "64 writers",
+              "1w / raw sync", "64w / 1w");
+  struct Backend {
+    std::string name, uri;
+  };
+  const std::vector<Backend> backends = {{"memory", "memory:"},
+                                         {"jsonl", "jsonl:" + base + "/append-jsonl"},
+                                         {"sqlite", "sqlite:" + base + "/append.db"}};
+  for (const Backend& backend : backends) {
+    for (SyncPolicy sync : {SyncPolicy::full, SyncPolicy::none}) {
+      if (backend.name == "memory" && sync == SyncPolicy::full) continue;
+      auto store = open_store(backend.uri, {sync});
+      if (!store) {
+        std::fprintf(stderr, "%s\n", store.error().message.c_str());
+        return 1;
+      }
+      const double one = append_rate(**store, 1, duration);
+      const double eight = append_rate(**store, 8, duration);
+      const double many = append_rate(**store, 64, duration);
+      std::printf("%-8s %-5s %10.0f %10.0f %10.0f %14s %12.1f\n", backend.name.c_str(),
+                  sync == SyncPolicy::full ? "full" : "none", one, eight, many,
+                  sync == SyncPolicy::full ? fmt::format("{:.2f}", one / raw).c_str() : "-", many / one);
+    }
+  }
+  std::printf("targets: jsonl/sqlite full 1w / raw sync >= 0.8; 64w / 1w >= 20 (full)\n\n");
+
+  std::printf("%-8s %9s %11s %10s %12s %14s %10s %16s\n", "backend", "records", "shape", "file MB", "open+ctx ms",
+              "ctx messages", "peak MB", "peak / file");
+  std::vector<std::int64_t> sizes = {10000, 100000, 1000000};
+  if (quick) sizes = {10000, 100000};
+  for (const std::string name : {"jsonl", "sqlite"}) {
+    for (std::int64_t records : sizes) {
+      for (bool compacting : {true, false}) {
+        if (!compacting && records != 100000) continue;
+        const std::string dir = fmt::format("{}/open-{}-{}-{}", base, name, records, compacting);
+        std::filesystem::create_directories(dir);
+        const std::string uri = name == "jsonl" ? "jsonl:" + dir : "sqlite:" + dir + "/s.db";
+        const std::string file = name == "jsonl" ? dir + "/open.jsonl" : dir + "/s.db";
+        {
+          auto store = open_store(uri, {SyncPolicy::none});
+          auto session = (*store)->create({.id = "open", .cwd = "/bench"});
+          if (!session) {
+            std::fprintf(stderr, "%s\n", session.error().message.c_str());
+            return 1;
+          }
+          fill_session(**session, records, compacting);
+        }
+        if (name == "sqlite") {  // fold the WAL into the database, as a closed database is
+          auto store = open_store(uri);
+          (void)(*store)->list();
+        }
+        const OpenFigures figures = measure_open(self, uri, "open", records >= 1000000 ? 3 : 7);
+        const double file_mb = static_cast<double>(file_bytes(file) + file_bytes(file + "-wal")) / 1e6;
+        std::printf("%-8s %9lld %11s %10.1f %12.1f %14zu %10.1f %16.2f\n", name.c_str(),
+                    static_cast<long long>(records), compacting ? "compacting" : "linear", file_mb, figures.median_ms,
+                    figures.messages, static_cast<double>(figures.peak_kib) / 1024.0,
+                    static_cast<double>(figures.peak_kib) * 1024.0 / 1e6 / file_mb);
+        std::filesystem::remove_all(dir);
+      }
+    }
+  }
+  std::printf("targets: 100k open+ctx median <= 60 ms (jsonl), <= 120 ms (sqlite); 1M jsonl < 1000 ms with peak < 2 x file\n");
+  std::filesystem::remove_all(base);
+  return 0;
+}

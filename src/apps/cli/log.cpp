@@ -1,0 +1,70 @@
+// `cairn log SESSION`: every record, as stored (--json) or one summary line each.
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "text.hpp"
+
+namespace cairn::cli {
+namespace {
+
+struct LogOptions {
+  std::string store;
+  std::string session;
+  std::int64_t after = -1;
+  bool json = false;
+};
+
+// seq, type, id, ref (and run), preview.
+std::string summary_line(const LogLine& line) {
+  const std::string type(to_string(line.type));
+  auto json = Json::parse(line.json, nullptr, false);
+  if (json.is_discarded()) return fmt::format("{:>5}  {:<21} (not valid JSON)", line.seq, type);
+  auto record = decode_record(json);
+  if (!record) {
+    return fmt::format("{:>5}  {:<21} {:<12} (cannot decode: {})", line.seq, type,
+                       json.is_object() ? json.value("id", std::string()) : std::string(), record.error().message);
+  }
+  if (const auto* entry = std::get_if<TreeEntry>(&record->body)) {
+    return fmt::format("{:>5}  {:<21} {:<12} {:<16} {}", line.seq, type, entry->id, entry->ref.value_or("main"),
+                       entry_preview(*entry));
+  }
+  if (const auto* harness = std::get_if<HarnessRecord>(&record->body)) {
+    std::string where = harness->ref;
+    const std::string run = run_id_of(*harness);
+    if (!run.empty() && run != harness->id) where += "/" + short_id(run);
+    return fmt::format("{:>5}  {:<21} {:<12} {:<16} {}", line.seq, type, harness->id, where,
+                       harness_preview(*harness));
+  }
+  const Json& ignorable = std::get<IgnorableRecord>(record->body).json;
+  return fmt::format("{:>5}  {:<21} {:<12} {:<16} type {} (ignorable)", line.seq, type,
+                     ignorable.value("id", std::string()), "", ignorable.value("type", std::string("?")));
+}
+
+int run_log(const LogOptions& options) {
+  auto store = open_store_for(options.store);
+  if (!store) return store.error();
+  auto session = open_session(**store, options.session, /*read_only=*/true);
+  if (!session) return session.error();
+  for (const LogLine& line : (*session)->get_log(options.after)) {
+    if (options.json) {
+      fmt::print("{}\n", line.json);
+    } else {
+      fmt::print("{}\n", summary_line(line));
+    }
+  }
+  return kOk;
+}
+
+}  // namespace
+
+void register_log_command(CLI::App& app, Commands& commands) {
+  auto options = std::make_shared<LogOptions>();
+  CLI::App* sub = app.add_subcommand("log", "Print a session's records in seq order");
+  add_store_option(sub, options->store);
+  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required();
+  sub->add_option("--after", options->after, "Only records with a seq greater than SEQ")->type_name("SEQ");
+  sub->add_flag("--json", options->json, "Print every record exactly as stored, one JSON object per line");
+  commands.push_back({sub, [options] { return run_log(*options); }});
+}
+
+}  // namespace cairn::cli

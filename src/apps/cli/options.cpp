@@ -1,0 +1,103 @@
+// Store selection, session opening and error reporting shared by every command.
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+
+namespace cairn::cli {
+
+int report(int code, std::string_view message) {
+  fmt::print(stderr, "cairn: {}\n", message);
+  return code;
+}
+
+int exit_code_for(const Error& error) {
+  if (error.code == "not_found" || error.code == "ambiguous_id" || error.code == "invalid_argument" ||
+      error.code == "unknown_ref") {
+    return kUsage;
+  }
+  return kFailure;
+}
+
+int report(const Error& error) { return report(exit_code_for(error), error.message); }
+
+void add_store_option(CLI::App* command, std::string& uri) {
+  command->add_option("--store", uri,
+                      "Where sessions live: memory:, jsonl:DIR or sqlite:FILE. Default: $CAIRN_STORE, else "
+                      "sqlite:$XDG_DATA_HOME/cairn/sessions.db ($XDG_DATA_HOME defaults to ~/.local/share)")
+      ->type_name("URI");
+}
+
+Outcome<std::string> store_uri(const std::string& option) {
+  if (!option.empty()) return option;
+  if (const char* env = std::getenv("CAIRN_STORE"); env && *env) return std::string(env);
+
+  std::filesystem::path data_home;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) {
+    data_home = xdg;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    data_home = std::filesystem::path(home) / ".local" / "share";
+  } else {
+    return std::unexpected(report(kFailure, "no store given: set --store, $CAIRN_STORE, $XDG_DATA_HOME or $HOME"));
+  }
+  const auto dir = data_home / "cairn";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return std::unexpected(report(kFailure, fmt::format("cannot create {}: {}", dir.string(), ec.message())));
+  return "sqlite:" + (dir / "sessions.db").string();
+}
+
+Outcome<std::unique_ptr<Store>> open_store_for(const std::string& option) {
+  auto uri = store_uri(option);
+  if (!uri) return std::unexpected(uri.error());
+  auto store = open_store(*uri);
+  if (!store) return std::unexpected(report(exit_code_for(store.error()), store.error().message));
+  return std::move(*store);
+}
+
+Outcome<std::shared_ptr<Session>> open_session(Store& store, std::string_view id_or_prefix, bool read_only) {
+  auto id = store.resolve_id(id_or_prefix);
+  if (!id) {
+    if (id.error().code == "not_found") {
+      return std::unexpected(report(kUsage, fmt::format("no session matches '{}'", id_or_prefix)));
+    }
+    return std::unexpected(report(id.error()));
+  }
+  OpenOptions options;
+  options.read_only = read_only;
+  auto session = store.open(*id, options);
+  // The id resolved a moment ago, so a failure here is about the session
+  // itself (damaged, locked, newer): a failure, not a usage error.
+  if (!session) return std::unexpected(report(kFailure, session.error().message));
+  const OpenReport& opened = (*session)->open_report();
+  if (opened.tail_cut) {
+    fmt::print(stderr, "cairn: warning: {} a torn tail of {} bytes after seq {}{}{}\n",
+               read_only ? "ignored" : "cut", opened.bytes_cut, opened.last_good_seq,
+               opened.detail.empty() ? "" : ": ", opened.detail);
+  }
+  return std::move(*session);
+}
+
+Outcome<std::string> resolve_entry_id(const Session& session, std::string_view id_or_prefix) {
+  if (session.get_entry(id_or_prefix)) return std::string(id_or_prefix);
+  std::vector<std::string> matches;
+  for (const LogLine& line : session.get_log()) {
+    if (!is_tree_type(line.type)) continue;
+    auto json = Json::parse(line.json, nullptr, false);
+    if (!json.is_object() || !json.contains("id") || !json["id"].is_string()) continue;
+    const auto& id = json["id"].get_ref<const std::string&>();
+    if (id.starts_with(id_or_prefix)) matches.push_back(id);
+  }
+  if (matches.size() == 1) return matches.front();
+  if (matches.empty()) {
+    return std::unexpected(report(kUsage, fmt::format("no entry matches '{}' in session {}", id_or_prefix,
+                                                      session.id())));
+  }
+  return std::unexpected(report(kUsage, fmt::format("entry prefix '{}' matches {} entries in session {}",
+                                                    id_or_prefix, matches.size(), session.id())));
+}
+
+}  // namespace cairn::cli

@@ -1,0 +1,86 @@
+// `cairn sessions` lists the store's sessions; `cairn new` creates an empty one.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+
+namespace cairn::cli {
+namespace {
+
+struct SessionsOptions {
+  std::string store;
+  bool json = false;
+};
+
+int run_sessions(const SessionsOptions& options) {
+  auto store = open_store_for(options.store);
+  if (!store) return store.error();
+  auto headers = (*store)->list();
+  if (!headers) return report(headers.error());
+  for (const SessionHeader& header : *headers) {
+    if (options.json) {
+      fmt::print("{}\n", encode(header).dump());
+      continue;
+    }
+    std::string origin;
+    if (header.parent_session) origin = fmt::format("  (fork of {})", *header.parent_session);
+    if (auto it = header.extra.find("importedFrom"); it != header.extra.end() && it->is_object()) {
+      origin += fmt::format("  (imported from {})", it->value("format", std::string("?")));
+    }
+    fmt::print("{}  {}  {}{}\n", header.id, header.timestamp, header.cwd, origin);
+  }
+  return kOk;
+}
+
+struct NewOptions {
+  std::string store;
+  std::string cwd;
+  std::string id;
+};
+
+int run_new(const NewOptions& options) {
+  auto store = open_store_for(options.store);
+  if (!store) return store.error();
+  CreateOptions create;
+  if (!options.id.empty()) create.id = options.id;
+  if (options.cwd.empty()) {
+    std::error_code ec;
+    create.cwd = std::filesystem::current_path(ec).string();
+  } else {
+    std::error_code ec;
+    auto absolute = std::filesystem::absolute(options.cwd, ec);
+    create.cwd = ec ? options.cwd : absolute.lexically_normal().string();
+  }
+  auto session = (*store)->create(create);
+  if (!session) {
+    if (session.error().code == "already_exists") return report(kUsage, session.error().message);
+    return report(session.error());
+  }
+  fmt::print("{}\n", (*session)->id());
+  return kOk;
+}
+
+}  // namespace
+
+void register_session_commands(CLI::App& app, Commands& commands) {
+  {
+    auto options = std::make_shared<SessionsOptions>();
+    CLI::App* sub = app.add_subcommand("sessions", "List the store's sessions, newest first: id, created, cwd");
+    add_store_option(sub, options->store);
+    sub->add_flag("--json", options->json, "Print each session's header as one JSON object per line");
+    commands.push_back({sub, [options] { return run_sessions(*options); }});
+  }
+  {
+    auto options = std::make_shared<NewOptions>();
+    CLI::App* sub = app.add_subcommand("new", "Create an empty session and print its id");
+    add_store_option(sub, options->store);
+    sub->add_option("--cwd", options->cwd, "The session's working directory (default: the current directory)")
+        ->type_name("DIR");
+    sub->add_option("--id", options->id, "The new session's id (default: a fresh time-ordered UUID)")
+        ->type_name("ID");
+    commands.push_back({sub, [options] { return run_new(*options); }});
+  }
+}
+
+}  // namespace cairn::cli

@@ -1,0 +1,155 @@
+// `cairn tree SESSION`: the entry tree, drawn like pi's /tree. A chain of
+// single children stays at one indent; only a branch point indents its
+// children (with a connector), and the first generation after a branch one
+// step more, so a branch's subtree reads as a group.
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "text.hpp"
+
+namespace cairn::cli {
+namespace {
+
+struct TreeOptions {
+  std::string store;
+  std::string session;
+};
+
+struct Node {
+  TreeEntry entry;
+  std::vector<std::size_t> children;  // indexes into the node list, in seq order
+};
+
+// A connector's column and whether the branch below it continues ("|").
+struct Gutter {
+  int position;
+  bool show;
+};
+
+struct Frame {
+  std::size_t node;
+  int indent;
+  bool just_branched;
+  bool show_connector;
+  bool is_last;
+  std::vector<Gutter> gutters;
+  bool virtual_root_child;
+};
+
+std::string prefix_for(const Frame& frame, bool multiple_roots) {
+  const int display_indent = multiple_roots ? std::max(0, frame.indent - 1) : frame.indent;
+  const bool connector = frame.show_connector && !frame.virtual_root_child;
+  const int connector_position = connector ? display_indent - 1 : -1;
+  std::string prefix;
+  for (int level = 0; level < display_indent; ++level) {
+    const Gutter* gutter = nullptr;
+    for (const auto& g : frame.gutters) {
+      if (g.position == level) gutter = &g;
+    }
+    if (gutter) {
+      prefix += gutter->show ? "|  " : "   ";
+    } else if (level == connector_position) {
+      prefix += frame.is_last ? "`- " : "|- ";
+    } else {
+      prefix += "   ";
+    }
+  }
+  return prefix;
+}
+
+int run_tree(const TreeOptions& options) {
+  auto store = open_store_for(options.store);
+  if (!store) return store.error();
+  auto opened = open_session(**store, options.session, /*read_only=*/true);
+  if (!opened) return opened.error();
+  const Session& session = **opened;
+
+  std::vector<Node> nodes;
+  std::unordered_map<std::string, std::size_t> by_id;
+  std::vector<std::size_t> roots;
+  for (const LogLine& line : session.get_log()) {
+    if (!is_tree_type(line.type)) continue;
+    auto json = Json::parse(line.json, nullptr, false);
+    auto entry = json.is_discarded() ? Result<TreeEntry>(fail("invalid_record", "not valid JSON"))
+                                     : decode_tree_entry(json);
+    if (!entry) {
+      return report(kFailure, fmt::format("session {}: seq {}: {}", session.id(), line.seq, entry.error().message));
+    }
+    const std::size_t index = nodes.size();
+    by_id.emplace(entry->id, index);
+    auto parent = entry->parent_id ? by_id.find(*entry->parent_id) : by_id.end();
+    if (parent != by_id.end()) {
+      nodes[parent->second].children.push_back(index);
+    } else {
+      roots.push_back(index);
+    }
+    nodes.push_back(Node{std::move(*entry), {}});
+  }
+  if (nodes.empty()) {
+    fmt::print("(no entries)\n");
+    return kOk;
+  }
+
+  std::unordered_map<std::string, std::vector<std::string>> refs_at;  // entry id → refs whose leaf it is
+  std::vector<std::string> empty_refs;
+  for (const RefInfo& ref : session.refs()) {
+    if (ref.leaf_id) {
+      refs_at[*ref.leaf_id].push_back(ref.name);
+    } else {
+      empty_refs.push_back(ref.name);
+    }
+  }
+
+  // Depth-first, children in seq order (pi's indentation rules).
+  const bool multiple_roots = roots.size() > 1;
+  std::vector<Frame> stack;
+  for (std::size_t i = roots.size(); i-- > 0;) {
+    stack.push_back(Frame{roots[i], multiple_roots ? 1 : 0, multiple_roots, multiple_roots,
+                          i == roots.size() - 1, {}, multiple_roots});
+  }
+  while (!stack.empty()) {
+    Frame frame = std::move(stack.back());
+    stack.pop_back();
+    const Node& node = nodes[frame.node];
+
+    std::string line = prefix_for(frame, multiple_roots);
+    line += fmt::format("{} {}", short_id(node.entry.id), to_string(type_of(node.entry.body)));
+    if (auto label = session.label(node.entry.id)) line += fmt::format(" [{}]", *label);
+    line += " " + entry_preview(node.entry);
+    if (auto it = refs_at.find(node.entry.id); it != refs_at.end()) {
+      for (const auto& ref : it->second) line += fmt::format("  ← {}", ref);
+    }
+    fmt::print("{}\n", line);
+
+    const bool multiple_children = node.children.size() > 1;
+    int child_indent = frame.indent;
+    if (multiple_children || (frame.just_branched && frame.indent > 0)) child_indent = frame.indent + 1;
+    std::vector<Gutter> child_gutters = frame.gutters;
+    if (frame.show_connector && !frame.virtual_root_child) {
+      const int display_indent = multiple_roots ? std::max(0, frame.indent - 1) : frame.indent;
+      child_gutters.push_back(Gutter{std::max(0, display_indent - 1), !frame.is_last});
+    }
+    for (std::size_t i = node.children.size(); i-- > 0;) {
+      stack.push_back(Frame{node.children[i], child_indent, multiple_children, multiple_children,
+                            i == node.children.size() - 1, child_gutters, false});
+    }
+  }
+  for (const auto& ref : empty_refs) fmt::print("(empty)  ← {}\n", ref);
+  return kOk;
+}
+
+}  // namespace
+
+void register_tree_command(CLI::App& app, Commands& commands) {
+  auto options = std::make_shared<TreeOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "tree", "Draw a session's entry tree: short id, type, [label], preview, and ← REF where a ref's leaf is");
+  add_store_option(sub, options->store);
+  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required();
+  commands.push_back({sub, [options] { return run_tree(*options); }});
+}
+
+}  // namespace cairn::cli

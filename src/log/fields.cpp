@@ -1,0 +1,329 @@
+// The field rules of every record type that its C++ type cannot express: ids
+// that must not be empty, enum-like strings, numeric ranges, the kinds of
+// entry a queue may carry, and lossless JSON in every free-form field. Both
+// append (before anything is written) and decode_record run them, so the log
+// never holds a record that breaks one.
+#include <cmath>
+#include <initializer_list>
+
+#include <fmt/format.h>
+
+#include "cairn/log/index.hpp"
+#include "json_reader.hpp"
+
+namespace cairn {
+
+using detail::index_path;
+using detail::join_path;
+
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+// Collects the first broken rule; later checks become no-ops, so a checker
+// reads as a flat list of rules.
+class Checks {
+ public:
+  bool ok() const { return !error_.has_value(); }
+  Status status() const {
+    if (error_) return std::unexpected(*error_);
+    return {};
+  }
+
+  void fail(std::string_view path, std::string_view what) {
+    if (ok()) error_ = detail::invalid(path, what).error();
+  }
+
+  void non_empty(std::string_view path, const std::string& value) {
+    if (value.empty()) fail(path, "must not be empty");
+  }
+  void non_empty(std::string_view path, const std::optional<std::string>& value) {
+    if (value) non_empty(path, *value);
+  }
+
+  void at_least(std::string_view path, std::int64_t value, std::int64_t minimum) {
+    if (value >= minimum) return;
+    fail(path, minimum == 0 ? "must not be negative" : fmt::format("must be at least {}", minimum));
+  }
+
+  void finite(std::string_view path, double value) {
+    if (!std::isfinite(value)) fail(path, "must be a finite number");
+  }
+
+  void one_of(std::string_view path, const std::string& value, std::initializer_list<std::string_view> allowed) {
+    for (auto candidate : allowed) {
+      if (value == candidate) return;
+    }
+    std::string expected;
+    for (auto candidate : allowed) {
+      if (!expected.empty()) expected += ", ";
+      expected += fmt::format("'{}'", candidate);
+    }
+    fail(path, fmt::format("expected one of {}, got '{}'", expected, value));
+  }
+
+  void lossless(std::string_view path, const Json& value) {
+    if (!is_lossless(value)) fail(path, "not lossless JSON (NaN or infinity)");
+  }
+  void lossless(std::string_view path, const std::optional<Json>& value) {
+    if (value) lossless(path, *value);
+  }
+
+  void object(std::string_view path, const Json& value) {
+    if (!value.is_object()) fail(path, "expected an object");
+    lossless(path, value);
+  }
+
+  // Unknown fields live beside the known ones on the wire, so each is named by
+  // its own key: `base.key`.
+  void extra(std::string_view base, const Json& extra) {
+    if (!extra.is_object()) {
+      fail(join_path(base, "extra"), "expected an object");
+      return;
+    }
+    for (const auto& [key, value] : extra.items()) lossless(join_path(base, key), value);
+  }
+
+ private:
+  std::optional<Error> error_;
+};
+
+// ---- messages ---------------------------------------------------------------
+
+void check_block(Checks& c, const std::string& path, const TextContent& block) { c.extra(path, block.extra); }
+void check_block(Checks& c, const std::string& path, const ImageContent& block) { c.extra(path, block.extra); }
+void check_block(Checks& c, const std::string& path, const ThinkingContent& block) { c.extra(path, block.extra); }
+void check_block(Checks& c, const std::string& path, const ToolCall& block) {
+  c.non_empty(join_path(path, "id"), block.id);
+  c.object(join_path(path, "arguments"), block.arguments);
+  c.extra(path, block.extra);
+}
+
+template <class Block>
+void check_blocks(Checks& c, const std::string& path, const std::vector<Block>& blocks) {
+  for (std::size_t i = 0; i < blocks.size() && c.ok(); ++i) {
+    std::visit([&](const auto& block) { check_block(c, index_path(path, i), block); }, blocks[i]);
+  }
+}
+
+void check_content(Checks& c, const std::string& path, const UserContent& content) {
+  if (const auto* blocks = std::get_if<std::vector<UserBlock>>(&content)) check_blocks(c, path, *blocks);
+}
+
+void check_usage(Checks& c, const std::string& path, const Usage& usage) {
+  c.at_least(join_path(path, "input"), usage.input, 0);
+  c.at_least(join_path(path, "output"), usage.output, 0);
+  c.at_least(join_path(path, "cacheRead"), usage.cache_read, 0);
+  c.at_least(join_path(path, "cacheWrite"), usage.cache_write, 0);
+  c.at_least(join_path(path, "totalTokens"), usage.total_tokens, 0);
+  const std::string cost = join_path(path, "cost");
+  c.finite(join_path(cost, "input"), usage.cost.input);
+  c.finite(join_path(cost, "output"), usage.cost.output);
+  c.finite(join_path(cost, "cacheRead"), usage.cost.cache_read);
+  c.finite(join_path(cost, "cacheWrite"), usage.cost.cache_write);
+  c.finite(join_path(cost, "total"), usage.cost.total);
+  c.extra(cost, usage.cost.extra);
+  c.extra(path, usage.extra);
+}
+
+void check_message(Checks& c, const std::string& path, const AgentMessage& message) {
+  std::visit(Overloaded{
+                 [&](const UserMessage& m) { check_content(c, join_path(path, "content"), m.content); },
+                 [&](const AssistantMessage& m) {
+                   check_blocks(c, join_path(path, "content"), m.content);
+                   check_usage(c, join_path(path, "usage"), m.usage);
+                 },
+                 [&](const ToolResultMessage& m) {
+                   c.non_empty(join_path(path, "toolCallId"), m.tool_call_id);
+                   check_blocks(c, join_path(path, "content"), m.content);
+                   c.lossless(join_path(path, "details"), m.details);
+                 },
+                 [&](const CustomMessage& m) {
+                   check_content(c, join_path(path, "content"), m.content);
+                   c.lossless(join_path(path, "details"), m.details);
+                 },
+                 [&](const BranchSummaryMessage& m) { c.non_empty(join_path(path, "fromId"), m.from_id); },
+                 [&](const CompactionSummaryMessage& m) {
+                   c.at_least(join_path(path, "tokensBefore"), m.tokens_before, 0);
+                 },
+                 [&](const BashExecutionMessage&) {},
+             },
+             message);
+  std::visit([&](const auto& m) { c.extra(path, m.extra); }, message);
+}
+
+// ---- tree entries -----------------------------------------------------------
+
+void check_body(Checks& c, const std::string& path, const TreeBody& body) {
+  auto field = [&](std::string_view key) { return join_path(path, key); };
+  std::visit(Overloaded{
+                 [&](const MessageBody& b) { check_message(c, field("message"), b.message); },
+                 [&](const ModelChange&) {},
+                 [&](const ThinkingLevelChange&) {},
+                 [&](const ActiveToolsChange&) {},
+                 [&](const Compaction& b) {
+                   c.non_empty(field("firstKeptEntryId"), b.first_kept_entry_id);
+                   c.at_least(field("tokensBefore"), b.tokens_before, 0);
+                   c.lossless(field("details"), b.details);
+                 },
+                 [&](const BranchSummary& b) {
+                   c.non_empty(field("fromId"), b.from_id);
+                   c.lossless(field("details"), b.details);
+                 },
+                 [&](const Custom& b) { c.lossless(field("data"), b.data); },
+                 [&](const CustomMessageBody& b) {
+                   check_content(c, field("content"), b.content);
+                   c.lossless(field("details"), b.details);
+                 },
+                 [&](const Label& b) { c.non_empty(field("targetId"), b.target_id); },
+                 [&](const SessionInfo&) {},
+                 [&](const Leaf& b) { c.non_empty(field("targetId"), b.target_id); },
+             },
+             body);
+}
+
+void check_tree_entry(Checks& c, const std::string& path, const TreeEntry& entry) {
+  c.non_empty(join_path(path, "id"), entry.id);
+  c.non_empty(join_path(path, "parentId"), entry.parent_id);
+  c.non_empty(join_path(path, "timestamp"), entry.timestamp);
+  c.non_empty(join_path(path, "ref"), entry.ref);
+  check_body(c, path, entry.body);
+  c.extra(path, entry.extra);
+}
+
+// A provisioned entry has no parentId, timestamp or ref yet (they are assigned
+// when it is appended), so only its id and payload are checked.
+void check_provisioned(Checks& c, const std::string& path, const ProvisionedEntry& entry) {
+  c.non_empty(join_path(path, "id"), entry.id);
+  check_body(c, path, entry.body);
+  c.extra(path, entry.extra);
+}
+
+// Queue items and run prompts become messages in the model's context.
+void check_message_like(Checks& c, const std::string& path, const ProvisionedEntry& entry) {
+  check_provisioned(c, path, entry);
+  if (!std::holds_alternative<MessageBody>(entry.body) && !std::holds_alternative<CustomMessageBody>(entry.body)) {
+    c.fail(join_path(path, "type"),
+           fmt::format("expected 'message' or 'custom_message', got '{}'", to_string(type_of(entry.body))));
+  }
+}
+
+// ---- harness records --------------------------------------------------------
+
+void check_intent(Checks& c, const OperationIntent& intent) {
+  std::visit(Overloaded{
+                 [&](const RunIntent& i) {
+                   for (std::size_t k = 0; k < i.initial_messages.size() && c.ok(); ++k) {
+                     check_message_like(c, index_path("intent.initialMessages", k), i.initial_messages[k]);
+                   }
+                   if (i.resume_data) c.object("intent.resumeData", *i.resume_data);
+                   c.extra("intent", i.extra);
+                 },
+                 [&](const CompactionIntent& i) {
+                   c.non_empty("intent.resultEntryId", i.result_entry_id);
+                   c.extra("intent", i.extra);
+                 },
+                 [&](const NavigationIntent& i) {
+                   c.non_empty("intent.targetId", i.target_id);
+                   c.non_empty("intent.destinationLeafId", i.destination_leaf_id);
+                   c.non_empty("intent.summaryEntryId", i.summary_entry_id);
+                   c.non_empty("intent.labelEntryId", i.label_entry_id);
+                   c.non_empty("intent.leafEntryId", i.leaf_entry_id);
+                   c.extra("intent", i.extra);
+                 },
+             },
+             intent);
+}
+
+void check_queue_item(Checks& c, const QueueEnqueued& b) {
+  c.one_of("queue", b.queue, {"steer", "followUp", "nextRun"});
+  if (b.queue == "nextRun") {
+    // A next-run item belongs to no operation until a run consumes it.
+    if (b.run_id) c.fail("runId", "not allowed on a nextRun item");
+  } else if (!b.run_id) {
+    c.fail("runId", fmt::format("missing (a {} item belongs to its run)", b.queue));
+  } else {
+    c.non_empty("runId", b.run_id);
+  }
+  check_message_like(c, "target", b.target);
+}
+
+void check_harness_body(Checks& c, const HarnessBody& body) {
+  std::visit(Overloaded{
+                 [&](const OperationStarted& b) {
+                   c.non_empty("sourceLeafId", b.source_leaf_id);
+                   check_intent(c, b.intent);
+                 },
+                 [&](const OperationCancelled& b) {
+                   c.non_empty("runId", b.run_id);
+                   c.one_of("reason", b.reason, {"user", "shutdown"});
+                 },
+                 [&](const OperationFinished& b) {
+                   c.non_empty("runId", b.run_id);
+                   c.one_of("outcome", b.outcome, {"completed", "aborted", "failed", "cancelled"});
+                   c.extra("error", b.error_extra);
+                 },
+                 [&](const GenerationStarted& b) {
+                   c.non_empty("runId", b.run_id);
+                   c.one_of("purpose", b.purpose, {"step", "compaction", "branch_summary"});
+                   c.at_least("attempt", b.attempt, 1);
+                   c.extra("model", b.model.extra);
+                 },
+                 [&](const ToolStarted& b) {
+                   c.non_empty("runId", b.run_id);
+                   c.non_empty("assistantEntryId", b.assistant_entry_id);
+                   c.at_least("toolIndex", b.tool_index, 0);
+                   c.non_empty("toolCallId", b.tool_call_id);
+                   c.object("effectiveArgs", b.effective_args);
+                   c.non_empty("resultEntryId", b.result_entry_id);
+                   c.one_of("replay", b.replay, {"never", "safe"});
+                 },
+                 [&](const QueueEnqueued& b) { check_queue_item(c, b); },
+                 [&](const WriteDeferred& b) {
+                   c.non_empty("runId", b.run_id);
+                   check_provisioned(c, "target", b.target);
+                 },
+                 [&](const RefCreated& b) {
+                   c.non_empty("name", b.name);
+                   c.non_empty("at", b.at);
+                 },
+                 [&](const RefDeleted& b) { c.non_empty("name", b.name); },
+             },
+             body);
+}
+
+void check_harness(Checks& c, const HarnessRecord& record) {
+  c.non_empty("id", record.id);
+  c.non_empty("ref", record.ref);
+  c.non_empty("timestamp", record.timestamp);
+  check_harness_body(c, record.body);
+  c.extra("", record.extra);
+}
+
+void check_ignorable(Checks& c, const IgnorableRecord& record) {
+  if (!record.json.is_object()) {
+    c.fail("record", "expected an object");
+    return;
+  }
+  auto type = record.json.find("type");
+  if (type == record.json.end() || !type->is_string()) c.fail("type", "expected a string");
+  c.extra("", record.json);
+}
+
+}  // namespace
+
+Status check_fields(const Record& record) {
+  Checks c;
+  std::visit(Overloaded{
+                 [&](const TreeEntry& entry) { check_tree_entry(c, "", entry); },
+                 [&](const HarnessRecord& harness) { check_harness(c, harness); },
+                 [&](const IgnorableRecord& ignorable) { check_ignorable(c, ignorable); },
+             },
+             record.body);
+  return c.status();
+}
+
+}  // namespace cairn

@@ -1,0 +1,324 @@
+// JSON codec of harness records: the orchestration facts (operations, request
+// attempts, tool starts, queues, deferred writes, refs) that make a run
+// resumable. Shapes follow the design document's HarnessEntry types.
+#include <fmt/format.h>
+
+#include "json_reader.hpp"
+#include "record_codec_detail.hpp"
+
+namespace cairn {
+
+using detail::ObjectReader;
+
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+Json optional_string_json(const std::optional<std::string>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+// ---- encoding ---------------------------------------------------------------
+
+Json encode_intent(const OperationIntent& intent) {
+  Json out = {{"kind", op_kind(intent)}};
+  const Json* extra = nullptr;
+  std::visit(Overloaded{
+                 [&](const RunIntent& i) {
+                   Json messages = Json::array();
+                   for (const auto& entry : i.initial_messages) messages.push_back(encode_provisioned(entry));
+                   out["initialMessages"] = std::move(messages);
+                   if (i.system_prompt_override) out["systemPromptOverride"] = *i.system_prompt_override;
+                   if (i.resume_data) out["resumeData"] = *i.resume_data;
+                   extra = &i.extra;
+                 },
+                 [&](const CompactionIntent& i) {
+                   if (i.custom_instructions) out["customInstructions"] = *i.custom_instructions;
+                   out["resultEntryId"] = i.result_entry_id;
+                   extra = &i.extra;
+                 },
+                 [&](const NavigationIntent& i) {
+                   out["targetId"] = i.target_id;
+                   out["destinationLeafId"] = optional_string_json(i.destination_leaf_id);
+                   out["summarize"] = i.summarize;
+                   if (i.custom_instructions) out["customInstructions"] = *i.custom_instructions;
+                   if (i.label) out["label"] = *i.label;
+                   if (i.summary_entry_id) out["summaryEntryId"] = *i.summary_entry_id;
+                   if (i.label_entry_id) out["labelEntryId"] = *i.label_entry_id;
+                   out["leafEntryId"] = i.leaf_entry_id;
+                   extra = &i.extra;
+                 },
+             },
+             intent);
+  detail::append_extra(out, *extra);
+  return out;
+}
+
+void encode_body(Json& out, const HarnessBody& body) {
+  std::visit(Overloaded{
+                 [&](const OperationStarted& b) {
+                   out["sourceLeafId"] = optional_string_json(b.source_leaf_id);
+                   out["intent"] = encode_intent(b.intent);
+                 },
+                 [&](const OperationCancelled& b) {
+                   out["runId"] = b.run_id;
+                   out["reason"] = b.reason;
+                 },
+                 [&](const OperationFinished& b) {
+                   out["runId"] = b.run_id;
+                   out["outcome"] = b.outcome;
+                   if (b.error) {
+                     Json error = {{"code", b.error->code}, {"message", b.error->message}};
+                     detail::append_extra(error, b.error_extra);
+                     out["error"] = std::move(error);
+                   }
+                 },
+                 [&](const GenerationStarted& b) {
+                   out["runId"] = b.run_id;
+                   out["purpose"] = b.purpose;
+                   out["attempt"] = b.attempt;
+                   Json model = {{"provider", b.model.provider}, {"modelId", b.model.model_id}};
+                   detail::append_extra(model, b.model.extra);
+                   out["model"] = std::move(model);
+                 },
+                 [&](const ToolStarted& b) {
+                   out["runId"] = b.run_id;
+                   out["assistantEntryId"] = b.assistant_entry_id;
+                   out["toolIndex"] = b.tool_index;
+                   out["toolCallId"] = b.tool_call_id;
+                   out["toolName"] = b.tool_name;
+                   out["effectiveArgs"] = b.effective_args;
+                   out["resultEntryId"] = b.result_entry_id;
+                   out["replay"] = b.replay;
+                 },
+                 [&](const QueueEnqueued& b) {
+                   out["queue"] = b.queue;
+                   if (b.run_id) out["runId"] = *b.run_id;
+                   out["target"] = encode_provisioned(b.target);
+                 },
+                 [&](const WriteDeferred& b) {
+                   out["runId"] = b.run_id;
+                   out["target"] = encode_provisioned(b.target);
+                 },
+                 [&](const RefCreated& b) {
+                   out["name"] = b.name;
+                   out["at"] = optional_string_json(b.at);
+                 },
+                 [&](const RefDeleted& b) { out["name"] = b.name; },
+             },
+             body);
+}
+
+// ---- decoding ---------------------------------------------------------------
+
+ProvisionedEntry read_provisioned(ObjectReader& r, std::string_view key) {
+  const Json* value = r.required(key);
+  if (value == nullptr) return {};
+  return r.take(decode_provisioned(*value, r.field(key)));
+}
+
+std::vector<ProvisionedEntry> read_provisioned_list(ObjectReader& r, std::string_view key) {
+  std::vector<ProvisionedEntry> entries;
+  const Json* list = r.required(key);
+  if (list == nullptr) return entries;
+  if (!list->is_array()) {
+    r.fail_at(key, "expected an array");
+    return entries;
+  }
+  for (std::size_t i = 0; i < list->size() && r.ok(); ++i) {
+    entries.push_back(r.take(decode_provisioned((*list)[i], detail::index_path(r.field(key), i))));
+  }
+  return entries;
+}
+
+OperationIntent decode_intent(ObjectReader& r) {
+  std::string kind = r.string("kind");
+  if (!r.ok()) return RunIntent{};
+  if (kind == "run") {
+    RunIntent i;
+    i.initial_messages = read_provisioned_list(r, "initialMessages");
+    i.system_prompt_override = r.optional_string("systemPromptOverride");
+    i.resume_data = r.optional_object("resumeData");
+    i.extra = r.extra();
+    return i;
+  }
+  if (kind == "compaction") {
+    CompactionIntent i;
+    i.custom_instructions = r.optional_string("customInstructions");
+    i.result_entry_id = r.string("resultEntryId");
+    i.extra = r.extra();
+    return i;
+  }
+  if (kind == "navigation") {
+    NavigationIntent i;
+    i.target_id = r.string("targetId");
+    i.destination_leaf_id = r.nullable_string("destinationLeafId");
+    i.summarize = r.boolean("summarize");
+    i.custom_instructions = r.optional_string("customInstructions");
+    i.label = r.optional_string("label");
+    i.summary_entry_id = r.optional_string("summaryEntryId");
+    i.label_entry_id = r.optional_string("labelEntryId");
+    i.leaf_entry_id = r.string("leafEntryId");
+    i.extra = r.extra();
+    return i;
+  }
+  r.fail_at("kind", fmt::format("unknown operation kind '{}'", kind));
+  return RunIntent{};
+}
+
+OperationStarted decode_operation_started(ObjectReader& r) {
+  OperationStarted b;
+  b.source_leaf_id = r.nullable_string("sourceLeafId");
+  if (const Json* intent = r.required("intent")) {
+    ObjectReader ir(*intent, r.field("intent"));
+    b.intent = decode_intent(ir);
+    r.take(ir.status());
+  }
+  return b;
+}
+
+OperationFinished decode_operation_finished(ObjectReader& r) {
+  OperationFinished b;
+  b.run_id = r.string("runId");
+  b.outcome = r.string("outcome");
+  if (const Json* error = r.optional("error")) {
+    ObjectReader er(*error, r.field("error"));
+    b.error = Error{er.string("code"), er.string("message")};
+    b.error_extra = er.extra();
+    r.take(er.status());
+  }
+  return b;
+}
+
+GenerationStarted decode_generation_started(ObjectReader& r) {
+  GenerationStarted b;
+  b.run_id = r.string("runId");
+  b.purpose = r.string("purpose");
+  b.attempt = r.integer("attempt");
+  if (const Json* model = r.required("model")) {
+    ObjectReader mr(*model, r.field("model"));
+    b.model.provider = mr.string("provider");
+    b.model.model_id = mr.string("modelId");
+    b.model.extra = mr.extra();
+    r.take(mr.status());
+  }
+  return b;
+}
+
+ToolStarted decode_tool_started(ObjectReader& r) {
+  ToolStarted b;
+  b.run_id = r.string("runId");
+  b.assistant_entry_id = r.string("assistantEntryId");
+  b.tool_index = r.integer("toolIndex");
+  b.tool_call_id = r.string("toolCallId");
+  b.tool_name = r.string("toolName");
+  b.effective_args = r.object("effectiveArgs");
+  b.result_entry_id = r.string("resultEntryId");
+  b.replay = r.string("replay");
+  return b;
+}
+
+HarnessBody decode_body(RecordType type, ObjectReader& r) {
+  switch (type) {
+    case RecordType::operation_started:
+      return decode_operation_started(r);
+    case RecordType::operation_cancelled: {
+      OperationCancelled b;
+      b.run_id = r.string("runId");
+      b.reason = r.string("reason");
+      return b;
+    }
+    case RecordType::operation_finished:
+      return decode_operation_finished(r);
+    case RecordType::generation_started:
+      return decode_generation_started(r);
+    case RecordType::tool_started:
+      return decode_tool_started(r);
+    case RecordType::queue_enqueued: {
+      QueueEnqueued b;
+      b.queue = r.string("queue");
+      b.run_id = r.optional_string("runId");
+      b.target = read_provisioned(r, "target");
+      return b;
+    }
+    case RecordType::write_deferred: {
+      WriteDeferred b;
+      b.run_id = r.string("runId");
+      b.target = read_provisioned(r, "target");
+      return b;
+    }
+    case RecordType::ref_created: {
+      RefCreated b;
+      b.name = r.string("name");
+      b.at = r.nullable_string("at");
+      return b;
+    }
+    case RecordType::ref_deleted:
+      return RefDeleted{r.string("name")};
+    default:
+      // Callers pass harness types only.
+      r.fail_at("type", fmt::format("'{}' is not a harness record type", to_string(type)));
+      return RefDeleted{};
+  }
+}
+
+}  // namespace
+
+std::string_view op_kind(const OperationIntent& intent) {
+  return std::visit(Overloaded{
+                        [](const RunIntent&) { return std::string_view("run"); },
+                        [](const CompactionIntent&) { return std::string_view("compaction"); },
+                        [](const NavigationIntent&) { return std::string_view("navigation"); },
+                    },
+                    intent);
+}
+
+std::string run_id_of(const HarnessRecord& record) {
+  return std::visit(Overloaded{
+                        // An operation is identified by its own start record.
+                        [&](const OperationStarted&) { return record.id; },
+                        [](const OperationCancelled& b) { return b.run_id; },
+                        [](const OperationFinished& b) { return b.run_id; },
+                        [](const GenerationStarted& b) { return b.run_id; },
+                        [](const ToolStarted& b) { return b.run_id; },
+                        // nextRun items belong to no operation until consumed.
+                        [](const QueueEnqueued& b) { return b.run_id.value_or(""); },
+                        [](const WriteDeferred& b) { return b.run_id; },
+                        [](const RefCreated&) { return std::string(); },
+                        [](const RefDeleted&) { return std::string(); },
+                    },
+                    record.body);
+}
+
+namespace detail {
+
+Json encode_harness(const HarnessRecord& record, std::optional<std::int64_t> seq) {
+  Json out = {{"type", to_string(type_of(record.body))}};
+  if (seq) out["seq"] = *seq;
+  out["id"] = record.id;
+  out["ref"] = record.ref;
+  out["timestamp"] = record.timestamp;
+  encode_body(out, record.body);
+  append_extra(out, record.extra);
+  return out;
+}
+
+Result<HarnessRecord> decode_harness(const Json& json, RecordType type) {
+  ObjectReader r(json, "");
+  r.skip("type");
+  r.skip("seq");  // the record's, read by decode_record
+  HarnessRecord record;
+  record.id = r.string("id");
+  record.ref = r.string("ref");
+  record.timestamp = r.string("timestamp");
+  record.body = decode_body(type, r);
+  record.extra = r.extra();
+  if (!r.ok()) return std::unexpected(r.status().error());
+  return record;
+}
+
+}  // namespace detail
+}  // namespace cairn

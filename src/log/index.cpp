@@ -1,0 +1,303 @@
+// SessionIndex: state, reads and queries over one session's records.
+#include "cairn/log/index.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace cairn {
+namespace {
+
+// Cursors are "s<seq>": the last record a page returned.
+std::string cursor_for(std::int64_t seq) { return fmt::format("s{}", seq); }
+
+Result<std::int64_t> parse_cursor(const std::string& cursor) {
+  std::int64_t seq = -1;
+  if (cursor.size() < 2 || cursor[0] != 's' ||
+      std::from_chars(cursor.data() + 1, cursor.data() + cursor.size(), seq).ec != std::errc{} || seq < 0) {
+    return fail("invalid_argument", fmt::format("malformed cursor '{}'", cursor));
+  }
+  return seq;
+}
+
+Result<Record> decode_line(std::string_view line, std::int64_t seq) {
+  Json json = Json::parse(line, nullptr, false);
+  if (json.is_discarded()) return fail("corrupt_log", fmt::format("seq {}: stored line is not valid JSON", seq));
+  auto record = decode_record(json);
+  if (!record) return fail(record.error().code, fmt::format("seq {}: {}", seq, record.error().message));
+  return record;
+}
+
+}  // namespace
+
+SessionIndex::SessionIndex() { refs_.emplace("main", RefSlot{}); ref_order_.push_back("main"); }
+
+void SessionIndex::add(RecordMeta meta, std::string line) {
+  owned_lines_.push_back(std::move(line));
+  add_view(std::move(meta), owned_lines_.back());
+}
+
+void SessionIndex::add_view(RecordMeta meta, std::string_view line) {
+  Slot slot;
+  if (meta.parent_id) {
+    if (auto it = by_id_.find(*meta.parent_id); it != by_id_.end()) slot.parent = it->second;
+  }
+  slot.line = line;
+  bytes_ += static_cast<std::int64_t>(line.size());
+  slot.meta = std::move(meta);
+  records_.push_back(std::move(slot));
+  apply_record(records_.back().meta, *this);
+}
+
+std::optional<RecordType> SessionIndex::type_of_id(std::string_view id) const {
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return std::nullopt;
+  return records_[static_cast<std::size_t>(it->second)].meta.type;
+}
+
+std::optional<LogStateView::RefSlot> SessionIndex::ref(std::string_view name) const {
+  auto it = refs_.find(name);
+  if (it == refs_.end()) return std::nullopt;
+  return it->second;
+}
+
+void SessionIndex::put_id(const std::string& id, RecordType) {
+  // The record being added is always the newest one.
+  by_id_.insert_or_assign(id, static_cast<std::int32_t>(records_.size() - 1));
+}
+
+void SessionIndex::put_ref(const std::string& name, std::optional<RefSlot> slot) {
+  if (!slot) {
+    refs_.erase(name);
+    std::erase(ref_order_, name);
+    return;
+  }
+  auto [it, inserted] = refs_.insert_or_assign(name, std::move(*slot));
+  if (inserted) ref_order_.push_back(name);
+}
+
+std::optional<std::int64_t> SessionIndex::seq_of(std::string_view id) const {
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<TreeEntry> SessionIndex::decode_entry(std::int64_t seq) const {
+  auto record = decode_line(line(seq), seq);
+  if (!record) return std::unexpected(record.error());
+  auto* entry = std::get_if<TreeEntry>(&record->body);
+  if (!entry) return fail("invalid_argument", fmt::format("seq {} is not a tree entry", seq));
+  return std::move(*entry);
+}
+
+std::optional<TreeEntry> SessionIndex::get_entry(std::string_view id) const {
+  auto seq = seq_of(id);
+  if (!seq || !is_tree_type(meta(*seq).type)) return std::nullopt;
+  auto entry = decode_entry(*seq);
+  if (!entry) return std::nullopt;
+  return std::move(*entry);
+}
+
+std::optional<Record> SessionIndex::get_record(std::int64_t seq) const {
+  if (seq < 0 || seq >= size()) return std::nullopt;
+  auto record = decode_line(line(seq), seq);
+  if (!record) return std::nullopt;
+  return std::move(*record);
+}
+
+std::vector<std::string> SessionIndex::children(std::optional<std::string_view> id) const {
+  std::int32_t parent = -1;
+  if (id) {
+    auto seq = seq_of(*id);
+    if (!seq) return {};
+    parent = static_cast<std::int32_t>(*seq);
+  }
+  std::vector<std::string> out;
+  for (const Slot& slot : records_) {
+    if (!is_tree_type(slot.meta.type)) continue;
+    if (slot.parent == parent) out.push_back(slot.meta.id);
+  }
+  return out;
+}
+
+std::optional<std::string> SessionIndex::leaf(std::string_view ref_name) const {
+  auto slot = ref(ref_name);
+  if (!slot) return std::nullopt;
+  return slot->leaf;
+}
+
+std::vector<RefInfo> SessionIndex::refs() const {
+  std::vector<RefInfo> out;
+  for (const std::string& name : ref_order_) {
+    const RefSlot& slot = refs_.at(name);
+    out.push_back(RefInfo{name, slot.leaf, slot.open_operation});
+  }
+  return out;
+}
+
+Result<Page<TreeEntry>> SessionIndex::find_entries(const EntryQuery& query) const {
+  std::optional<std::int64_t> after;
+  if (query.cursor) {
+    auto seq = parse_cursor(*query.cursor);
+    if (!seq) return std::unexpected(seq.error());
+    after = *seq;
+  }
+  Page<TreeEntry> page;
+  const bool newest = query.order == Order::newest_first;
+  const std::int64_t n = size();
+  std::int64_t last_seq = -1;
+  for (std::int64_t seq = newest ? (after ? *after - 1 : n - 1) : (after ? *after + 1 : 0); seq >= 0 && seq < n;
+       seq += newest ? -1 : 1) {
+    const RecordMeta& m = meta(seq);
+    if (!is_tree_type(m.type)) continue;
+    if (query.type && m.type != *query.type) continue;
+    if (query.custom_type && m.custom_type != *query.custom_type) continue;
+    if (query.limit && page.items.size() == *query.limit) {
+      page.next_cursor = cursor_for(last_seq);  // resume just past the last returned entry
+      break;
+    }
+    auto entry = decode_entry(seq);
+    if (!entry) return std::unexpected(entry.error());
+    page.items.push_back(std::move(*entry));
+    last_seq = seq;
+  }
+  return page;
+}
+
+Result<Page<TreeEntry>> SessionIndex::find_entries_on_branch(const EntryQuery& query, const BranchBounds& bounds,
+                                                             std::string_view ref_name) const {
+  std::optional<std::int64_t> start;
+  if (bounds.start) {
+    start = seq_of(*bounds.start);
+    if (!start || !is_tree_type(meta(*start).type)) {
+      return fail("not_found", fmt::format("no entry '{}'", *bounds.start));
+    }
+  } else {
+    auto slot = ref(ref_name);
+    if (!slot) return fail("unknown_ref", fmt::format("ref '{}' does not exist", ref_name));
+    if (slot->leaf) start = seq_of(*slot->leaf);
+  }
+
+  // The bounded path, leaf end first.
+  std::vector<std::int64_t> path;
+  for (std::int64_t seq = start.value_or(-1); seq >= 0; seq = records_[static_cast<std::size_t>(seq)].parent) {
+    path.push_back(seq);
+    const RecordMeta& m = meta(seq);
+    if (bounds.stop_at_type && m.type == *bounds.stop_at_type) break;
+    if (bounds.stop_at_id && m.id == *bounds.stop_at_id) break;
+  }
+  if (query.order == Order::oldest_first) std::reverse(path.begin(), path.end());
+
+  std::size_t i = 0;
+  if (query.cursor) {
+    auto seq = parse_cursor(*query.cursor);
+    if (!seq) return std::unexpected(seq.error());
+    auto it = std::find(path.begin(), path.end(), *seq);
+    if (it == path.end()) return fail("invalid_argument", fmt::format("cursor '{}' is not on this branch", *query.cursor));
+    i = static_cast<std::size_t>(it - path.begin()) + 1;
+  }
+  Page<TreeEntry> page;
+  for (; i < path.size(); ++i) {
+    const RecordMeta& m = meta(path[i]);
+    if (query.type && m.type != *query.type) continue;
+    if (query.custom_type && m.custom_type != *query.custom_type) continue;
+    if (query.limit && page.items.size() == *query.limit) {
+      page.next_cursor = cursor_for(*seq_of(page.items.back().id));
+      break;
+    }
+    auto entry = decode_entry(path[i]);
+    if (!entry) return std::unexpected(entry.error());
+    page.items.push_back(std::move(*entry));
+  }
+  return page;
+}
+
+std::vector<LogLine> SessionIndex::get_log(std::int64_t after_seq, std::optional<std::size_t> limit) const {
+  std::vector<LogLine> out;
+  for (std::int64_t seq = std::max<std::int64_t>(after_seq + 1, 0); seq < size(); ++seq) {
+    if (limit && out.size() == *limit) break;
+    out.push_back(LogLine{seq, meta(seq).type, std::string(line(seq))});
+  }
+  return out;
+}
+
+Result<Page<HarnessRecord>> SessionIndex::find_harness_entries(const HarnessQuery& query) const {
+  std::optional<std::int64_t> cursor;
+  if (query.cursor) {
+    auto seq = parse_cursor(*query.cursor);
+    if (!seq) return std::unexpected(seq.error());
+    cursor = *seq;
+  }
+  const bool newest = query.order == Order::newest_first;
+  const std::int64_t n = size();
+  const std::int64_t lowest = query.after_seq ? *query.after_seq + 1 : 0;
+  Page<HarnessRecord> page;
+  std::int64_t last_seq = -1;
+  for (std::int64_t seq = newest ? (cursor ? *cursor - 1 : n - 1) : (cursor ? *cursor + 1 : lowest);
+       seq >= lowest && seq < n; seq += newest ? -1 : 1) {
+    const RecordMeta& m = meta(seq);
+    if (!is_harness_type(m.type)) continue;
+    if (query.type && m.type != *query.type) continue;
+    if (query.ref && m.ref != *query.ref) continue;
+    if (query.run_id && m.run_id != *query.run_id) continue;
+    if (query.limit && page.items.size() == *query.limit) {
+      page.next_cursor = cursor_for(last_seq);
+      break;
+    }
+    auto record = decode_line(line(seq), seq);
+    if (!record) return std::unexpected(record.error());
+    page.items.push_back(std::get<HarnessRecord>(std::move(record->body)));
+    last_seq = seq;
+  }
+  return page;
+}
+
+SessionStats SessionIndex::stats() const {
+  SessionStats stats;
+  stats.records = size();
+  stats.bytes = bytes_;
+  for (const Slot& slot : records_) {
+    if (is_tree_type(slot.meta.type)) ++stats.tree_entries;
+    else if (is_harness_type(slot.meta.type)) ++stats.harness_records;
+    else ++stats.ignorable_records;
+    ++stats.by_type[std::string(to_string(slot.meta.type))];
+  }
+  stats.refs = static_cast<std::int64_t>(refs_.size());
+  for (const auto& [name, slot] : refs_) stats.open_operations += slot.open_operation ? 1 : 0;
+  return stats;
+}
+
+std::optional<std::string> SessionIndex::name() const {
+  for (std::int64_t seq = size() - 1; seq >= 0; --seq) {
+    if (meta(seq).type != RecordType::session_info) continue;
+    auto entry = decode_entry(seq);
+    if (!entry) return std::nullopt;
+    return std::get<SessionInfo>(entry->body).name;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> SessionIndex::label(std::string_view entry_id) const {
+  for (std::int64_t seq = size() - 1; seq >= 0; --seq) {
+    const RecordMeta& m = meta(seq);
+    if (m.type != RecordType::label || m.target_id != entry_id) continue;
+    auto entry = decode_entry(seq);
+    if (!entry) return std::nullopt;
+    return std::get<Label>(entry->body).label;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> SessionIndex::path_to(std::optional<std::string_view> leaf_id) const {
+  std::vector<std::string> path;
+  if (!leaf_id) return path;
+  auto start = seq_of(*leaf_id);
+  for (std::int64_t seq = start.value_or(-1); seq >= 0; seq = records_[static_cast<std::size_t>(seq)].parent) {
+    path.push_back(meta(seq).id);
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace cairn

@@ -1,0 +1,135 @@
+// The log's invariants (DESIGN.md, "Invariants" 1-3), checked for each record
+// against the state of everything before it. A record that fails here never
+// reaches the medium; a stored record that fails here is corruption.
+#include <fmt/format.h>
+
+#include "cairn/log/index.hpp"
+
+namespace cairn {
+namespace {
+
+bool names_tree_entry(const LogStateView& state, std::string_view id) {
+  auto type = state.type_of_id(id);
+  return type && is_tree_type(*type);
+}
+
+}  // namespace
+
+Status check_invariants(const RecordMeta& record, const LogStateView& state) {
+  if (record.seq != state.next_seq()) {
+    return fail("corrupt_log", fmt::format("seq gap: expected seq {}, found {}", state.next_seq(), record.seq));
+  }
+  if (record.type == RecordType::ignorable) {
+    if (!record.id.empty() && state.type_of_id(record.id)) {
+      return fail("duplicate_id", fmt::format("seq {}: id '{}' is already used", record.seq, record.id));
+    }
+    return {};
+  }
+  if (record.id.empty()) return fail("invalid_record", fmt::format("seq {}: empty id", record.seq));
+  if (state.type_of_id(record.id)) {
+    return fail("duplicate_id", fmt::format("seq {}: id '{}' is already used", record.seq, record.id));
+  }
+
+  if (is_tree_type(record.type)) {
+    if (record.parent_id && !names_tree_entry(state, *record.parent_id)) {
+      return fail("unknown_parent", fmt::format("seq {}: parentId '{}' names no earlier entry", record.seq,
+                                                *record.parent_id));
+    }
+    if (!state.ref(record.ref)) {
+      return fail("unknown_ref", fmt::format("seq {}: ref '{}' does not exist", record.seq, record.ref));
+    }
+    if ((record.type == RecordType::leaf || record.type == RecordType::label) && record.target_id &&
+        !names_tree_entry(state, *record.target_id)) {
+      return fail("unknown_parent", fmt::format("seq {}: targetId '{}' names no earlier entry", record.seq,
+                                                *record.target_id));
+    }
+    if (record.type == RecordType::label && !record.target_id) {
+      return fail("invalid_record", fmt::format("seq {}: label without targetId", record.seq));
+    }
+    return {};
+  }
+
+  // Harness records.
+  if (record.type == RecordType::ref_created) {
+    if (record.name != record.ref) {
+      return fail("invalid_record", fmt::format("seq {}: ref_created names '{}' but its ref is '{}'", record.seq,
+                                                record.name, record.ref));
+    }
+    if (state.ref(record.name)) {
+      return fail("ref_exists", fmt::format("seq {}: ref '{}' already exists", record.seq, record.name));
+    }
+    if (record.target_id && !names_tree_entry(state, *record.target_id)) {
+      return fail("unknown_parent", fmt::format("seq {}: ref '{}' anchored at '{}', which names no entry",
+                                                record.seq, record.name, *record.target_id));
+    }
+    return {};
+  }
+  auto slot = state.ref(record.ref);
+  if (!slot) return fail("unknown_ref", fmt::format("seq {}: ref '{}' does not exist", record.seq, record.ref));
+
+  switch (record.type) {
+    case RecordType::ref_deleted:
+      if (record.name != record.ref) {
+        return fail("invalid_record", fmt::format("seq {}: ref_deleted names '{}' but its ref is '{}'", record.seq,
+                                                  record.name, record.ref));
+      }
+      if (record.name == "main") return fail("invalid_record", fmt::format("seq {}: ref main cannot be deleted", record.seq));
+      if (slot->open_operation) {
+        return fail("operation_open", fmt::format("seq {}: ref '{}' has open operation '{}'", record.seq,
+                                                  record.name, *slot->open_operation));
+      }
+      return {};
+    case RecordType::operation_started:
+      if (slot->open_operation) {
+        return fail("operation_open", fmt::format("seq {}: ref '{}' already has open operation '{}'", record.seq,
+                                                  record.ref, *slot->open_operation));
+      }
+      return {};
+    case RecordType::queue_enqueued:
+      if (record.run_id.empty()) return {};  // a next-run item belongs to no operation
+      [[fallthrough]];
+    default:
+      if (!slot->open_operation || *slot->open_operation != record.run_id) {
+        return fail("operation_not_open",
+                    fmt::format("seq {}: {} names run '{}', which is not the open operation of ref '{}'", record.seq,
+                                to_string(record.type), record.run_id, record.ref));
+      }
+      return {};
+  }
+}
+
+void apply_record(const RecordMeta& record, MutableLogState& state) {
+  if (!record.id.empty()) state.put_id(record.id, record.type);
+  if (record.type == RecordType::ignorable) return;
+
+  if (is_tree_type(record.type)) {
+    auto slot = state.ref(record.ref).value_or(LogStateView::RefSlot{});
+    slot.leaf = record.type == RecordType::leaf ? record.target_id : std::optional<std::string>(record.id);
+    state.put_ref(record.ref, std::move(slot));
+    return;
+  }
+  switch (record.type) {
+    case RecordType::ref_created:
+      state.put_ref(record.name, LogStateView::RefSlot{record.target_id, std::nullopt});
+      break;
+    case RecordType::ref_deleted:
+      state.put_ref(record.name, std::nullopt);
+      break;
+    case RecordType::operation_started: {
+      auto slot = *state.ref(record.ref);
+      slot.open_operation = record.id;
+      state.put_ref(record.ref, std::move(slot));
+      break;
+    }
+    case RecordType::operation_finished: {
+      auto slot = *state.ref(record.ref);
+      slot.open_operation.reset();
+      state.put_ref(record.ref, std::move(slot));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace cairn

@@ -1,0 +1,403 @@
+// JSON codec of records: record type names, tree entries (pi's session format
+// v3 plus cairn's `seq`, `ref`, `leaf` and `active_tools_change`), provisioned
+// entries, and the envelope shared with harness records (harness_codec.cpp).
+#include <array>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "cairn/log/index.hpp"
+#include "cairn/log/record.hpp"
+#include "json_reader.hpp"
+#include "record_codec_detail.hpp"
+
+namespace cairn {
+
+using detail::join_path;
+using detail::ObjectReader;
+
+// ---- type names -------------------------------------------------------------
+
+namespace {
+
+constexpr std::array<std::pair<RecordType, std::string_view>, 20> kTypeNames{{
+    {RecordType::message, "message"},
+    {RecordType::model_change, "model_change"},
+    {RecordType::thinking_level_change, "thinking_level_change"},
+    {RecordType::active_tools_change, "active_tools_change"},
+    {RecordType::compaction, "compaction"},
+    {RecordType::branch_summary, "branch_summary"},
+    {RecordType::custom, "custom"},
+    {RecordType::custom_message, "custom_message"},
+    {RecordType::label, "label"},
+    {RecordType::session_info, "session_info"},
+    {RecordType::leaf, "leaf"},
+    {RecordType::operation_started, "operation_started"},
+    {RecordType::operation_cancelled, "operation_cancelled"},
+    {RecordType::operation_finished, "operation_finished"},
+    {RecordType::generation_started, "generation_started"},
+    {RecordType::tool_started, "tool_started"},
+    {RecordType::queue_enqueued, "queue_enqueued"},
+    {RecordType::write_deferred, "write_deferred"},
+    {RecordType::ref_created, "ref_created"},
+    {RecordType::ref_deleted, "ref_deleted"},
+}};
+
+}  // namespace
+
+std::string_view to_string(RecordType type) {
+  for (const auto& [known, name] : kTypeNames) {
+    if (known == type) return name;
+  }
+  return "ignorable";
+}
+
+std::optional<RecordType> parse_record_type(std::string_view name) {
+  for (const auto& [type, known] : kTypeNames) {
+    if (known == name) return type;
+  }
+  return std::nullopt;
+}
+
+bool is_tree_type(RecordType type) { return type <= RecordType::leaf; }
+
+bool is_harness_type(RecordType type) {
+  return type >= RecordType::operation_started && type <= RecordType::ref_deleted;
+}
+
+// The variants list their alternatives in enum order, so the index maps directly.
+RecordType type_of(const TreeBody& body) { return static_cast<RecordType>(body.index()); }
+
+RecordType type_of(const HarnessBody& body) {
+  return static_cast<RecordType>(static_cast<std::size_t>(RecordType::operation_started) + body.index());
+}
+
+RecordType type_of(const Record& record) {
+  if (const auto* entry = std::get_if<TreeEntry>(&record.body)) return type_of(entry->body);
+  if (const auto* harness = std::get_if<HarnessRecord>(&record.body)) return type_of(harness->body);
+  return RecordType::ignorable;
+}
+
+static_assert(std::variant_size_v<TreeBody> == static_cast<std::size_t>(RecordType::leaf) + 1);
+static_assert(std::variant_size_v<HarnessBody> ==
+              static_cast<std::size_t>(RecordType::ref_deleted) - static_cast<std::size_t>(RecordType::operation_started) + 1);
+static_assert(std::is_same_v<std::variant_alternative_t<10, TreeBody>, Leaf>);
+static_assert(std::is_same_v<std::variant_alternative_t<8, HarnessBody>, RefDeleted>);
+
+// ---- tree entry bodies ------------------------------------------------------
+
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+void encode_body(Json& out, const TreeBody& body) {
+  std::visit(
+      Overloaded{
+          [&](const MessageBody& b) { out["message"] = encode(b.message); },
+          [&](const ModelChange& b) {
+            out["provider"] = b.provider;
+            out["modelId"] = b.model_id;
+          },
+          [&](const ThinkingLevelChange& b) { out["thinkingLevel"] = b.thinking_level; },
+          [&](const ActiveToolsChange& b) { out["activeToolNames"] = b.active_tool_names; },
+          [&](const Compaction& b) {
+            out["summary"] = b.summary;
+            out["firstKeptEntryId"] = b.first_kept_entry_id;
+            out["tokensBefore"] = b.tokens_before;
+            if (b.details) out["details"] = *b.details;
+            if (b.from_hook) out["fromHook"] = *b.from_hook;
+          },
+          [&](const BranchSummary& b) {
+            out["fromId"] = b.from_id;
+            out["summary"] = b.summary;
+            if (b.details) out["details"] = *b.details;
+            if (b.from_hook) out["fromHook"] = *b.from_hook;
+          },
+          [&](const Custom& b) {
+            out["customType"] = b.custom_type;
+            if (b.data) out["data"] = *b.data;
+          },
+          [&](const CustomMessageBody& b) {
+            out["customType"] = b.custom_type;
+            if (const auto* text = std::get_if<std::string>(&b.content)) {
+              out["content"] = *text;
+            } else {
+              Json blocks = Json::array();
+              for (const auto& block : std::get<std::vector<UserBlock>>(b.content)) blocks.push_back(encode(block));
+              out["content"] = std::move(blocks);
+            }
+            if (b.details) out["details"] = *b.details;
+            out["display"] = b.display;
+          },
+          [&](const Label& b) {
+            out["targetId"] = b.target_id;
+            if (b.label) {
+              out["label"] = *b.label;
+            } else if (b.label_null) {
+              out["label"] = nullptr;
+            }
+          },
+          [&](const SessionInfo& b) {
+            if (b.name) out["name"] = *b.name;
+          },
+          [&](const Leaf& b) { out["targetId"] = b.target_id ? Json(*b.target_id) : Json(nullptr); },
+      },
+      body);
+}
+
+std::vector<std::string> read_names(ObjectReader& r, std::string_view key) {
+  std::vector<std::string> names;
+  const Json* list = r.required(key);
+  if (list == nullptr) return names;
+  if (!list->is_array()) {
+    r.fail_at(key, "expected an array");
+    return names;
+  }
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const Json& name = (*list)[i];
+    if (!name.is_string()) {
+      r.fail_at(detail::index_path(key, i), "expected a string");
+      return names;
+    }
+    names.push_back(name.get<std::string>());
+  }
+  return names;
+}
+
+TreeBody decode_body(RecordType type, ObjectReader& r) {
+  switch (type) {
+    case RecordType::message: {
+      const Json* message = r.required("message");
+      if (message == nullptr) return MessageBody{};
+      return MessageBody{r.take(decode_message(*message, r.field("message")))};
+    }
+    case RecordType::model_change: {
+      ModelChange b;
+      b.provider = r.string("provider");
+      b.model_id = r.string("modelId");
+      return b;
+    }
+    case RecordType::thinking_level_change:
+      return ThinkingLevelChange{r.string("thinkingLevel")};
+    case RecordType::active_tools_change:
+      return ActiveToolsChange{read_names(r, "activeToolNames")};
+    case RecordType::compaction: {
+      Compaction b;
+      b.summary = r.string("summary");
+      b.first_kept_entry_id = r.string("firstKeptEntryId");
+      b.tokens_before = r.integer("tokensBefore");
+      b.details = r.optional_value("details");
+      b.from_hook = r.optional_boolean("fromHook");
+      return b;
+    }
+    case RecordType::branch_summary: {
+      BranchSummary b;
+      b.from_id = r.string("fromId");
+      b.summary = r.string("summary");
+      b.details = r.optional_value("details");
+      b.from_hook = r.optional_boolean("fromHook");
+      return b;
+    }
+    case RecordType::custom: {
+      Custom b;
+      b.custom_type = r.string("customType");
+      b.data = r.optional_value("data");
+      return b;
+    }
+    case RecordType::custom_message: {
+      CustomMessageBody b;
+      b.custom_type = r.string("customType");
+      if (const Json* content = r.required("content")) {
+        b.content = r.take(decode_user_content(*content, r.field("content")));
+      }
+      b.details = r.optional_value("details");
+      b.display = r.boolean("display");
+      return b;
+    }
+    case RecordType::label: {
+      Label b;
+      b.target_id = r.string("targetId");
+      // null and absent both clear the label; which one was written is kept.
+      const Json* label = r.optional("label");
+      b.label_null = label != nullptr && label->is_null();
+      if (!b.label_null) b.label = r.optional_string("label");
+      return b;
+    }
+    case RecordType::session_info:
+      return SessionInfo{r.optional_string("name")};
+    case RecordType::leaf:
+      return Leaf{r.nullable_string("targetId")};
+    default:
+      // Callers pass tree types only.
+      r.fail_at("type", fmt::format("'{}' is not a tree entry type", to_string(type)));
+      return MessageBody{};
+  }
+}
+
+// Keys a provisioned entry must not carry: they are assigned at append.
+constexpr std::array<std::string_view, 4> kAssignedAtAppend{"seq", "parentId", "timestamp", "ref"};
+
+Result<TreeEntry> decode_tree(const Json& json, const std::string& path, bool provisioned) {
+  ObjectReader r(json, path);
+  std::string type_name = r.string("type");
+  if (!r.ok()) return std::unexpected(r.status().error());
+  auto type = parse_record_type(type_name);
+  if (!type) {
+    // Worded as decode_record words it; a nested entry also names where it is.
+    std::string what = fmt::format("unknown record type '{}'", type_name);
+    return fail("unknown_type", path.empty() ? what : fmt::format("{}: {}", r.field("type"), what));
+  }
+  if (!is_tree_type(*type)) {
+    return detail::invalid(r.field("type"), fmt::format("'{}' is not a tree entry type", type_name));
+  }
+  TreeEntry entry;
+  entry.id = r.string("id");
+  if (provisioned) {
+    for (auto key : kAssignedAtAppend) {
+      if (r.has(key)) r.fail_at(key, "not allowed in a provisioned entry");
+    }
+  } else {
+    r.skip("seq");  // the record's, read by decode_record
+    entry.parent_id = r.nullable_string("parentId");
+    entry.timestamp = r.string("timestamp");
+    entry.ref = r.optional_string("ref");
+  }
+  entry.body = decode_body(*type, r);
+  entry.extra = r.extra();
+  if (!r.ok()) return std::unexpected(r.status().error());
+  return entry;
+}
+
+Json encode_tree(const TreeEntry& entry, std::optional<std::int64_t> seq, bool provisioned) {
+  Json out = {{"type", to_string(type_of(entry.body))}};
+  if (seq) out["seq"] = *seq;
+  out["id"] = entry.id;
+  if (!provisioned) {
+    out["parentId"] = entry.parent_id ? Json(*entry.parent_id) : Json(nullptr);
+    out["timestamp"] = entry.timestamp;
+    if (entry.ref) out["ref"] = *entry.ref;
+  }
+  encode_body(out, entry.body);
+  detail::append_extra(out, entry.extra);
+  return out;
+}
+
+std::optional<std::int64_t> seq_of(const Record& record) {
+  if (record.seq < 0) return std::nullopt;
+  return record.seq;
+}
+
+// An ignorable record keeps its JSON as read, less `seq` (Record::seq holds it).
+Json encode_ignorable(const IgnorableRecord& record, std::optional<std::int64_t> seq) {
+  Json out = Json::object();
+  if (const auto type = record.json.find("type"); type != record.json.end()) out["type"] = *type;
+  if (seq) out["seq"] = *seq;
+  detail::append_extra(out, record.json);
+  return out;
+}
+
+// Reads `seq`: required in a cairn log, optional elsewhere (pi files).
+Result<std::int64_t> read_seq(const Json& json, bool require_seq) {
+  auto it = json.find("seq");
+  if (it == json.end()) {
+    if (require_seq) return detail::invalid("seq", "missing");
+    return -1;
+  }
+  if (it->is_number_unsigned()) {
+    auto seq = it->get<std::uint64_t>();
+    if (seq <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return static_cast<std::int64_t>(seq);
+    }
+  } else if (it->is_number_integer() && it->get<std::int64_t>() >= 0) {
+    return it->get<std::int64_t>();
+  }
+  return detail::invalid("seq", "expected a non-negative integer");
+}
+
+Result<Record> decode_record_unchecked(const Json& json, bool require_seq) {
+  if (!json.is_object()) return detail::invalid("record", "expected an object");
+  auto type_it = json.find("type");
+  if (type_it == json.end()) return detail::invalid("type", "missing");
+  if (!type_it->is_string()) return detail::invalid("type", "expected a string");
+  auto seq = read_seq(json, require_seq);
+  if (!seq) return std::unexpected(seq.error());
+
+  const auto& type_name = type_it->get_ref<const std::string&>();
+  auto type = parse_record_type(type_name);
+  if (!type) {
+    auto ignorable = json.find("ignorable");
+    if (ignorable == json.end() || *ignorable != true) {
+      return fail("unknown_type", fmt::format("unknown record type '{}'", type_name));
+    }
+    Json kept = json;
+    kept.erase("seq");
+    return Record{*seq, IgnorableRecord{std::move(kept)}};
+  }
+  if (is_tree_type(*type)) {
+    auto entry = decode_tree(json, "", false);
+    if (!entry) return std::unexpected(entry.error());
+    return Record{*seq, std::move(*entry)};
+  }
+  auto harness = detail::decode_harness(json, *type);
+  if (!harness) return std::unexpected(harness.error());
+  return Record{*seq, std::move(*harness)};
+}
+
+}  // namespace
+
+// ---- public codec -----------------------------------------------------------
+
+Json encode(const TreeEntry& entry) { return encode_tree(entry, std::nullopt, false); }
+
+Json encode_provisioned(const ProvisionedEntry& entry) { return encode_tree(entry, std::nullopt, true); }
+
+Json encode(const HarnessRecord& record) { return detail::encode_harness(record, std::nullopt); }
+
+Json encode(const Record& record) {
+  return std::visit(Overloaded{
+                        [&](const TreeEntry& entry) { return encode_tree(entry, seq_of(record), false); },
+                        [&](const HarnessRecord& harness) { return detail::encode_harness(harness, seq_of(record)); },
+                        [&](const IgnorableRecord& ignorable) { return encode_ignorable(ignorable, seq_of(record)); },
+                    },
+                    record.body);
+}
+
+// The reader checks every access; the try blocks only keep a nlohmann throw
+// this code did not foresee from escaping as an exception.
+
+Result<TreeEntry> decode_tree_entry(const Json& json, std::string_view path) {
+  try {
+    return decode_tree(json, std::string(path), false);
+  } catch (const Json::exception& error) {
+    return detail::invalid(path.empty() ? "record" : path, error.what());
+  }
+}
+
+Result<ProvisionedEntry> decode_provisioned(const Json& json, std::string_view path) {
+  try {
+    return decode_tree(json, std::string(path), true);
+  } catch (const Json::exception& error) {
+    return detail::invalid(path.empty() ? "record" : path, error.what());
+  }
+}
+
+Result<Record> decode_record(const Json& json, bool require_seq) {
+  try {
+    auto record = decode_record_unchecked(json, require_seq);
+    if (!record) return record;
+    // Decoding checked the shape; the field rules are the same ones every
+    // append passes, so a record read back is as valid as one written.
+    if (auto status = check_fields(*record); !status) return std::unexpected(status.error());
+    return record;
+  } catch (const Json::exception& error) {
+    return detail::invalid("record", error.what());
+  }
+}
+
+}  // namespace cairn

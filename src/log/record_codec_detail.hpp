@@ -1,0 +1,17 @@
+// The harness-record half of the record codec (harness_codec.cpp), used by the
+// record envelope in record_codec.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "cairn/log/record.hpp"
+
+namespace cairn::detail {
+
+// {"type","seq"?,"id","ref","timestamp", body fields…, extra…}
+Json encode_harness(const HarnessRecord& record, std::optional<std::int64_t> seq);
+// `type` is a harness type; `json` is an object (checked by the caller).
+Result<HarnessRecord> decode_harness(const Json& json, RecordType type);
+
+}  // namespace cairn::detail

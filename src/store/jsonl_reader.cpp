@@ -1,0 +1,144 @@
+// The JSONL session reader.
+//
+// A crash can leave the last line incomplete (no newline) or damaged (bytes
+// that do not parse, e.g. zeros after a power loss). That line was never
+// acknowledged: its append had not returned. It is left out and reported. A
+// line that fails anywhere before the last one is different: an acknowledged
+// record is damaged, and nothing may be guessed about it or the records after
+// it, so the session is refused until `cairn repair` removes them.
+#include "jsonl_reader.hpp"
+
+#include <fmt/format.h>
+
+#include "file_io.hpp"
+
+namespace cairn {
+namespace {
+
+struct Line {
+  std::string_view text;
+  long long offset = 0;
+  bool terminated = false;
+};
+
+// Splits the file into lines, remembering where each starts.
+std::vector<Line> split_lines(std::string_view data) {
+  std::vector<Line> lines;
+  std::size_t start = 0;
+  while (start < data.size()) {
+    std::size_t end = data.find('\n', start);
+    const bool terminated = end != std::string_view::npos;
+    if (!terminated) end = data.size();
+    lines.push_back(Line{data.substr(start, end - start), static_cast<long long>(start), terminated});
+    start = end + 1;
+  }
+  return lines;
+}
+
+Result<SessionHeader> parse_header(const std::string& path, std::string_view line) {
+  Json json = Json::parse(line, nullptr, false);
+  if (json.is_discarded()) return fail("corrupt_log", fmt::format("{}:1: the session header is not valid JSON", path));
+  auto header = decode_header(json);
+  if (!header) return fail("corrupt_log", fmt::format("{}:1: {}", path, header.error().message));
+  if (header->version > kLogFormatVersion) {
+    return fail("newer_version", fmt::format("{}:1: session format version {} is newer than this cairn reads ({}); "
+                                             "if it is a pi session file, import it with `cairn import pi`",
+                                             path, header->version, kLogFormatVersion));
+  }
+  return header;
+}
+
+// Scans and checks one record line; the error text says why it is bad.
+Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& meta) {
+  auto scanned = scan_line(text);
+  if (!scanned) {
+    if (scanned.error().message == "no seq") {
+      return fail("corrupt_log", "record has no seq (a pi session file? use `cairn import pi`)");
+    }
+    return std::unexpected(scanned.error());
+  }
+  meta = std::move(*scanned);
+  return check_invariants(meta, index);
+}
+
+}  // namespace
+
+Result<JsonlContents> read_jsonl_session(const std::string& path) {
+  auto data = read_file(path);
+  if (!data) return std::unexpected(data.error());
+
+  JsonlContents contents;
+  contents.index.adopt_buffer(std::move(*data));
+  const std::string_view file = contents.index.adopted_buffer();
+  const std::vector<Line> lines = split_lines(file);
+  if (lines.empty() || !lines[0].terminated) {
+    return fail("corrupt_log", fmt::format("{}: no complete session header", path));
+  }
+  auto header = parse_header(path, lines[0].text);
+  if (!header) return std::unexpected(header.error());
+  contents.header = std::move(*header);
+  contents.good_length = static_cast<long long>(lines[0].text.size()) + 1;
+
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const Line& line = lines[i];
+    const bool last = i + 1 == lines.size();
+    RecordMeta meta;
+    Status status = line.terminated ? check_line(line.text, contents.index, meta)
+                                    : fail("corrupt_log", "incomplete line (no newline)");
+    if (!status) {
+      const std::string where = fmt::format("{}:{}: seq {}", path, i + 1, contents.index.next_seq());
+      // Only bytes that are incomplete or do not parse can be a torn write. A
+      // well-formed record that breaks a rule (a seq gap, an unknown required
+      // type) is damage wherever it is.
+      if (last && (!line.terminated || !Json::accept(line.text))) {
+        contents.report.tail_cut = true;
+        contents.report.bytes_cut = static_cast<long long>(file.size()) - line.offset;
+        contents.report.last_good_seq = contents.index.next_seq() - 1;
+        contents.report.detail = fmt::format("{}: torn tail: {}", where, status.error().message);
+        break;
+      }
+      return fail(status.error().code == "unknown_type" ? "unknown_type" : "corrupt_log",
+                  fmt::format("{}: {}", where, status.error().message));
+    }
+    contents.index.add_view(std::move(meta), line.text);
+    contents.good_length = line.offset + static_cast<long long>(line.text.size()) + 1;
+  }
+  contents.report.last_good_seq = contents.index.next_seq() - 1;
+  return contents;
+}
+
+Result<JsonlSalvage> salvage_jsonl_session(const std::string& path) {
+  auto data = read_file(path);
+  if (!data) return std::unexpected(data.error());
+  const std::vector<Line> lines = split_lines(*data);
+  if (lines.empty() || !lines[0].terminated) {
+    return fail("corrupt_log", fmt::format("{}: no complete session header; nothing can be salvaged", path));
+  }
+  auto header = parse_header(path, lines[0].text);
+  if (!header) return std::unexpected(header.error());
+
+  JsonlSalvage salvage;
+  salvage.good_length = static_cast<long long>(lines[0].text.size()) + 1;
+  SessionIndex index;
+  std::size_t i = 1;
+  for (; i < lines.size(); ++i) {
+    RecordMeta meta;
+    Status status = lines[i].terminated ? check_line(lines[i].text, index, meta)
+                                        : fail("corrupt_log", "incomplete line (no newline)");
+    if (!status) break;
+    index.add(std::move(meta), std::string(lines[i].text));
+    salvage.good_length = lines[i].offset + static_cast<long long>(lines[i].text.size()) + 1;
+  }
+  salvage.kept_records = index.next_seq();
+  for (std::size_t j = i; j < lines.size(); ++j) {
+    RecordMeta meta;
+    Status status = j == i ? (lines[j].terminated ? check_line(lines[j].text, index, meta)
+                                                  : fail("corrupt_log", "incomplete line (no newline)"))
+                           : fail("corrupt_log", "follows a damaged record");
+    salvage.removed.push_back(fmt::format("{}:{}: {} bytes: {}", path, j + 1, lines[j].text.size() + (lines[j].terminated ? 1 : 0),
+                                          status ? "ok" : status.error().message));
+  }
+  return salvage;
+}
+
+}  // namespace cairn

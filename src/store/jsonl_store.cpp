@@ -1,0 +1,215 @@
+// The JSONL store: DIR/<id>.jsonl holds one session, a header line and then
+// one record per line; DIR/<id>.lock is its writer lock.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cairn/store/store.hpp"
+#include "file_io.hpp"
+#include "file_lock.hpp"
+#include "jsonl_reader.hpp"
+
+namespace cairn {
+namespace {
+
+// Appends records to the end of one session file. Each group is one pwrite
+// and, under sync `full`, one fdatasync. A failed write or sync truncates the
+// file back to where the group began, so a later open sees no partial group.
+class JsonlMedium final : public LogMedium {
+ public:
+  JsonlMedium(std::string path, int fd, long long length, SyncPolicy sync, FileLock lock)
+      : path_(std::move(path)), fd_(fd), length_(length), sync_(sync), lock_(std::move(lock)) {}
+  ~JsonlMedium() override { ::close(fd_); }
+
+  Status append(const std::vector<PreparedRecord>& records) override {
+    if (auto current = lock_.check_current(); !current) return current;
+    buffer_.clear();
+    for (const PreparedRecord& record : records) {
+      buffer_.append(record.line);
+      buffer_.push_back('\n');
+    }
+    Status status = write_all(fd_, buffer_, length_, path_);
+    if (status && sync_ == SyncPolicy::full && ::fdatasync(fd_) != 0) {
+      status = fail("io_error", fmt::format("cannot sync {}: {}", path_, errno_text()));
+    }
+    if (!status) {
+      // Best effort: the session faults either way, and the next open cuts
+      // anything left past the last complete line.
+      if (::ftruncate(fd_, static_cast<off_t>(length_)) == 0 && sync_ == SyncPolicy::full) ::fdatasync(fd_);
+      return status;
+    }
+    length_ += static_cast<long long>(buffer_.size());
+    return {};
+  }
+
+  std::string describe() const override { return fmt::format("jsonl file {}", path_); }
+
+ private:
+  std::string path_;
+  int fd_;
+  long long length_;
+  SyncPolicy sync_;
+  FileLock lock_;
+  std::string buffer_;
+};
+
+bool valid_id(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  }) && id[0] != '.';
+}
+
+class JsonlStore final : public Store {
+ public:
+  JsonlStore(std::string dir, StoreOptions options) : dir_(std::move(dir)), options_(options) {}
+
+  std::string uri() const override { return "jsonl:" + dir_; }
+  SyncPolicy sync_policy() const override { return options_.sync; }
+
+  Result<std::vector<SessionHeader>> list() override {
+    std::vector<SessionHeader> headers;
+    DIR* dir = ::opendir(dir_.c_str());
+    if (!dir) return fail("io_error", fmt::format("cannot list {}: {}", dir_, errno_text()));
+    std::unique_ptr<DIR, int (*)(DIR*)> closer(dir, ::closedir);
+    while (dirent* entry = ::readdir(dir)) {
+      std::string_view name = entry->d_name;
+      if (!name.ends_with(".jsonl")) continue;
+      auto line = read_first_line(dir_ + "/" + std::string(name));
+      if (!line) continue;
+      Json json = Json::parse(*line, nullptr, false);
+      if (json.is_discarded()) continue;
+      if (auto header = decode_header(json)) headers.push_back(std::move(*header));
+    }
+    std::sort(headers.begin(), headers.end(), [](const SessionHeader& a, const SessionHeader& b) {
+      return a.timestamp != b.timestamp ? a.timestamp > b.timestamp : a.id > b.id;
+    });
+    return headers;
+  }
+
+  Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
+    SessionHeader header;
+    header.id = options.id.value_or(new_session_id());
+    if (!valid_id(header.id)) return fail("invalid_argument", fmt::format("'{}' is not a valid session id", header.id));
+    header.timestamp = now_iso8601();
+    header.cwd = options.cwd;
+    header.parent_session = options.parent_session;
+    header.extra = options.header_extra;
+
+    const std::string path = file_of(header.id);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      if (errno == EEXIST) return fail("already_exists", fmt::format("session {} already exists in {}", header.id, dir_));
+      return fail("io_error", fmt::format("cannot create {}: {}", path, errno_text()));
+    }
+    const std::string line = encode(header).dump() + "\n";
+    Status status = write_all(fd, line, 0, path);
+    if (status && ::fsync(fd) != 0) status = fail("io_error", fmt::format("cannot sync {}: {}", path, errno_text()));
+    ::close(fd);
+    if (status) status = sync_directory(dir_);
+    if (!status) {
+      ::unlink(path.c_str());
+      return std::unexpected(status.error());
+    }
+    return open(header.id, OpenOptions{});
+  }
+
+  Result<std::shared_ptr<Session>> open(std::string_view id, const OpenOptions& options) override {
+    if (!valid_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    const std::string path = file_of(id);
+    if (::access(path.c_str(), F_OK) != 0) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+
+    std::optional<FileLock> lock;
+    if (!options.read_only) {
+      auto acquired = FileLock::acquire(lock_of(id), fmt::format("session {} in {}", id, dir_), options.lock_timeout,
+                                        options.break_lock);
+      if (!acquired) return std::unexpected(acquired.error());
+      lock.emplace(std::move(*acquired));
+    }
+
+    auto contents = read_jsonl_session(path);
+    if (!contents) return std::unexpected(contents.error());
+    if (options.read_only) {
+      return std::make_shared<Session>(std::move(contents->header), std::move(contents->index), nullptr,
+                                       std::move(contents->report));
+    }
+
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return fail("io_error", fmt::format("cannot open {} for writing: {}", path, errno_text()));
+    if (contents->report.tail_cut) {
+      // The torn tail was never acknowledged; cut it so appends follow the
+      // last complete record.
+      if (::ftruncate(fd, static_cast<off_t>(contents->good_length)) != 0 || ::fdatasync(fd) != 0) {
+        ::close(fd);
+        return fail("io_error", fmt::format("cannot cut the torn tail of {}: {}", path, errno_text()));
+      }
+    }
+    auto medium = std::make_unique<JsonlMedium>(path, fd, contents->good_length, options_.sync, std::move(*lock));
+    return std::make_shared<Session>(std::move(contents->header), std::move(contents->index), std::move(medium),
+                                     std::move(contents->report));
+  }
+
+  Status remove(std::string_view id) override {
+    if (!valid_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    auto lock = FileLock::acquire(lock_of(id), fmt::format("session {} in {}", id, dir_), std::chrono::milliseconds(0), false);
+    if (!lock) return std::unexpected(lock.error());
+    const std::string path = file_of(id);
+    if (::unlink(path.c_str()) != 0) {
+      return fail(errno == ENOENT ? "not_found" : "io_error", fmt::format("cannot remove {}: {}", path, errno_text()));
+    }
+    ::unlink(lock_of(id).c_str());
+    return sync_directory(dir_);
+  }
+
+  Result<RepairReport> repair(std::string_view id) override {
+    if (!valid_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    auto lock = FileLock::acquire(lock_of(id), fmt::format("session {} in {}", id, dir_), std::chrono::milliseconds(0), false);
+    if (!lock) return std::unexpected(lock.error());
+    const std::string path = file_of(id);
+    auto salvage = salvage_jsonl_session(path);
+    if (!salvage) return std::unexpected(salvage.error());
+    RepairReport report;
+    report.location = path;
+    report.kept_records = salvage->kept_records;
+    report.removed = salvage->removed;
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0) return fail("io_error", fmt::format("cannot stat {}: {}", path, errno_text()));
+    report.removed_bytes = static_cast<std::int64_t>(st.st_size) - salvage->good_length;
+    if (report.removed_bytes == 0) return report;
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return fail("io_error", fmt::format("cannot open {}: {}", path, errno_text()));
+    const bool ok = ::ftruncate(fd, static_cast<off_t>(salvage->good_length)) == 0 && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) return fail("io_error", fmt::format("cannot truncate {}: {}", path, errno_text()));
+    return report;
+  }
+
+ private:
+  std::string file_of(std::string_view id) const { return fmt::format("{}/{}.jsonl", dir_, id); }
+  std::string lock_of(std::string_view id) const { return fmt::format("{}/{}.lock", dir_, id); }
+
+  std::string dir_;
+  StoreOptions options_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> make_jsonl_store(const std::string& dir, const StoreOptions& options) {
+  if (dir.empty()) return fail("invalid_argument", "jsonl: needs a directory, e.g. jsonl:/var/lib/cairn");
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error || !std::filesystem::is_directory(dir, error)) {
+    return fail("io_error", fmt::format("jsonl store directory {} cannot be created: {}", dir, error.message()));
+  }
+  return std::make_unique<JsonlStore>(dir, options);
+}
+
+}  // namespace cairn

@@ -1,0 +1,348 @@
+// Import of pi coding-agent session files. pi (badlogic/pi-mono,
+// packages/coding-agent/src/core/session-manager.ts) reads a session file as
+// JSON lines, drops the lines that do not parse, migrates the rest in memory
+// (v1 → v2 → v3) and builds the context from the tree. This file does the same
+// and hands the entries to Session::append_json, so that the context cairn
+// builds from the imported session is the context pi builds from the file.
+//
+// Where pi is silent about a line (it skips it, or walks past it), we skip it
+// too and say so in a note: the notes are the difference between the file and
+// the session.
+#include "cairn/store/pi_import.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "cairn/log/record.hpp"
+
+namespace cairn {
+namespace {
+
+// pi's CURRENT_SESSION_VERSION.
+constexpr std::int64_t kPiSessionVersion = 3;
+
+// One parsed line and where it came from.
+struct PiLine {
+  std::size_t line_number = 0;  // 1-based, in the file
+  Json json;
+};
+
+// pi's generateId: 8 hex characters (the start of a random UUID), unique in the set.
+std::string generate_pi_id(std::unordered_set<std::string>& taken) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  for (;;) {
+    std::string id = fmt::format("{:08x}", static_cast<std::uint32_t>(rng()));
+    if (taken.insert(id).second) return id;
+  }
+}
+
+bool is_type(const Json& entry, std::string_view type) {
+  auto it = entry.find("type");
+  return it != entry.end() && it->is_string() && it->get_ref<const std::string&>() == type;
+}
+
+std::string type_name(const Json& entry) {
+  auto it = entry.find("type");
+  return it != entry.end() && it->is_string() ? it->get<std::string>() : std::string("(none)");
+}
+
+Result<std::vector<PiLine>> parse_lines(const std::string& path, std::vector<std::string>& notes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT) return fail("not_found", fmt::format("{}: no such file", path));
+    return fail("io_error", fmt::format("{}: {}", path, std::strerror(errno)));
+  }
+  std::vector<PiLine> lines;
+  std::string text;
+  std::size_t line_number = 0;
+  while (std::getline(in, text)) {
+    ++line_number;
+    if (text.find_first_not_of(" \t\r\n\f\v") == std::string::npos) continue;  // pi skips blank lines
+    Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded()) {
+      notes.push_back(fmt::format("line {}: skipped: not valid JSON (pi skips it too)", line_number));
+      continue;
+    }
+    if (!json.is_object()) {
+      notes.push_back(fmt::format("line {}: skipped: not a JSON object", line_number));
+      continue;
+    }
+    lines.push_back(PiLine{line_number, std::move(json)});
+  }
+  if (in.bad()) return fail("io_error", fmt::format("{}: read failed", path));
+  return lines;
+}
+
+// pi's migrateV1ToV2: ids and parentIds in file order; a compaction's
+// firstKeptEntryIndex (an index into the parsed lines, header included)
+// becomes firstKeptEntryId. Ids are looked up as they are assigned, as pi
+// does: an index naming a later entry finds no id yet and stays unset.
+void migrate_v1_to_v2(std::vector<PiLine>& lines, std::vector<std::string>& notes) {
+  std::unordered_set<std::string> taken;
+  std::optional<std::string> previous;
+  std::size_t assigned = 0;
+  for (auto& line : lines) {
+    Json& entry = line.json;
+    if (is_type(entry, "session")) {
+      entry["version"] = 2;
+      continue;
+    }
+    std::string id = generate_pi_id(taken);
+    entry["id"] = id;
+    entry["parentId"] = previous ? Json(*previous) : Json(nullptr);
+    previous = id;
+    ++assigned;
+
+    if (!is_type(entry, "compaction")) continue;
+    auto index_it = entry.find("firstKeptEntryIndex");
+    if (index_it == entry.end() || !index_it->is_number()) continue;
+    const Json index = *index_it;
+    std::optional<std::string> kept;
+    if (index.is_number_integer() && index.get<std::int64_t>() >= 0 &&
+        static_cast<std::size_t>(index.get<std::int64_t>()) < lines.size()) {
+      const Json& target = lines[static_cast<std::size_t>(index.get<std::int64_t>())].json;
+      auto target_id = target.find("id");
+      if (!is_type(target, "session") && target_id != target.end() && target_id->is_string()) {
+        kept = target_id->get<std::string>();
+      }
+    }
+    if (kept) {
+      entry["firstKeptEntryId"] = *kept;
+      notes.push_back(fmt::format("line {}: compaction firstKeptEntryIndex {} became firstKeptEntryId {}",
+                                  line.line_number, index.dump(), *kept));
+    } else {
+      notes.push_back(fmt::format(
+          "line {}: compaction firstKeptEntryIndex {} names no earlier entry; firstKeptEntryId left unset, as pi does",
+          line.line_number, index.dump()));
+    }
+    entry.erase("firstKeptEntryIndex");
+  }
+  notes.push_back(fmt::format("migrated v1 to v2: assigned ids and parentIds to {} entries", assigned));
+}
+
+// pi's migrateV2ToV3: the "hookMessage" role is now "custom".
+void migrate_v2_to_v3(std::vector<PiLine>& lines, std::vector<std::string>& notes) {
+  for (auto& line : lines) {
+    Json& entry = line.json;
+    if (is_type(entry, "session")) {
+      entry["version"] = kPiSessionVersion;
+      continue;
+    }
+    if (!is_type(entry, "message")) continue;
+    auto message = entry.find("message");
+    if (message == entry.end() || !message->is_object()) continue;
+    auto role = message->find("role");
+    if (role != message->end() && role->is_string() && role->get_ref<const std::string&>() == "hookMessage") {
+      *role = "custom";
+      notes.push_back(fmt::format("line {}: message role hookMessage became custom", line.line_number));
+    }
+  }
+}
+
+// The new session's header takes the pi header's timestamp and records where it
+// came from. CreateOptions carries neither yet (see the import's report); these
+// set them once it does and leave the defaults until then.
+template <class Options>
+void set_created_timestamp(Options& options, const std::string& timestamp) {
+  if constexpr (requires { options.timestamp = timestamp; }) options.timestamp = timestamp;
+}
+template <class Options>
+void set_header_extra(Options& options, Json extra) {
+  if constexpr (requires { options.extra = extra; }) options.extra = std::move(extra);
+}
+
+}  // namespace
+
+Result<std::vector<Json>> read_pi_entries(const std::string& path, Json* header_out,
+                                          std::vector<std::string>* notes_out) {
+  std::vector<std::string> scratch;
+  std::vector<std::string>& notes = notes_out ? *notes_out : scratch;
+
+  auto parsed = parse_lines(path, notes);
+  if (!parsed) return std::unexpected(parsed.error());
+  std::vector<PiLine>& lines = *parsed;
+
+  // pi's loadEntriesFromFile: the first parsed line must be the header.
+  if (lines.empty() || !is_type(lines.front().json, "session") || !lines.front().json.contains("id") ||
+      !lines.front().json["id"].is_string()) {
+    return fail("invalid_argument",
+                fmt::format("{}: not a pi session file (the first line is not a session header with an id)", path));
+  }
+  const Json header = lines.front().json;
+  if (header_out) *header_out = header;
+
+  std::int64_t version = 1;
+  if (auto it = header.find("version"); it != header.end() && it->is_number()) {
+    version = it->get<std::int64_t>();
+  }
+  if (version > kPiSessionVersion) {
+    return fail("newer_version", fmt::format("{}: pi session format version {} is newer than the {} this build reads",
+                                             path, version, kPiSessionVersion));
+  }
+  if (version < 2) migrate_v1_to_v2(lines, notes);
+  if (version < 3) migrate_v2_to_v3(lines, notes);
+
+  // From pi's entries to cairn's. pi walks a path through entries it then
+  // ignores (unknown types) and stops where a parent is missing (a line that
+  // did not parse); re-parenting past skipped entries and making orphans roots
+  // keeps every path's projection what pi's is.
+  std::vector<Json> entries;
+  std::unordered_set<std::string> kept_ids;
+  std::unordered_map<std::string, std::optional<std::string>> skipped_parent;  // skipped id → its effective parent
+  std::unordered_set<std::string> later_ids;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    if (auto id = lines[i].json.find("id"); id != lines[i].json.end() && id->is_string()) {
+      later_ids.insert(id->get<std::string>());
+    }
+  }
+
+  auto effective_parent = [&](const Json& entry) -> std::optional<std::string> {
+    auto it = entry.find("parentId");
+    if (it == entry.end() || !it->is_string()) return std::nullopt;
+    std::string parent = it->get<std::string>();
+    for (;;) {
+      if (kept_ids.contains(parent)) return parent;
+      auto skipped = skipped_parent.find(parent);
+      if (skipped == skipped_parent.end() || !skipped->second) return std::nullopt;
+      parent = *skipped->second;
+    }
+  };
+
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    PiLine& line = lines[i];
+    Json& entry = line.json;
+    std::string id;
+    if (auto it = entry.find("id"); it != entry.end() && it->is_string()) id = it->get<std::string>();
+    later_ids.erase(id);
+
+    if (is_type(entry, "session")) {
+      notes.push_back(fmt::format("line {}: skipped: a second session header (pi ignores it)", line.line_number));
+      continue;
+    }
+    if (!id.empty() && kept_ids.contains(id)) {
+      return fail("duplicate_id", fmt::format("{}: line {}: id '{}' is used by an earlier entry", path,
+                                              line.line_number, id));
+    }
+
+    // Parent: an earlier kept entry; past a skipped one to its parent; none
+    // (the line that held it did not parse) makes this entry a root, where
+    // pi's walk from the leaf stops too.
+    auto parent_it = entry.find("parentId");
+    if (parent_it != entry.end() && parent_it->is_string()) {
+      const std::string parent = parent_it->get<std::string>();
+      if (!kept_ids.contains(parent)) {
+        if (later_ids.contains(parent)) {
+          return fail("invalid_argument",
+                      fmt::format("{}: line {}: parentId '{}' names a later entry; cairn needs parents first", path,
+                                  line.line_number, parent));
+        }
+        auto resolved = effective_parent(entry);
+        if (skipped_parent.contains(parent)) {
+          notes.push_back(fmt::format("line {}: parentId {} (a skipped entry) became {}", line.line_number, parent,
+                                      resolved ? *resolved : std::string("null")));
+        } else {
+          notes.push_back(fmt::format("line {}: parentId {} names no entry in the file; the entry became a root, "
+                                      "where pi's walk stops too",
+                                      line.line_number, parent));
+        }
+        *parent_it = resolved ? Json(*resolved) : Json(nullptr);
+      }
+    }
+
+    // A compaction whose firstKeptEntryId is unset (a v1 index that named the
+    // header or nothing) keeps no entry in pi: no path entry matches it. Its
+    // own id matches none before it either, and cairn needs an id there.
+    if (is_type(entry, "compaction") && !id.empty()) {
+      auto kept = entry.find("firstKeptEntryId");
+      if (kept == entry.end() || !kept->is_string() || kept->get_ref<const std::string&>().empty()) {
+        entry["firstKeptEntryId"] = id;
+        notes.push_back(fmt::format("line {}: compaction without firstKeptEntryId: set to its own id, which keeps no "
+                                    "earlier entry, as pi keeps none",
+                                    line.line_number));
+      }
+    }
+
+    auto decoded = decode_record(entry, /*require_seq=*/false);
+    if (!decoded && decoded.error().code == "unknown_type") {
+      notes.push_back(fmt::format("line {}: skipped: entry type '{}' is unknown to cairn (pi ignores it in the "
+                                  "context)",
+                                  line.line_number, type_name(entry)));
+      if (!id.empty()) skipped_parent[id] = effective_parent(entry);
+      continue;
+    }
+    if (!decoded) {
+      return fail(decoded.error().code,
+                  fmt::format("{}: line {}: {}", path, line.line_number, decoded.error().message));
+    }
+    if (!std::holds_alternative<TreeEntry>(decoded->body)) {
+      return fail("invalid_record", fmt::format("{}: line {}: '{}' is not a session entry", path, line.line_number,
+                                                type_name(entry)));
+    }
+    // A label on an entry that was skipped has nothing to mark.
+    if (const auto* label = std::get_if<Label>(&std::get<TreeEntry>(decoded->body).body);
+        label && !kept_ids.contains(label->target_id)) {
+      notes.push_back(fmt::format("line {}: skipped: label on {}, which is not imported", line.line_number,
+                                  label->target_id));
+      skipped_parent[id] = effective_parent(entry);
+      continue;
+    }
+    kept_ids.insert(id);
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+Result<PiImportResult> import_pi_session(Store& store, const std::string& path) {
+  std::error_code ec;
+  std::string absolute = std::filesystem::absolute(path, ec).lexically_normal().string();
+  if (ec) absolute = path;
+
+  Json header;
+  PiImportResult result;
+  auto entries = read_pi_entries(absolute, &header, &result.notes);
+  if (!entries) return std::unexpected(entries.error());
+
+  result.version = header.contains("version") && header["version"].is_number() ? header["version"].get<std::int64_t>()
+                                                                                : 1;
+  CreateOptions options;
+  if (auto cwd = header.find("cwd"); cwd != header.end() && cwd->is_string()) options.cwd = cwd->get<std::string>();
+  if (auto ts = header.find("timestamp"); ts != header.end() && ts->is_string()) {
+    set_created_timestamp(options, ts->get<std::string>());
+  }
+  Json imported_from = Json::object();
+  imported_from["format"] = "pi";
+  imported_from["id"] = header["id"];
+  imported_from["path"] = absolute;
+  // pi's parentSession is a file path, not a cairn session id: kept as a fact
+  // about the source rather than as the new session's parent.
+  if (auto parent = header.find("parentSession"); parent != header.end() && !parent->is_null()) {
+    imported_from["parentSession"] = *parent;
+  }
+  Json extra = Json::object();
+  extra["importedFrom"] = std::move(imported_from);
+  set_header_extra(options, std::move(extra));
+
+  auto session = store.create(options);
+  if (!session) return std::unexpected(session.error());
+  result.session = *session;
+  if (!entries->empty()) {
+    auto appended = result.session->append_json(*entries);
+    if (!appended) {
+      // Leave no half-made session behind: the import either happened or not.
+      (void)store.remove(result.session->id());
+      return fail(appended.error().code, fmt::format("{}: {}", absolute, appended.error().message));
+    }
+    result.imported = appended->count;
+  }
+  return result;
+}
+
+}  // namespace cairn

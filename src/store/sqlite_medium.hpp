@@ -1,0 +1,90 @@
+// The SQLite store's pieces shared by its files: connection setup, the schema,
+// the writer's lock and holder, and the medium that appends one session's
+// records (one transaction per group commit, fenced by the session's
+// generation).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cairn/store/session.hpp"
+#include "cairn/store/store.hpp"
+#include "sqlite_db.hpp"
+#include "sqlite_lock.hpp"
+
+namespace cairn::sqlite {
+
+// The schema this build writes and reads (the meta table's schema_version).
+inline constexpr std::int64_t kSchemaVersion = 1;
+// How long a connection waits for another one's write transaction.
+inline constexpr int kBusyTimeoutMs = 10000;
+
+// A connection with the store's settings: WAL, the sync policy, busy timeout.
+DbResult<Database> open_connection(const std::string& file, SyncPolicy sync);
+// Creates the tables if missing and returns the file's schema version. A file
+// whose version is newer than kSchemaVersion is left as it is.
+DbResult<std::int64_t> create_schema(Database& db);
+
+// "sqlite file F, session S": how messages name a session.
+std::string where(const std::string& file, std::string_view session_id);
+std::string lock_path(const std::string& file, std::string_view session_id);
+
+// The holder column: JSON {pid, host, generation, since}.
+std::string encode_holder(const LockHolder& holder);
+std::optional<LockHolder> decode_holder(std::string_view json);
+// "pid P on HOST since T (generation G)"
+std::string describe_holder(const LockHolder& holder);
+// This process as a holder at `generation`.
+LockHolder this_process(std::int64_t generation);
+
+class SqliteMedium final : public LogMedium {
+  struct Key {
+    explicit Key() = default;
+  };
+
+ public:
+  // Opens the medium's own connection; `lock` is already held.
+  static Result<std::unique_ptr<SqliteMedium>> open(std::string file, std::string session_id, SessionLock lock,
+                                                    SyncPolicy sync);
+  ~SqliteMedium() override;
+
+  // Takes the session over: its generation grows by one and the holder
+  // becomes this process. Every writer with an older generation is now stale.
+  Status claim();
+  // Inserts the session's row, held by this process at generation 1.
+  Status create(const SessionHeader& header, const std::string& header_json);
+
+  Status append(const std::vector<PreparedRecord>& records) override;
+  std::string describe() const override;
+
+  // The lock file, for a session that turned out not to exist.
+  SessionLock& lock() { return lock_; }
+
+  // Through open() only (Key is private).
+  SqliteMedium(Key, std::string file, std::string session_id, SessionLock lock, Database db);
+
+ private:
+  Status insert(const PreparedRecord& record);
+  Status prepare_statements();
+
+  std::string file_;
+  std::string session_id_;
+  std::int64_t generation_ = 0;  // 0 until claim() or create()
+  std::mutex mu_;                // one append at a time on the connection
+
+  // Destroyed bottom-up: statements, then the connection, then the lock, so
+  // the lock is released only once the connection is closed.
+  SessionLock lock_;
+  Database db_;
+  Statement generation_of_;
+  Statement insert_tree_;
+  Statement insert_harness_;
+  Statement insert_ignorable_;
+};
+
+}  // namespace cairn::sqlite

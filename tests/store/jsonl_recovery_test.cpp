@@ -1,0 +1,215 @@
+// What opening a damaged JSONL session does, case by case.
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <sstream>
+
+#include "cairn/store/store.hpp"
+#include "support/test_support.hpp"
+
+namespace cairn {
+namespace {
+
+using testing::user_entry;
+
+class JsonlRecovery : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = std::move(*open_store("jsonl:" + dir_.str(), {SyncPolicy::full}));
+    auto session = store_->create({.id = "s", .cwd = "/w"});
+    ASSERT_TRUE(session);
+    ASSERT_TRUE((*session)->append({user_entry("one", std::nullopt, "e0"), user_entry("two", "e0", "e1"),
+                                    user_entry("three", "e1", "e2")}));
+  }
+  std::string path() const { return dir_.str() + "/s.jsonl"; }
+  std::string read() const {
+    std::ifstream in(path(), std::ios::binary);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+  }
+  void write(const std::string& text) const { std::ofstream(path(), std::ios::binary | std::ios::trunc) << text; }
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out;
+    std::stringstream in(read());
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+  void write_lines(const std::vector<std::string>& ls, const std::string& tail = {}) const {
+    std::string text;
+    for (const auto& l : ls) text += l + "\n";
+    write(text + tail);
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(JsonlRecovery, TornTailIsCutAndReported) {
+  const std::string intact = read();
+  const std::string torn = R"({"type":"message","seq":3,"id":"e3","par)";
+  write(intact + torn);
+  auto reader = store_->open("s", {.read_only = true});
+  ASSERT_TRUE(reader) << reader.error().message;
+  EXPECT_TRUE((*reader)->open_report().tail_cut);
+  EXPECT_EQ(read().size(), intact.size() + torn.size());  // reading never changes the file
+  reader->reset();
+
+  auto session = store_->open("s");
+  ASSERT_TRUE(session) << session.error().message;
+  const OpenReport& report = (*session)->open_report();
+  EXPECT_TRUE(report.tail_cut);
+  EXPECT_EQ(report.bytes_cut, static_cast<std::int64_t>(torn.size()));
+  EXPECT_EQ(report.last_good_seq, 2);
+  EXPECT_NE(report.detail.find("s.jsonl:5"), std::string::npos) << report.detail;
+  EXPECT_EQ(read(), intact);
+  auto appended = (*session)->append(user_entry("four", "e2", "e3"));
+  ASSERT_TRUE(appended);
+  EXPECT_EQ(appended->first_seq, 3);
+}
+
+TEST_F(JsonlRecovery, ZeroFilledTailIsCut) {
+  const std::string intact = read();
+  write(intact + std::string(4096, '\0'));
+  auto session = store_->open("s");
+  ASSERT_TRUE(session) << session.error().message;
+  EXPECT_EQ((*session)->open_report().bytes_cut, 4096);
+  EXPECT_EQ((*session)->size(), 3);
+  EXPECT_EQ(read(), intact);
+}
+
+TEST_F(JsonlRecovery, CompleteButDamagedLastLineIsCut) {
+  auto ls = lines();
+  ls.back() = ls.back().substr(0, ls.back().size() / 2) + std::string(5, '\0');
+  write_lines(ls);
+  auto session = store_->open("s");
+  ASSERT_TRUE(session) << session.error().message;
+  EXPECT_EQ((*session)->open_report().last_good_seq, 1);
+  EXPECT_EQ((*session)->size(), 2);
+}
+
+TEST_F(JsonlRecovery, DamageBeforeTheTailRefusesTheSession) {
+  auto ls = lines();
+  ls[2] = R"({"type":"message","seq":1,"id":"e1",GARBAGE)";
+  write_lines(ls);
+  const std::string damaged = read();
+  auto session = store_->open("s");
+  ASSERT_FALSE(session);
+  EXPECT_EQ(session.error().code, "corrupt_log");
+  EXPECT_NE(session.error().message.find("s.jsonl:3: seq 1: not valid JSON"), std::string::npos)
+      << session.error().message;
+  EXPECT_EQ(read(), damaged);  // refused, untouched
+
+  auto report = store_->repair("s");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->kept_records, 1);
+  ASSERT_EQ(report->removed.size(), 2u);
+  EXPECT_NE(report->removed[0].find("s.jsonl:3"), std::string::npos) << report->removed[0];
+  EXPECT_NE(report->removed[1].find("follows a damaged record"), std::string::npos);
+  auto repaired = store_->open("s");
+  ASSERT_TRUE(repaired) << repaired.error().message;
+  EXPECT_EQ((*repaired)->size(), 1);
+}
+
+TEST_F(JsonlRecovery, SeqGapRefusesTheSession) {
+  auto ls = lines();
+  ls.erase(ls.begin() + 2);  // drop seq 1
+  write_lines(ls);
+  auto session = store_->open("s");
+  ASSERT_FALSE(session);
+  EXPECT_EQ(session.error().code, "corrupt_log");
+  EXPECT_NE(session.error().message.find("s.jsonl:3: seq 1: seq gap: expected seq 1, found 2"), std::string::npos)
+      << session.error().message;
+}
+
+TEST_F(JsonlRecovery, UnknownRequiredTypeRefusesEvenAtTheTail) {
+  auto ls = lines();
+  ls.push_back(R"({"type":"quantum_entanglement","seq":3,"id":"q1"})");
+  write_lines(ls);
+  auto session = store_->open("s");
+  ASSERT_FALSE(session);
+  EXPECT_EQ(session.error().code, "unknown_type");
+  EXPECT_NE(session.error().message.find("s.jsonl:5: seq 3: unknown record type 'quantum_entanglement'"),
+            std::string::npos)
+      << session.error().message;
+}
+
+TEST_F(JsonlRecovery, IgnorableUnknownTypeIsAccepted) {
+  auto ls = lines();
+  ls.push_back(R"({"type":"quantum_entanglement","seq":3,"ignorable":true,"spin":"up"})");
+  write_lines(ls);
+  auto session = store_->open("s");
+  ASSERT_TRUE(session) << session.error().message;
+  EXPECT_EQ((*session)->size(), 4);
+  EXPECT_FALSE((*session)->open_report().tail_cut);
+  EXPECT_EQ((*session)->get_log()[3].json, ls.back());
+  EXPECT_EQ((*session)->build_context()->messages.size(), 3u);
+}
+
+TEST_F(JsonlRecovery, NewerFormatVersionRefusesTheSession) {
+  auto ls = lines();
+  Json header = Json::parse(ls[0]);
+  header["version"] = kLogFormatVersion + 1;
+  ls[0] = header.dump();
+  write_lines(ls);
+  auto session = store_->open("s");
+  ASSERT_FALSE(session);
+  EXPECT_EQ(session.error().code, "newer_version");
+  EXPECT_NE(session.error().message.find("s.jsonl:1: session format version 2 is newer"), std::string::npos)
+      << session.error().message;
+}
+
+TEST_F(JsonlRecovery, APiFileIsRefusedWithAHint) {
+  write_lines({R"({"type":"session","version":3,"id":"pi1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"})",
+               R"({"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi","timestamp":1}})"});
+  auto session = store_->open("s");
+  ASSERT_FALSE(session);
+  EXPECT_EQ(session.error().code, "newer_version");
+  EXPECT_NE(session.error().message.find("cairn import pi"), std::string::npos) << session.error().message;
+}
+
+TEST_F(JsonlRecovery, RecordWithoutSeqIsRefusedWithAHint) {
+  auto ls = lines();
+  ls.insert(ls.begin() + 2, R"({"type":"message","id":"a","parentId":null,"timestamp":"x","message":{"role":"user","content":"hi"}})");
+  write_lines(ls);
+  auto session = store_->open("s");
+  ASSERT_FALSE(session);
+  EXPECT_NE(session.error().message.find("cairn import pi"), std::string::npos) << session.error().message;
+}
+
+// A write the operating system refuses (here: the file size limit) leaves no
+// partial record behind and faults the session.
+TEST_F(JsonlRecovery, FailedWriteTruncatesBack) {
+  const std::string intact = read();
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    auto session = store_->open("s");
+    if (!session) ::_exit(10);
+    rlimit limit{static_cast<rlim_t>(intact.size() + 40), static_cast<rlim_t>(intact.size() + 40)};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    auto appended = (*session)->append(user_entry(std::string(500, 'x'), "e2", "big"));
+    if (appended || appended.error().code != "io_error") ::_exit(11);
+    auto after = (*session)->append(user_entry("small", "e2", "small"));
+    if (after || after.error().code != "faulted") ::_exit(12);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(read(), intact);
+  auto session = store_->open("s");
+  ASSERT_TRUE(session);
+  EXPECT_FALSE((*session)->open_report().tail_cut);
+  EXPECT_EQ((*session)->size(), 3);
+}
+
+}  // namespace
+}  // namespace cairn

@@ -1,0 +1,364 @@
+// The SQLite store: schema, locking and fencing, refusal of damaged or newer
+// sessions, and repair. Damage is made with raw SQL on the database file.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "cairn/store/store.hpp"
+#include "store/sqlite_db.hpp"
+#include "support/test_support.hpp"
+
+namespace cairn {
+namespace {
+
+using testing::harness;
+using testing::TempDir;
+using testing::tree;
+using testing::user_entry;
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { store_ = make(); }
+
+  std::unique_ptr<Store> make(SyncPolicy sync = SyncPolicy::none) {
+    auto store = make_sqlite_store(file_, StoreOptions{sync});
+    EXPECT_TRUE(store.has_value()) << store.error().message;
+    return store ? std::move(*store) : nullptr;
+  }
+  std::shared_ptr<Session> create(const std::string& id) {
+    auto session = store_->create({.id = id, .cwd = "/work/project"});
+    EXPECT_TRUE(session.has_value()) << session.error().message;
+    return session ? *session : nullptr;
+  }
+  // A session with `count` messages in one chain, closed again.
+  void write_chain(const std::string& id, int count) {
+    auto session = create(id);
+    std::optional<std::string> parent;
+    for (int i = 0; i < count; ++i) {
+      const std::string entry_id = "e" + std::to_string(i);
+      ASSERT_TRUE(session->append(user_entry("text " + std::to_string(i), parent, entry_id)));
+      parent = entry_id;
+    }
+  }
+
+  // Raw SQL on the store's file, as another program (or a disk) would.
+  void sql(const std::string& statement) {
+    auto db = sqlite::Database::open(file_);
+    ASSERT_TRUE(db) << db.error().message;
+    db->set_busy_timeout(5000);
+    auto ran = db->exec(statement.c_str());
+    ASSERT_TRUE(ran) << statement << ": " << ran.error().message;
+  }
+  std::string query(const std::string& statement) {
+    auto db = sqlite::Database::open(file_);
+    EXPECT_TRUE(db) << db.error().message;
+    if (!db) return {};
+    db->set_busy_timeout(5000);
+    auto text = db->query_text(statement.c_str());
+    EXPECT_TRUE(text) << statement << ": " << text.error().message;
+    return text ? *text : std::string();
+  }
+
+  TempDir dir_;
+  std::string file_ = dir_.str() + "/sessions.db";
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(SqliteStoreTest, CreateOpenListRemove) {
+  EXPECT_EQ(store_->uri(), "sqlite:" + file_);
+  EXPECT_EQ(store_->sync_policy(), SyncPolicy::none);
+  auto older = create("older");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto newer = store_->create({.id = "newer", .cwd = "/elsewhere", .parent_session = "older"});
+  ASSERT_TRUE(newer) << newer.error().message;
+  EXPECT_EQ((*newer)->header().parent_session, "older");
+  EXPECT_FALSE((*newer)->read_only());
+
+  auto listed = store_->list();
+  ASSERT_TRUE(listed) << listed.error().message;
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].id, "newer");  // newest first
+  EXPECT_EQ((*listed)[0].cwd, "/elsewhere");
+  EXPECT_EQ((*listed)[0].parent_session, "older");
+  EXPECT_EQ((*listed)[1].id, "older");
+  EXPECT_EQ((*listed)[1].version, kLogFormatVersion);
+
+  auto taken = store_->create({.id = "older"});
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, "already_exists");
+  EXPECT_TRUE(contains(taken.error().message, "older") && contains(taken.error().message, file_));
+  EXPECT_EQ(store_->create({.id = "../escape"}).error().code, "invalid_argument");
+  auto missing = store_->open("missing");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, "not_found");
+  EXPECT_TRUE(contains(missing.error().message, file_));
+
+  // A held session cannot be removed; a released one can, lock file and all.
+  auto refused = store_->remove("older");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "locked");
+  ASSERT_TRUE(older->append(user_entry("hello", std::nullopt, "u1")));
+  older.reset();
+  EXPECT_TRUE(std::filesystem::exists(file_ + ".older.lock"));
+  ASSERT_TRUE(store_->remove("older"));
+  EXPECT_FALSE(std::filesystem::exists(file_ + ".older.lock"));
+  EXPECT_EQ(store_->open("older").error().code, "not_found");
+  EXPECT_EQ(store_->remove("older").error().code, "not_found");
+  EXPECT_EQ(store_->list()->size(), 1u);
+  EXPECT_EQ(query("SELECT count(*) FROM session_entries WHERE session_id = 'older'"), "0");
+
+  // Another store on the same file sees the same sessions.
+  auto other = make();
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->list()->front().id, "newer");
+}
+
+TEST_F(SqliteStoreTest, ReopenSeesTheSameRecords) {
+  store_ = make(SyncPolicy::full);
+  auto session = create("random");
+  testing::RandomLog generator(7);
+  for (int batch = 0; batch < 300; ++batch) {
+    auto appended = session->append(generator.next_batch());
+    ASSERT_TRUE(appended) << "batch " << batch << ": " << appended.error().message;
+  }
+  // An operation with its intent kind, for the op_kind column.
+  ASSERT_TRUE(session->append(harness(RefCreated{"ops", std::nullopt}, "ops")));
+  ASSERT_TRUE(session->append(harness(OperationStarted{std::nullopt, RunIntent{}}, "ops", "op-kind")));
+  const auto log = session->get_log();
+  const Json reads = testing::snapshot_reads(*session);
+  session.reset();
+
+  for (bool read_only : {true, false}) {
+    auto reopened = store_->open("random", {.read_only = read_only});
+    ASSERT_TRUE(reopened) << reopened.error().message;
+    EXPECT_EQ((*reopened)->read_only(), read_only);
+    const auto again = (*reopened)->get_log();
+    ASSERT_EQ(again.size(), log.size());
+    for (std::size_t i = 0; i < log.size(); ++i) {
+      EXPECT_EQ(again[i].seq, log[i].seq);
+      EXPECT_EQ(again[i].type, log[i].type) << "seq " << i;
+      EXPECT_EQ(again[i].json, log[i].json) << "seq " << i;
+    }
+    EXPECT_EQ(testing::snapshot_reads(**reopened), reads);
+  }
+
+  // Every record is in the table of its kind, its payload the stored line.
+  const auto count = [&](const char* table) {
+    return std::stoll(query(std::string("SELECT count(*) FROM ") + table + " WHERE session_id = 'random'"));
+  };
+  std::int64_t tree = 0, harness_records = 0, ignorable = 0;
+  for (const auto& line : log) {
+    if (line.type == RecordType::ignorable) ++ignorable;
+    else if (is_tree_type(line.type)) ++tree;
+    else ++harness_records;
+  }
+  EXPECT_GT(ignorable, 0);
+  EXPECT_EQ(count("session_entries"), tree);
+  EXPECT_EQ(count("harness_entries"), harness_records);
+  EXPECT_EQ(count("ignorable_entries"), ignorable);
+  EXPECT_EQ(query("SELECT payload FROM session_entries WHERE session_id = 'random' AND seq = 0"), log[0].json);
+  EXPECT_EQ(query("SELECT op_kind FROM harness_entries WHERE id = 'op-kind'"), "run");
+  EXPECT_EQ(query("SELECT run_id FROM harness_entries WHERE id = 'op-kind'"), "op-kind");
+  EXPECT_EQ(query("SELECT journal_mode FROM pragma_journal_mode"), "wal");
+  EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+}
+
+TEST_F(SqliteStoreTest, SecondWriterIsRefusedWithTheHolder) {
+  auto session = create("held");
+  EXPECT_EQ(query("SELECT generation FROM sessions WHERE id = 'held'"), "1");
+  auto second = store_->open("held");
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, "locked");
+  const std::string& message = second.error().message;
+  EXPECT_TRUE(contains(message, "session held")) << message;
+  EXPECT_TRUE(contains(message, file_)) << message;
+  EXPECT_TRUE(contains(message, "pid " + std::to_string(::getpid()))) << message;
+  EXPECT_TRUE(contains(message, "(generation 1)")) << message;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  EXPECT_TRUE(contains(message, std::string(" on ") + host + " since ")) << message;
+
+  // A reader is welcome; the holder column goes once the writer lets go.
+  ASSERT_TRUE(store_->open("held", {.read_only = true}));
+  session.reset();
+  EXPECT_EQ(query("SELECT holder IS NULL FROM sessions WHERE id = 'held'"), "1");
+  auto next = store_->open("held");
+  ASSERT_TRUE(next) << next.error().message;
+  EXPECT_EQ(query("SELECT generation FROM sessions WHERE id = 'held'"), "2");
+}
+
+TEST_F(SqliteStoreTest, AnotherProcessIsRefused) {
+  auto session = create("shared");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child: its own store on the same file, its own flock.
+    auto store = make_sqlite_store(file_, {});
+    if (!store) ::_exit(2);
+    auto opened = (*store)->open("shared");
+    if (opened) ::_exit(3);
+    const bool named = opened.error().code == "locked" &&
+                       contains(opened.error().message, "pid " + std::to_string(::getppid()));
+    auto reader = (*store)->open("shared", {.read_only = true});
+    ::_exit(named && reader ? 0 : 4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(SqliteStoreTest, LockTimeoutWaitsThenFails) {
+  auto session = create("busy");
+  const auto start = std::chrono::steady_clock::now();
+  auto opened = store_->open("busy", {.lock_timeout = std::chrono::milliseconds(150)});
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, "locked");
+  EXPECT_GE(waited, std::chrono::milliseconds(150));
+  EXPECT_LT(waited, std::chrono::milliseconds(2000));
+  EXPECT_TRUE(contains(opened.error().message, "waited")) << opened.error().message;
+
+  // Zero fails at once.
+  const auto again = std::chrono::steady_clock::now();
+  EXPECT_EQ(store_->open("busy").error().code, "locked");
+  EXPECT_LT(std::chrono::steady_clock::now() - again, std::chrono::milliseconds(100));
+
+  // A holder that lets go within the timeout hands the session over.
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    session.reset();
+  });
+  auto waited_for = store_->open("busy", {.lock_timeout = std::chrono::milliseconds(5000)});
+  releaser.join();
+  ASSERT_TRUE(waited_for) << waited_for.error().message;
+}
+
+TEST_F(SqliteStoreTest, BreakLockMakesTheOldWriterStale) {
+  auto old_writer = create("taken");
+  ASSERT_TRUE(old_writer->append(user_entry("before", std::nullopt, "u1")));
+  auto new_writer = store_->open("taken", {.break_lock = true});
+  ASSERT_TRUE(new_writer) << new_writer.error().message;
+  EXPECT_EQ(query("SELECT generation FROM sessions WHERE id = 'taken'"), "2");
+
+  auto stale = old_writer->append({user_entry("lost", "u1", "u2"), user_entry("lost too", "u2", "u3")});
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.error().code, "stale_writer");
+  const std::string& message = stale.error().message;
+  EXPECT_TRUE(contains(message, "session taken")) << message;
+  EXPECT_TRUE(contains(message, file_)) << message;
+  EXPECT_TRUE(contains(message, "generation 1 is stale")) << message;
+  EXPECT_TRUE(contains(message, "at generation 2")) << message;
+  EXPECT_TRUE(contains(message, "seq 1..2")) << message;
+  EXPECT_EQ(query("SELECT count(*) FROM session_entries WHERE session_id = 'taken'"), "1");
+
+  ASSERT_TRUE((*new_writer)->append(user_entry("after", "u1", "n1")));
+  // The old writer letting go leaves the new holder's description alone.
+  old_writer.reset();
+  EXPECT_TRUE(contains(query("SELECT holder FROM sessions WHERE id = 'taken'"), "\"generation\":2"));
+  new_writer->reset();
+  auto check = store_->open("taken", {.read_only = true});
+  ASSERT_TRUE(check);
+  EXPECT_EQ((*check)->size(), 2);
+  EXPECT_TRUE((*check)->get_entry("n1"));
+  EXPECT_FALSE((*check)->get_entry("u2"));
+}
+
+TEST_F(SqliteStoreTest, NewerVersionsAreRefused) {
+  write_chain("future", 2);
+  sql("UPDATE sessions SET version = 99, header = json_set(header, '$.version', 99) WHERE id = 'future'");
+  auto opened = store_->open("future", {.read_only = true});
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, "newer_version");
+  EXPECT_TRUE(contains(opened.error().message, "99") && contains(opened.error().message, "future") &&
+              contains(opened.error().message, file_))
+      << opened.error().message;
+  EXPECT_EQ(store_->list()->size(), 1u);  // still listed
+
+  // A file whose schema is newer than this build's is refused whole.
+  sql("UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+  auto newer = make_sqlite_store(file_, {});
+  ASSERT_FALSE(newer);
+  EXPECT_EQ(newer.error().code, "newer_version");
+  EXPECT_TRUE(contains(newer.error().message, file_));
+}
+
+TEST_F(SqliteStoreTest, SeqGapsAndUnknownTypesAreRefused) {
+  write_chain("gap", 4);
+  sql("DELETE FROM session_entries WHERE session_id = 'gap' AND seq = 2");
+  auto opened = store_->open("gap");
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, "corrupt_log");
+  EXPECT_TRUE(contains(opened.error().message, "seq gap: expected 2, found 3")) << opened.error().message;
+  EXPECT_TRUE(contains(opened.error().message, "session gap") && contains(opened.error().message, file_));
+  // A failed writable open leaves the session free for the next one.
+  EXPECT_EQ(store_->open("gap").error().code, "corrupt_log");
+
+  write_chain("mystery", 3);
+  sql("UPDATE session_entries SET type = 'hologram' WHERE session_id = 'mystery' AND seq = 1");
+  auto unknown = store_->open("mystery", {.read_only = true});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, "unknown_type");
+  EXPECT_TRUE(contains(unknown.error().message, "seq 1") && contains(unknown.error().message, "hologram") &&
+              contains(unknown.error().message, "session mystery"))
+      << unknown.error().message;
+
+  // A row whose parent vanished breaks the log's invariants.
+  write_chain("orphan", 3);
+  sql("UPDATE session_entries SET parent_id = 'ghost' WHERE session_id = 'orphan' AND seq = 2");
+  auto orphan = store_->open("orphan", {.read_only = true});
+  ASSERT_FALSE(orphan);
+  EXPECT_EQ(orphan.error().code, "corrupt_log");
+  EXPECT_TRUE(contains(orphan.error().message, "seq 2")) << orphan.error().message;
+}
+
+TEST_F(SqliteStoreTest, RepairRemovesDamagedRowsAndSaysSo) {
+  write_chain("healthy", 3);
+  auto clean = store_->repair("healthy");
+  ASSERT_TRUE(clean) << clean.error().message;
+  EXPECT_TRUE(clean->removed.empty());
+  EXPECT_EQ(clean->kept_records, 3);
+  EXPECT_EQ(clean->removed_bytes, 0);
+
+  write_chain("damaged", 5);
+  sql("UPDATE session_entries SET payload = '{\"seq\":2,\"type\":\"mess' WHERE session_id = 'damaged' AND seq = 2");
+  auto report = store_->repair("damaged");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(contains(report->location, "session damaged") && contains(report->location, file_));
+  EXPECT_EQ(report->kept_records, 2);
+  ASSERT_EQ(report->removed.size(), 3u);
+  EXPECT_TRUE(contains(report->removed[0], "seq 2") && contains(report->removed[0], "not a JSON object"))
+      << report->removed[0];
+  EXPECT_TRUE(contains(report->removed[1], "seq 3") && contains(report->removed[1], "after the damaged record at seq 2"))
+      << report->removed[1];
+  EXPECT_GT(report->removed_bytes, 0);
+  auto repaired = store_->open("damaged");
+  ASSERT_TRUE(repaired) << repaired.error().message;
+  EXPECT_EQ((*repaired)->size(), 2);
+  EXPECT_EQ((*repaired)->leaf(), "e1");
+  ASSERT_TRUE((*repaired)->append(user_entry("goes on", "e1", "e2")));
+  // Repair is a writer: not while another one holds the session.
+  EXPECT_EQ(store_->repair("damaged").error().code, "locked");
+  repaired->reset();
+
+  // A seq gap is damage too: what follows it goes.
+  write_chain("gapped", 4);
+  sql("DELETE FROM session_entries WHERE session_id = 'gapped' AND seq = 1");
+  auto gap = store_->repair("gapped");
+  ASSERT_TRUE(gap) << gap.error().message;
+  ASSERT_EQ(gap->removed.size(), 2u);
+  EXPECT_TRUE(contains(gap->removed[0], "seq gap: expected 1, found 2")) << gap->removed[0];
+  auto reopened = store_->open("gapped", {.read_only = true});
+  ASSERT_TRUE(reopened) << reopened.error().message;
+  EXPECT_EQ((*reopened)->size(), 1);
+  EXPECT_EQ(store_->repair("nobody").error().code, "not_found");
+}
+
+}  // namespace
+}  // namespace cairn
