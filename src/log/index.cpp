@@ -38,6 +38,11 @@ void SessionIndex::add(RecordMeta meta, std::string line) {
   add_view(std::move(meta), owned_lines_.back());
 }
 
+void SessionIndex::reserve(std::size_t records) {
+  records_.reserve(records);
+  by_id_.reserve(records);
+}
+
 void SessionIndex::add_view(RecordMeta meta, std::string_view line) {
   Slot slot;
   if (meta.parent_id) {
@@ -56,10 +61,9 @@ std::optional<RecordType> SessionIndex::type_of_id(std::string_view id) const {
   return records_[static_cast<std::size_t>(it->second)].meta.type;
 }
 
-std::optional<LogStateView::RefSlot> SessionIndex::ref(std::string_view name) const {
+const LogStateView::RefSlot* SessionIndex::ref(std::string_view name) const {
   auto it = refs_.find(name);
-  if (it == refs_.end()) return std::nullopt;
-  return it->second;
+  return it == refs_.end() ? nullptr : &it->second;
 }
 
 void SessionIndex::put_id(const std::string& id, RecordType) {
@@ -67,14 +71,16 @@ void SessionIndex::put_id(const std::string& id, RecordType) {
   by_id_.insert_or_assign(id, static_cast<std::int32_t>(records_.size() - 1));
 }
 
-void SessionIndex::put_ref(const std::string& name, std::optional<RefSlot> slot) {
-  if (!slot) {
-    refs_.erase(name);
-    std::erase(ref_order_, name);
-    return;
-  }
-  auto [it, inserted] = refs_.insert_or_assign(name, std::move(*slot));
-  if (inserted) ref_order_.push_back(name);
+LogStateView::RefSlot& SessionIndex::mutable_ref(const std::string& name) { return refs_.find(name)->second; }
+
+void SessionIndex::create_ref(const std::string& name, std::optional<std::string> leaf) {
+  refs_.insert_or_assign(name, RefSlot{std::move(leaf), std::nullopt});
+  ref_order_.push_back(name);
+}
+
+void SessionIndex::erase_ref(const std::string& name) {
+  refs_.erase(name);
+  std::erase(ref_order_, name);
 }
 
 std::optional<std::int64_t> SessionIndex::seq_of(std::string_view id) const {
@@ -122,7 +128,7 @@ std::vector<std::string> SessionIndex::children(std::optional<std::string_view> 
 }
 
 std::optional<std::string> SessionIndex::leaf(std::string_view ref_name) const {
-  auto slot = ref(ref_name);
+  const RefSlot* slot = ref(ref_name);
   if (!slot) return std::nullopt;
   return slot->leaf;
 }

@@ -64,7 +64,7 @@ Status check_invariants(const RecordMeta& record, const LogStateView& state) {
     }
     return {};
   }
-  auto slot = state.ref(record.ref);
+  const LogStateView::RefSlot* slot = state.ref(record.ref);
   if (!slot) return fail("unknown_ref", fmt::format("seq {}: ref '{}' does not exist", record.seq, record.ref));
 
   switch (record.type) {
@@ -103,30 +103,23 @@ void apply_record(const RecordMeta& record, MutableLogState& state) {
   if (record.type == RecordType::ignorable) return;
 
   if (is_tree_type(record.type)) {
-    auto slot = state.ref(record.ref).value_or(LogStateView::RefSlot{});
-    slot.leaf = record.type == RecordType::leaf ? record.target_id : std::optional<std::string>(record.id);
-    state.put_ref(record.ref, std::move(slot));
+    state.mutable_ref(record.ref).leaf =
+        record.type == RecordType::leaf ? record.target_id : std::optional<std::string>(record.id);
     return;
   }
   switch (record.type) {
     case RecordType::ref_created:
-      state.put_ref(record.name, LogStateView::RefSlot{record.target_id, std::nullopt});
+      state.create_ref(record.name, record.target_id);
       break;
     case RecordType::ref_deleted:
-      state.put_ref(record.name, std::nullopt);
+      state.erase_ref(record.name);
       break;
-    case RecordType::operation_started: {
-      auto slot = *state.ref(record.ref);
-      slot.open_operation = record.id;
-      state.put_ref(record.ref, std::move(slot));
+    case RecordType::operation_started:
+      state.mutable_ref(record.ref).open_operation = record.id;
       break;
-    }
-    case RecordType::operation_finished: {
-      auto slot = *state.ref(record.ref);
-      slot.open_operation.reset();
-      state.put_ref(record.ref, std::move(slot));
+    case RecordType::operation_finished:
+      state.mutable_ref(record.ref).open_operation.reset();
       break;
-    }
     default:
       break;
   }

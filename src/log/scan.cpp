@@ -8,142 +8,151 @@
 #include "cairn/log/index.hpp"
 
 namespace cairn {
-namespace {
+static_assert(kScanPadding >= simdjson::SIMDJSON_PADDING);
 
-// A string field, if present and a string; an error if present and not.
-Result<std::optional<std::string>> string_field(simdjson::dom::object object, std::string_view key,
-                                                bool nullable) {
-  simdjson::dom::element value;
-  if (object.at_key(key).get(value) != simdjson::SUCCESS) return std::optional<std::string>{};
-  if (value.is_null()) {
-    if (nullable) return std::optional<std::string>{};
-    return fail("invalid_record", fmt::format("{}: expected a string, found null", key));
-  }
-  std::string_view text;
-  if (value.get_string().get(text) != simdjson::SUCCESS) {
-    return fail("invalid_record", fmt::format("{}: expected a string", key));
-  }
-  return std::optional<std::string>{std::string(text)};
-}
-
-Result<std::string> required_string(simdjson::dom::object object, std::string_view key) {
-  auto field = string_field(object, key, false);
-  if (!field) return std::unexpected(field.error());
-  if (!*field) return fail("invalid_record", fmt::format("{}: missing", key));
-  return std::move(**field);
-}
-
-}  // namespace
-
-Result<RecordMeta> scan_line(std::string_view line) {
+Result<RecordMeta> scan_line(std::string_view line, bool padded) {
   // One parser per thread: it keeps its buffers between lines.
   thread_local simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (auto error = parser.parse(line.data(), line.size()).get(doc); error != simdjson::SUCCESS) {
+  if (auto error = parser.parse(line.data(), line.size(), /*realloc_if_needed=*/!padded).get(doc);
+      error != simdjson::SUCCESS) {
     return fail("corrupt_log", fmt::format("not valid JSON ({})", simdjson::error_message(error)));
   }
   simdjson::dom::object object;
-  if (doc.get_object().get(object) != simdjson::SUCCESS) {
-    return fail("corrupt_log", "not a JSON object");
-  }
+  if (doc.get_object().get(object) != simdjson::SUCCESS) return fail("corrupt_log", "not a JSON object");
 
+  // One pass over the top-level fields, keeping the ones the index needs.
+  // Each is a string, or null where the format allows it.
+  struct Field {
+    bool present = false;
+    bool is_null = false;
+    std::string_view text;
+  };
   RecordMeta meta;
-  simdjson::dom::element seq;
-  if (object.at_key("seq").get(seq) != simdjson::SUCCESS) return fail("corrupt_log", "no seq");
-  if (std::int64_t value; seq.get_int64().get(value) == simdjson::SUCCESS && value >= 0) {
-    meta.seq = value;
-  } else {
-    return fail("corrupt_log", "seq is not a non-negative integer");
+  Field type, id, parent, ref, run, target, at, name, custom_type;
+  bool has_seq = false, seq_ok = false, ignorable = false;
+  std::string_view role;
+  std::string_view bad_field;
+  auto take = [&](Field& field, simdjson::dom::element value, std::string_view key) {
+    field.present = true;
+    if (value.is_null()) {
+      field.is_null = true;
+    } else if (value.get_string().get(field.text) != simdjson::SUCCESS && bad_field.empty()) {
+      bad_field = key;
+    }
+  };
+  for (auto [key, value] : object) {
+    if (key.size() < 2) continue;
+    switch (key[0]) {
+      case 's':
+        if (key == "seq") {
+          has_seq = true;
+          std::int64_t seq;
+          seq_ok = value.get_int64().get(seq) == simdjson::SUCCESS && seq >= 0;
+          if (seq_ok) meta.seq = seq;
+        }
+        break;
+      case 't':
+        if (key == "type") take(type, value, key);
+        else if (key == "targetId") take(target, value, key);
+        break;
+      case 'i':
+        if (key == "id") take(id, value, key);
+        else if (key == "ignorable") ignorable = value.is_bool() && bool(value);
+        break;
+      case 'p':
+        if (key == "parentId") take(parent, value, key);
+        break;
+      case 'r':
+        if (key == "ref") take(ref, value, key);
+        else if (key == "runId") take(run, value, key);
+        break;
+      case 'a':
+        if (key == "at") take(at, value, key);
+        break;
+      case 'n':
+        if (key == "name" && value.is_string()) take(name, value, key);
+        break;
+      case 'c':
+        if (key == "customType") take(custom_type, value, key);
+        break;
+      case 'm':
+        if (key == "message") {
+          simdjson::dom::object message;
+          if (value.get_object().get(message) == simdjson::SUCCESS) {
+            std::string_view text;
+            if (message.at_key("role").get_string().get(text) == simdjson::SUCCESS) role = text;
+          }
+        }
+        break;
+      default:
+        break;
+    }
   }
+  if (!has_seq) return fail("corrupt_log", "no seq");
+  if (!seq_ok) return fail("corrupt_log", "seq is not a non-negative integer");
+  if (!bad_field.empty()) return fail("invalid_record", fmt::format("{}: expected a string", bad_field));
+  if (!type.present || type.is_null) return fail("invalid_record", "type: missing");
 
-  auto type_name = required_string(object, "type");
-  if (!type_name) return std::unexpected(type_name.error());
-  auto type = parse_record_type(*type_name);
-  if (!type) {
-    bool ignorable = false;
-    if (object.at_key("ignorable").get(ignorable) == simdjson::SUCCESS && ignorable) {
+  auto known = parse_record_type(type.text);
+  if (!known) {
+    if (ignorable) {
       meta.type = RecordType::ignorable;
-      if (auto id = string_field(object, "id", true); id && *id) meta.id = std::move(**id);
+      if (id.present && !id.is_null) meta.id = std::string(id.text);
       return meta;
     }
-    return fail("unknown_type", fmt::format("unknown record type '{}'", *type_name));
+    return fail("unknown_type", fmt::format("unknown record type '{}'", type.text));
   }
-  meta.type = *type;
-
-  auto id = required_string(object, "id");
-  if (!id) return std::unexpected(id.error());
-  meta.id = std::move(*id);
+  meta.type = *known;
+  if (!id.present || id.is_null) return fail("invalid_record", "id: missing");
+  meta.id = std::string(id.text);
+  auto optional_text = [](const Field& field) {
+    return field.present && !field.is_null ? std::optional<std::string>(std::string(field.text)) : std::nullopt;
+  };
 
   if (is_tree_type(meta.type)) {
-    simdjson::dom::element parent;
-    if (object.at_key("parentId").get(parent) != simdjson::SUCCESS) {
-      return fail("invalid_record", "parentId: missing");
-    }
-    auto parent_id = string_field(object, "parentId", true);
-    if (!parent_id) return std::unexpected(parent_id.error());
-    meta.parent_id = std::move(*parent_id);
-    auto ref = string_field(object, "ref", false);
-    if (!ref) return std::unexpected(ref.error());
-    meta.ref = ref->value_or("main");
+    if (!parent.present) return fail("invalid_record", "parentId: missing");
+    meta.parent_id = optional_text(parent);
+    if (ref.is_null) return fail("invalid_record", "ref: expected a string, found null");
+    meta.ref = ref.present ? std::string(ref.text) : std::string("main");
     switch (meta.type) {
       case RecordType::leaf:
-      case RecordType::label: {
-        auto target = string_field(object, "targetId", true);
-        if (!target) return std::unexpected(target.error());
-        meta.target_id = std::move(*target);
+      case RecordType::label:
+        meta.target_id = optional_text(target);
         break;
-      }
       case RecordType::custom:
-      case RecordType::custom_message: {
-        auto custom_type = string_field(object, "customType", false);
-        if (!custom_type) return std::unexpected(custom_type.error());
-        meta.custom_type = custom_type->value_or("");
+      case RecordType::custom_message:
+        meta.custom_type = std::string(custom_type.text);
         break;
-      }
-      case RecordType::message: {
-        simdjson::dom::object message;
-        if (object.at_key("message").get(message) != simdjson::SUCCESS) {
-          return fail("invalid_record", "message: missing or not an object");
-        }
-        auto role = required_string(message, "role");
-        if (!role) return fail("invalid_record", "message.role: missing or not a string");
-        meta.role = std::move(*role);
+      case RecordType::message:
+        if (role.empty()) return fail("invalid_record", "message.role: missing or not a string");
+        meta.role = std::string(role);
         break;
-      }
       default:
         break;
     }
     return meta;
   }
 
-  auto ref = required_string(object, "ref");
-  if (!ref) return std::unexpected(ref.error());
-  meta.ref = std::move(*ref);
+  if (!ref.present || ref.is_null) return fail("invalid_record", "ref: missing");
+  meta.ref = std::string(ref.text);
   switch (meta.type) {
     case RecordType::operation_started:
       meta.run_id = meta.id;
       break;
-    case RecordType::ref_created: {
-      auto name = required_string(object, "name");
-      if (!name) return std::unexpected(name.error());
-      meta.name = std::move(*name);
-      auto at = string_field(object, "at", true);
-      if (!at) return std::unexpected(at.error());
-      meta.target_id = std::move(*at);
+    case RecordType::ref_created:
+      if (!name.present) return fail("invalid_record", "name: missing");
+      meta.name = std::string(name.text);
+      meta.target_id = optional_text(at);
       break;
-    }
-    case RecordType::ref_deleted: {
-      auto name = required_string(object, "name");
-      if (!name) return std::unexpected(name.error());
-      meta.name = std::move(*name);
+    case RecordType::ref_deleted:
+      if (!name.present) return fail("invalid_record", "name: missing");
+      meta.name = std::string(name.text);
       break;
-    }
-    default: {
-      auto run_id = string_field(object, "runId", false);
-      if (!run_id) return std::unexpected(run_id.error());
-      meta.run_id = run_id->value_or("");
+    default:
+      if (run.is_null) return fail("invalid_record", "runId: expected a string, found null");
+      meta.run_id = std::string(run.text);
       break;
-    }
   }
   return meta;
 }

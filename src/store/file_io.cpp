@@ -13,7 +13,7 @@ namespace cairn {
 
 std::string errno_text() { return std::strerror(errno); }
 
-Result<std::string> read_file(const std::string& path) {
+Result<std::string> read_file(const std::string& path, std::size_t padding) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(errno == ENOENT ? "not_found" : "io_error", fmt::format("cannot open {}: {}", path, errno_text()));
   struct stat st{};
@@ -21,20 +21,28 @@ Result<std::string> read_file(const std::string& path) {
     ::close(fd);
     return fail("io_error", fmt::format("cannot stat {}: {}", path, errno_text()));
   }
+  // Read straight into the string: no zero-fill of a buffer about to be overwritten.
   std::string data;
-  data.resize(static_cast<std::size_t>(st.st_size));
   std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::pread(fd, data.data() + done, data.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return fail("io_error", fmt::format("cannot read {}: {}", path, errno_text()));
+  Status status;
+  data.resize_and_overwrite(static_cast<std::size_t>(st.st_size) + padding, [&](char* buffer, std::size_t size) {
+    while (done < size - padding) {
+      ssize_t n = ::pread(fd, buffer + done, size - padding - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        status = fail("io_error", fmt::format("cannot read {}: {}", path, errno_text()));
+        break;
+      }
+      if (n == 0) break;  // the file shrank while we read
+      done += static_cast<std::size_t>(n);
     }
-    if (n == 0) break;  // the file shrank while we read
-    done += static_cast<std::size_t>(n);
+    std::memset(buffer + done, 0, size - done);  // the padding, kept zeroed for determinism
+    return done;
+  });
+  if (!status) {
+    ::close(fd);
+    return std::unexpected(status.error());
   }
-  data.resize(done);
   ::close(fd);
   return data;
 }

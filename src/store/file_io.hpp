@@ -7,8 +7,9 @@
 
 namespace cairn {
 
-// The whole file; io_error naming the path when it cannot be read.
-Result<std::string> read_file(const std::string& path);
+// The whole file; io_error naming the path when it cannot be read. The
+// string's capacity exceeds its size by at least `padding` bytes.
+Result<std::string> read_file(const std::string& path, std::size_t padding = 0);
 // The first line (without newline), reading at most `limit` bytes.
 Result<std::string> read_first_line(const std::string& path, std::size_t limit = 1 << 20);
 // Writes all of `data` at `offset`, retrying short writes.

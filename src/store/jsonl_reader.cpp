@@ -49,8 +49,8 @@ Result<SessionHeader> parse_header(const std::string& path, std::string_view lin
 }
 
 // Scans and checks one record line; the error text says why it is bad.
-Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& meta) {
-  auto scanned = scan_line(text);
+Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& meta, bool padded = false) {
+  auto scanned = scan_line(text, padded);
   if (!scanned) {
     if (scanned.error().message == "no seq") {
       return fail("corrupt_log", "record has no seq (a pi session file? use `cairn import pi`)");
@@ -64,7 +64,7 @@ Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& 
 }  // namespace
 
 Result<JsonlContents> read_jsonl_session(const std::string& path) {
-  auto data = read_file(path);
+  auto data = read_file(path, kScanPadding);
   if (!data) return std::unexpected(data.error());
 
   JsonlContents contents;
@@ -77,13 +77,14 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
   auto header = parse_header(path, lines[0].text);
   if (!header) return std::unexpected(header.error());
   contents.header = std::move(*header);
+  contents.index.reserve(lines.size());
   contents.good_length = static_cast<long long>(lines[0].text.size()) + 1;
 
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const Line& line = lines[i];
     const bool last = i + 1 == lines.size();
     RecordMeta meta;
-    Status status = line.terminated ? check_line(line.text, contents.index, meta)
+    Status status = line.terminated ? check_line(line.text, contents.index, meta, /*padded=*/true)
                                     : fail("corrupt_log", "incomplete line (no newline)");
     if (!status) {
       const std::string where = fmt::format("{}:{}: seq {}", path, i + 1, contents.index.next_seq());

@@ -33,12 +33,21 @@ class StagedState final : public MutableLogState {
     if (auto it = ids_.find(std::string(id)); it != ids_.end()) return it->second;
     return base_.type_of_id(id);
   }
-  std::optional<RefSlot> ref(std::string_view name) const override {
-    if (auto it = refs_.find(std::string(name)); it != refs_.end()) return it->second;
+  const RefSlot* ref(std::string_view name) const override {
+    if (auto it = refs_.find(std::string(name)); it != refs_.end()) return it->second ? &*it->second : nullptr;
     return base_.ref(name);
   }
   void put_id(const std::string& id, RecordType type) override { ids_[id] = type; }
-  void put_ref(const std::string& name, std::optional<RefSlot> slot) override { refs_[name] = std::move(slot); }
+  // Copy on write: the first change to a ref copies the base's slot here.
+  RefSlot& mutable_ref(const std::string& name) override {
+    auto it = refs_.find(name);
+    if (it == refs_.end()) it = refs_.emplace(name, *base_.ref(name)).first;
+    return *it->second;
+  }
+  void create_ref(const std::string& name, std::optional<std::string> leaf) override {
+    refs_[name] = RefSlot{std::move(leaf), std::nullopt};
+  }
+  void erase_ref(const std::string& name) override { refs_[name] = std::nullopt; }
   void advance() { ++next_seq_; }
 
   // A checkpoint to roll back to when a later record of the same batch fails.

@@ -36,7 +36,10 @@ struct RecordMeta {
 // Extracts RecordMeta from one stored line with simdjson; checks the JSON is
 // complete and well formed. Errors name what is wrong, not where (the caller
 // knows the file and line).
-Result<RecordMeta> scan_line(std::string_view line);
+// `padded`: at least kScanPadding readable bytes follow the line in memory
+// (the open path's file buffer has them), which spares a copy per line.
+inline constexpr std::size_t kScanPadding = 64;
+Result<RecordMeta> scan_line(std::string_view line, bool padded = false);
 // The same from an already-decoded record (the append path).
 RecordMeta meta_of(const Record& record);
 
@@ -52,7 +55,8 @@ class LogStateView {
   virtual std::int64_t next_seq() const = 0;
   // The type of the record with this id, if any.
   virtual std::optional<RecordType> type_of_id(std::string_view id) const = 0;
-  virtual std::optional<RefSlot> ref(std::string_view name) const = 0;
+  // The ref's slot, or null when there is no such ref. Valid until the state changes.
+  virtual const RefSlot* ref(std::string_view name) const = 0;
 };
 
 // A state that records can be applied to: the committed index, or a group
@@ -60,8 +64,10 @@ class LogStateView {
 class MutableLogState : public LogStateView {
  public:
   virtual void put_id(const std::string& id, RecordType type) = 0;
-  // nullopt erases the ref.
-  virtual void put_ref(const std::string& name, std::optional<RefSlot> slot) = 0;
+  // The ref's slot for changing it in place; the ref exists.
+  virtual RefSlot& mutable_ref(const std::string& name) = 0;
+  virtual void create_ref(const std::string& name, std::optional<std::string> leaf) = 0;
+  virtual void erase_ref(const std::string& name) = 0;
 };
 
 // Checks `record` (seq already assigned) against the log invariants given the
@@ -79,6 +85,7 @@ class SessionIndex : public MutableLogState {
   // Adds a record that passed validation (or was read from a verified store).
   // `line` is its stored JSON text.
   void add(RecordMeta meta, std::string line);
+  void reserve(std::size_t records);
   // Adds a record whose line lies inside the buffer given to adopt_buffer (the
   // file read at open), sparing a copy per record.
   void add_view(RecordMeta meta, std::string_view line);
@@ -88,9 +95,11 @@ class SessionIndex : public MutableLogState {
   // LogStateView
   std::int64_t next_seq() const override { return static_cast<std::int64_t>(records_.size()); }
   std::optional<RecordType> type_of_id(std::string_view id) const override;
-  std::optional<RefSlot> ref(std::string_view name) const override;
+  const RefSlot* ref(std::string_view name) const override;
   void put_id(const std::string& id, RecordType type) override;
-  void put_ref(const std::string& name, std::optional<RefSlot> slot) override;
+  RefSlot& mutable_ref(const std::string& name) override;
+  void create_ref(const std::string& name, std::optional<std::string> leaf) override;
+  void erase_ref(const std::string& name) override;
 
   // Reads
   std::optional<TreeEntry> get_entry(std::string_view id) const;
