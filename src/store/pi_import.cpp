@@ -147,18 +147,6 @@ void migrate_v2_to_v3(std::vector<PiLine>& lines, std::vector<std::string>& note
   }
 }
 
-// The new session's header takes the pi header's timestamp and records where it
-// came from. CreateOptions carries neither yet (see the import's report); these
-// set them once it does and leave the defaults until then.
-template <class Options>
-void set_created_timestamp(Options& options, const std::string& timestamp) {
-  if constexpr (requires { options.timestamp = timestamp; }) options.timestamp = timestamp;
-}
-template <class Options>
-void set_header_extra(Options& options, Json extra) {
-  if constexpr (requires { options.extra = extra; }) options.extra = std::move(extra);
-}
-
 }  // namespace
 
 Result<std::vector<Json>> read_pi_entries(const std::string& path, Json* header_out,
@@ -314,34 +302,37 @@ Result<PiImportResult> import_pi_session(Store& store, const std::string& path) 
                                                                                 : 1;
   CreateOptions options;
   if (auto cwd = header.find("cwd"); cwd != header.end() && cwd->is_string()) options.cwd = cwd->get<std::string>();
-  if (auto ts = header.find("timestamp"); ts != header.end() && ts->is_string()) {
-    set_created_timestamp(options, ts->get<std::string>());
-  }
   Json imported_from = Json::object();
   imported_from["format"] = "pi";
   imported_from["id"] = header["id"];
   imported_from["path"] = absolute;
+  // The session is created now; when pi created it is a fact about the source.
+  if (auto created = header.find("timestamp"); created != header.end() && created->is_string()) {
+    imported_from["timestamp"] = *created;
+  }
   // pi's parentSession is a file path, not a cairn session id: kept as a fact
   // about the source rather than as the new session's parent.
   if (auto parent = header.find("parentSession"); parent != header.end() && !parent->is_null()) {
     imported_from["parentSession"] = *parent;
   }
-  Json extra = Json::object();
-  extra["importedFrom"] = std::move(imported_from);
-  set_header_extra(options, std::move(extra));
+  options.header_extra["importedFrom"] = std::move(imported_from);
 
-  auto session = store.create(options);
-  if (!session) return std::unexpected(session.error());
-  result.session = *session;
+  auto created = store.create(options);
+  if (!created) return std::unexpected(created.error());
+  std::shared_ptr<Session> session = std::move(*created);
   if (!entries->empty()) {
-    auto appended = result.session->append_json(*entries);
+    auto appended = session->append_json(*entries);
     if (!appended) {
       // Leave no half-made session behind: the import either happened or not.
-      (void)store.remove(result.session->id());
+      // The session lets go of its writer lock first, or removal would wait on it.
+      const std::string id = session->id();
+      session.reset();
+      (void)store.remove(id);
       return fail(appended.error().code, fmt::format("{}: {}", absolute, appended.error().message));
     }
     result.imported = appended->count;
   }
+  result.session = std::move(session);
   return result;
 }
 

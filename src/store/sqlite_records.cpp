@@ -19,35 +19,130 @@ constexpr std::string_view kScans[] = {
     "SELECT seq, id, payload FROM ignorable_entries WHERE session_id = ?1 ORDER BY seq",
 };
 
-// One table's rows, in seq order: a cursor of the merge. The current row's
-// text stays valid until this cursor (and only this one) steps.
+// The highest seq of a session: three primary-key lookups. In a healthy log it
+// is the record count less one, which lets the index size itself once.
+constexpr std::string_view kLastSeq =
+    "SELECT max(coalesce((SELECT max(seq) FROM session_entries WHERE session_id = ?1), -1), "
+    "coalesce((SELECT max(seq) FROM harness_entries WHERE session_id = ?1), -1), "
+    "coalesce((SELECT max(seq) FROM ignorable_entries WHERE session_id = ?1), -1))";
+// A damaged seq must not make the index reserve absurd amounts of memory; the
+// reservation is only a hint, so larger logs just grow as they are read.
+constexpr std::int64_t kMaxReservation = std::int64_t{1} << 23;
+
+// One table's rows, in seq order. The current row's text stays valid until
+// this cursor (and only this one) steps.
 struct Cursor {
   Statement* rows = nullptr;
   Table table = kTree;
   bool has_row = false;
   std::int64_t seq = 0;
-
-  DbStatus advance() {
-    auto stepped = rows->step();
-    if (!stepped) return std::unexpected(std::move(stepped.error()));
-    has_row = *stepped;
-    if (has_row) seq = rows->int64(0);
-    return {};
-  }
 };
 
-// Leaves every scan reset, however load() ends: a half-read statement would
-// keep its read snapshot alive on the store's connection.
-struct ResetAll {
-  Statement (&tables)[3];
-  ~ResetAll() {
-    for (Statement& statement : tables) statement.reset();
+// The merge of the three cursors. Leaves every scan reset however it ends: a
+// half-read statement would keep its read snapshot alive on the connection.
+class Merge {
+ public:
+  Merge(Statement (&tables)[3], const std::string& session_id) : tables_(tables) {
+    for (int table = 0; table < 3; ++table) {
+      cursors_[table].rows = &tables_[table];
+      cursors_[table].table = static_cast<Table>(table);
+      tables_[table].reset().bind(1, std::string_view(session_id));
+    }
   }
+  ~Merge() {
+    for (Statement& statement : tables_) statement.reset();
+  }
+  Merge(const Merge&) = delete;
+  Merge& operator=(const Merge&) = delete;
+
+  DbStatus start() {
+    for (Cursor& cursor : cursors_) {
+      if (auto stepped = advance(cursor); !stepped) return stepped;
+    }
+    return {};
+  }
+  // The cursor with the lowest seq (ties: in table order); null when done.
+  Cursor* next() {
+    Cursor* lowest = nullptr;
+    for (Cursor& cursor : cursors_) {
+      if (cursor.has_row && (lowest == nullptr || cursor.seq < lowest->seq)) lowest = &cursor;
+    }
+    return lowest;
+  }
+  static DbStatus advance(Cursor& cursor) {
+    auto stepped = cursor.rows->step();
+    if (!stepped) return std::unexpected(std::move(stepped.error()));
+    cursor.has_row = *stepped;
+    if (cursor.has_row) cursor.seq = cursor.rows->int64(0);
+    return {};
+  }
+
+ private:
+  Statement (&tables_)[3];
+  Cursor cursors_[3];
 };
 
 std::optional<std::string> optional_text(const Statement& rows, int column) {
   if (rows.is_null(column)) return std::nullopt;
   return std::string(rows.text(column));
+}
+
+// The current row's index fields, from its columns; `payload` is set to its
+// stored line. Errors say what is wrong with the row, not where it is.
+Result<RecordMeta> meta_of_row(const Cursor& cursor, std::string_view& payload) {
+  const Statement& rows = *cursor.rows;
+  RecordMeta meta;
+  meta.seq = cursor.seq;
+  if (cursor.table == kIgnorable) {
+    meta.type = RecordType::ignorable;
+    meta.id = rows.text(1);
+    payload = rows.text(2);
+    return meta;
+  }
+  const std::string_view type_name = rows.text(1);
+  const std::optional<RecordType> type = parse_record_type(type_name);
+  if (!type) return fail("unknown_type", fmt::format("unknown record type '{}' (not marked ignorable)", type_name));
+  if (is_tree_type(*type) != (cursor.table == kTree)) {
+    return fail("corrupt_log", fmt::format("a {} record in {}", type_name, kEntryTables[cursor.table]));
+  }
+  meta.type = *type;
+  meta.id = rows.text(2);
+  if (cursor.table == kTree) {
+    meta.parent_id = optional_text(rows, 3);
+    meta.ref = rows.text(4);
+    meta.target_id = optional_text(rows, 5);
+    meta.name = rows.text(6);
+    meta.custom_type = rows.text(7);
+    meta.role = rows.text(8);
+    payload = rows.text(9);
+  } else {
+    meta.ref = rows.text(3);
+    meta.run_id = rows.text(4);
+    meta.target_id = optional_text(rows, 5);
+    meta.name = rows.text(6);
+    meta.custom_type = rows.text(7);
+    payload = rows.text(8);
+  }
+  return meta;
+}
+
+// The first index field in which the columns and the payload disagree.
+std::optional<std::string_view> disagreement(const RecordMeta& columns, const RecordMeta& payload) {
+  if (columns.seq != payload.seq) return "seq";
+  if (columns.type != payload.type) return "type";
+  if (columns.id != payload.id) return "id";
+  if (columns.parent_id != payload.parent_id) return "parent_id";
+  if (columns.ref != payload.ref) return "ref";
+  if (columns.run_id != payload.run_id) return "run_id";
+  if (columns.target_id != payload.target_id) return "target_id";
+  if (columns.name != payload.name) return "name";
+  if (columns.custom_type != payload.custom_type) return "custom_type";
+  if (columns.role != payload.role) return "role";
+  return std::nullopt;
+}
+
+std::string seq_break(std::int64_t expected, std::int64_t found) {
+  return fmt::format("{}: expected {}, found {}", found > expected ? "seq gap" : "duplicate seq", expected, found);
 }
 
 }  // namespace
@@ -60,84 +155,86 @@ DbResult<RecordReader> RecordReader::prepare(Database& db, std::string file) {
     if (!statement) return std::unexpected(std::move(statement.error()));
     reader.tables_[table] = std::move(*statement);
   }
+  auto last_seq = db.prepare(kLastSeq);
+  if (!last_seq) return std::unexpected(std::move(last_seq.error()));
+  reader.last_seq_ = std::move(*last_seq);
   return reader;
 }
 
 Result<SessionIndex> RecordReader::load(const std::string& session_id) {
   const std::string at = where(file_, session_id);
-  ResetAll reset{tables_};
-  Cursor cursors[3];
-  for (int table = 0; table < 3; ++table) {
-    cursors[table].rows = &tables_[table];
-    cursors[table].table = static_cast<Table>(table);
-    tables_[table].reset().bind(1, std::string_view(session_id));
-    if (auto started = cursors[table].advance(); !started) {
-      return fail("io_error", fmt::format("{}: cannot read {}: {}", at, kEntryTables[table], started.error().message));
-    }
+  Merge merge(tables_, session_id);
+  if (auto started = merge.start(); !started) {
+    return fail("io_error", fmt::format("{}: cannot read the records: {}", at, started.error().message));
   }
-
   SessionIndex index;
+  last_seq_.reset().bind(1, std::string_view(session_id));
+  auto last = last_seq_.step();
+  if (!last) return fail("io_error", fmt::format("{}: cannot read the records: {}", at, last.error().message));
+  const std::int64_t count = *last ? last_seq_.int64(0) + 1 : 0;
+  last_seq_.reset();
+  if (count > 0 && count <= kMaxReservation) index.reserve(static_cast<std::size_t>(count));
+
   for (std::int64_t expected = 0;; ++expected) {
-    Cursor* next = nullptr;
-    for (Cursor& cursor : cursors) {
-      if (cursor.has_row && (next == nullptr || cursor.seq < next->seq)) next = &cursor;
-    }
+    Cursor* next = merge.next();
     if (next == nullptr) break;
     const std::int64_t seq = next->seq;
-    if (seq != expected) {
-      return fail("corrupt_log", fmt::format("{}: {}: expected {}, found {}", at,
-                                             seq > expected ? "seq gap" : "duplicate seq", expected, seq));
-    }
-
-    const Statement& rows = *next->rows;
-    RecordMeta meta;
-    meta.seq = seq;
+    if (seq != expected) return fail("corrupt_log", fmt::format("{}: {}", at, seq_break(expected, seq)));
     std::string_view payload;
-    if (next->table == kIgnorable) {
-      meta.type = RecordType::ignorable;
-      meta.id = rows.text(1);
-      payload = rows.text(2);
-    } else {
-      const std::string_view type_name = rows.text(1);
-      const std::optional<RecordType> type = parse_record_type(type_name);
-      if (!type) {
-        return fail("unknown_type", fmt::format("{}, seq {}: unknown record type '{}' (not marked ignorable)", at,
-                                                seq, type_name));
-      }
-      if (is_tree_type(*type) != (next->table == kTree)) {
-        return fail("corrupt_log",
-                    fmt::format("{}, seq {}: a {} record in {}", at, seq, type_name, kEntryTables[next->table]));
-      }
-      meta.type = *type;
-      meta.id = rows.text(2);
-      if (next->table == kTree) {
-        meta.parent_id = optional_text(rows, 3);
-        meta.ref = rows.text(4);
-        meta.target_id = optional_text(rows, 5);
-        meta.name = rows.text(6);
-        meta.custom_type = rows.text(7);
-        meta.role = rows.text(8);
-        payload = rows.text(9);
-      } else {
-        meta.ref = rows.text(3);
-        meta.run_id = rows.text(4);
-        meta.target_id = optional_text(rows, 5);
-        meta.name = rows.text(6);
-        meta.custom_type = rows.text(7);
-        payload = rows.text(8);
-      }
-    }
-    if (auto valid = check_invariants(meta, index); !valid) {
+    auto meta = meta_of_row(*next, payload);
+    if (!meta) return fail(meta.error().code, fmt::format("{}, seq {}: {}", at, seq, meta.error().message));
+    if (auto valid = check_invariants(*meta, index); !valid) {
       return fail("corrupt_log", fmt::format("{}, seq {}: {}", at, seq, valid.error().message));
     }
-    index.add(std::move(meta), std::string(payload));
-
-    if (auto advanced = next->advance(); !advanced) {
-      return fail("io_error", fmt::format("{}: cannot read past seq {} in {}: {}", at, seq,
-                                          kEntryTables[next->table], advanced.error().message));
+    index.add(std::move(*meta), std::string(payload));
+    if (auto advanced = Merge::advance(*next); !advanced) {
+      return fail("io_error", fmt::format("{}: cannot read past seq {}: {}", at, seq, advanced.error().message));
     }
   }
   return index;
+}
+
+Result<Salvage> RecordReader::salvage(const std::string& session_id) {
+  const std::string at = where(file_, session_id);
+  Merge merge(tables_, session_id);
+  if (auto started = merge.start(); !started) {
+    return fail("io_error", fmt::format("{}: cannot read the records: {}", at, started.error().message));
+  }
+  Salvage salvage;
+  SessionIndex index;
+  std::optional<std::int64_t> first_damaged;
+  while (Cursor* next = merge.next()) {
+    const std::int64_t seq = next->seq;
+    std::string_view payload;
+    std::string reason;
+    if (first_damaged) {
+      reason = fmt::format("after the damaged record at seq {}", *first_damaged);
+      (void)meta_of_row(*next, payload);
+    } else if (seq != salvage.kept) {
+      reason = seq_break(salvage.kept, seq);
+      (void)meta_of_row(*next, payload);
+    } else if (auto meta = meta_of_row(*next, payload); !meta) {
+      reason = meta.error().message;
+    } else if (auto scanned = scan_line(payload); !scanned) {
+      reason = fmt::format("payload: {}", scanned.error().message);
+    } else if (auto field = disagreement(*meta, *scanned)) {
+      reason = fmt::format("the {} column disagrees with the payload", *field);
+    } else if (auto valid = check_invariants(*meta, index); !valid) {
+      reason = valid.error().message;
+    } else {
+      index.add(std::move(*meta), std::string(payload));
+      ++salvage.kept;
+    }
+    if (!reason.empty()) {
+      if (!first_damaged) first_damaged = seq;
+      salvage.damaged.push_back(
+          DamagedRow{next->table, seq, static_cast<std::int64_t>(payload.size()), std::move(reason)});
+    }
+    if (auto advanced = Merge::advance(*next); !advanced) {
+      return fail("io_error", fmt::format("{}: cannot read past seq {}: {}", at, seq, advanced.error().message));
+    }
+  }
+  return salvage;
 }
 
 }  // namespace cairn::sqlite

@@ -10,12 +10,12 @@
 // fenced by the sessions row's generation (see sqlite_medium.cpp). The store's
 // own connection serves list/create/open/remove/repair under a mutex; every
 // writable session appends through a connection of its own.
-#include <simdjson.h>
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -52,17 +52,6 @@ auto guarded(std::string_view what, Body&& body) -> decltype(body()) {
   }
 }
 
-// Every record's seq, table and payload, in seq order: what repair judges.
-// (Opening reads more columns, through RecordReader.)
-constexpr std::string_view kPayloadsOf = R"sql(
-SELECT seq, 0, payload FROM session_entries WHERE session_id = ?1
-UNION ALL
-SELECT seq, 1, payload FROM harness_entries WHERE session_id = ?1
-UNION ALL
-SELECT seq, 2, payload FROM ignorable_entries WHERE session_id = ?1
-ORDER BY seq
-)sql";
-
 class SqliteStore final : public Store {
  public:
   SqliteStore(std::string file, StoreOptions options, Database db)
@@ -97,7 +86,7 @@ class SqliteStore final : public Store {
   // The following use db_: the caller holds mu_.
   Result<SessionHeader> read_header(const std::string& id);
   Result<bool> exists(const std::string& id);
-  Result<SessionIndex> load_records(const std::string& id);
+  Result<RecordReader*> record_reader(const std::string& id);
   Error locked_error(const std::string& id, std::chrono::milliseconds waited);
 
   // Takes the writer's lock, waiting or breaking it as `options` say. Called
@@ -218,7 +207,9 @@ Result<std::shared_ptr<Session>> SqliteStore::open_session(const std::string& id
   if (!tx) return std::unexpected(io_error(id, "cannot begin a read", tx.error()));
   auto header = read_header(id);
   if (!header) return std::unexpected(header.error());
-  auto index = load_records(id);
+  auto reader = record_reader(id);
+  if (!reader) return std::unexpected(reader.error());
+  auto index = (*reader)->load(id);
   if (!index) return std::unexpected(index.error());
   if (auto ended = tx->commit(); !ended) return std::unexpected(io_error(id, "cannot end the read", ended.error()));
   return std::make_shared<Session>(std::move(*header), std::move(*index), std::move(medium), OpenReport{});
@@ -261,13 +252,13 @@ Result<SessionHeader> SqliteStore::read_header(const std::string& id) {
   return header;
 }
 
-Result<SessionIndex> SqliteStore::load_records(const std::string& id) {
+Result<RecordReader*> SqliteStore::record_reader(const std::string& id) {
   if (!reader_) {
     auto prepared = RecordReader::prepare(db_, file_);
     if (!prepared) return std::unexpected(io_error(id, "cannot read the records", prepared.error()));
     reader_.emplace(std::move(*prepared));
   }
-  return reader_->load(id);
+  return &*reader_;
 }
 
 // ---- locks ------------------------------------------------------------------
@@ -359,58 +350,25 @@ Result<RepairReport> SqliteStore::repair_session(const std::string& id) {
 
   auto tx = Transaction::begin(db_, Transaction::Mode::immediate);
   if (!tx) return std::unexpected(io_error(id, "cannot repair", tx.error()));
-  auto rows = db_.prepare(kPayloadsOf);
-  if (!rows) return std::unexpected(io_error(id, "cannot repair", rows.error()));
-  rows->bind(1, std::string_view(id));
+  auto reader = record_reader(id);
+  if (!reader) return std::unexpected(reader.error());
+  auto salvage = (*reader)->salvage(id);
+  if (!salvage) return std::unexpected(salvage.error());
 
   RepairReport report;
   report.location = where(file_, id);
-  struct Removal {
-    std::int64_t table;
-    std::int64_t seq;
-  };
-  std::vector<Removal> removals;
-  std::optional<std::int64_t> first_damaged;
-  simdjson::dom::parser parser;
-  for (;;) {
-    auto row = rows->step();
-    if (!row) return std::unexpected(io_error(id, "cannot repair", row.error()));
-    if (!*row) break;
-    const std::int64_t seq = rows->int64(0);
-    const std::int64_t table = rows->int64(1);
-    const std::string_view payload = rows->text(2);
-    std::string reason;
-    if (first_damaged) {
-      reason = fmt::format("after the damaged record at seq {}", *first_damaged);
-    } else if (seq != report.kept_records) {
-      reason = fmt::format("seq gap: expected {}, found {}", report.kept_records, seq);
-    } else {
-      simdjson::dom::object object;
-      std::int64_t stored_seq = -1;
-      if (auto error = parser.parse(payload.data(), payload.size()).get_object().get(object);
-          error != simdjson::SUCCESS) {
-        reason = fmt::format("payload is not a JSON object ({})", simdjson::error_message(error));
-      } else if (object["seq"].get_int64().get(stored_seq) != simdjson::SUCCESS || stored_seq != seq) {
-        reason = "payload's seq does not match its row";
-      }
-    }
-    if (reason.empty()) {
-      ++report.kept_records;
-      continue;
-    }
-    if (!first_damaged) first_damaged = seq;
-    report.removed.push_back(fmt::format("seq {} ({}): {}", seq, kEntryTables[table], reason));
-    report.removed_bytes += static_cast<std::int64_t>(payload.size());
-    removals.push_back(Removal{table, seq});
+  report.kept_records = salvage->kept;
+  for (const DamagedRow& row : salvage->damaged) {
+    report.removed.push_back(fmt::format("seq {} ({}, {} bytes): {}", row.seq, kEntryTables[row.table], row.bytes,
+                                         row.reason));
+    report.removed_bytes += row.bytes;
   }
-  rows->reset();
-
-  for (const Removal& removal : removals) {
+  for (const DamagedRow& row : salvage->damaged) {
     auto statement =
-        db_.prepare(fmt::format("DELETE FROM {} WHERE session_id = ?1 AND seq = ?2", kEntryTables[removal.table]));
+        db_.prepare(fmt::format("DELETE FROM {} WHERE session_id = ?1 AND seq = ?2", kEntryTables[row.table]));
     if (!statement) return std::unexpected(io_error(id, "cannot repair", statement.error()));
-    if (auto ran = statement->bind(1, std::string_view(id)).bind(2, removal.seq).run(); !ran) {
-      return std::unexpected(io_error(id, fmt::format("cannot remove seq {}", removal.seq), ran.error()));
+    if (auto ran = statement->bind(1, std::string_view(id)).bind(2, row.seq).run(); !ran) {
+      return std::unexpected(io_error(id, fmt::format("cannot remove seq {}", row.seq), ran.error()));
     }
   }
   if (auto committed = tx->commit(); !committed) return std::unexpected(io_error(id, "cannot repair", committed.error()));

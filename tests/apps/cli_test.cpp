@@ -410,6 +410,9 @@ TEST_F(CliTest, ImportPiPrintsTheIdAndNotes) {
   CliRun verify = cairn({"verify", id});
   EXPECT_EQ(verify.status, 0) << verify.out;
 
+  CliRun list = cairn({"sessions"});
+  EXPECT_NE(list.out.find("imported from pi"), std::string::npos) << list.out;
+
   CliRun missing = cairn({"import", "pi", dir_.str() + "/missing.jsonl"});
   EXPECT_EQ(missing.status, 2);
 }

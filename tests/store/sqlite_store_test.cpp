@@ -166,6 +166,12 @@ TEST_F(SqliteStoreTest, ReopenSeesTheSameRecords) {
   EXPECT_EQ(query("SELECT op_kind FROM harness_entries WHERE id = 'op-kind'"), "run");
   EXPECT_EQ(query("SELECT run_id FROM harness_entries WHERE id = 'op-kind'"), "op-kind");
   EXPECT_EQ(query("SELECT journal_mode FROM pragma_journal_mode"), "wal");
+
+  // Nothing in a healthy log looks like damage to repair.
+  auto repair = store_->repair("random");
+  ASSERT_TRUE(repair) << repair.error().message;
+  EXPECT_TRUE(repair->removed.empty()) << repair->removed.front();
+  EXPECT_EQ(repair->kept_records, static_cast<std::int64_t>(log.size()));
   EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
 }
 
@@ -333,7 +339,8 @@ TEST_F(SqliteStoreTest, RepairRemovesDamagedRowsAndSaysSo) {
   EXPECT_TRUE(contains(report->location, "session damaged") && contains(report->location, file_));
   EXPECT_EQ(report->kept_records, 2);
   ASSERT_EQ(report->removed.size(), 3u);
-  EXPECT_TRUE(contains(report->removed[0], "seq 2") && contains(report->removed[0], "not a JSON object"))
+  EXPECT_TRUE(contains(report->removed[0], "seq 2 (session_entries") &&
+              contains(report->removed[0], "payload: not valid JSON"))
       << report->removed[0];
   EXPECT_TRUE(contains(report->removed[1], "seq 3") && contains(report->removed[1], "after the damaged record at seq 2"))
       << report->removed[1];
@@ -357,6 +364,19 @@ TEST_F(SqliteStoreTest, RepairRemovesDamagedRowsAndSaysSo) {
   auto reopened = store_->open("gapped", {.read_only = true});
   ASSERT_TRUE(reopened) << reopened.error().message;
   EXPECT_EQ((*reopened)->size(), 1);
+
+  // So is a row whose columns say something its payload does not: what open
+  // refused, repair removes.
+  write_chain("orphan", 3);
+  sql("UPDATE session_entries SET parent_id = 'ghost' WHERE session_id = 'orphan' AND seq = 1");
+  ASSERT_EQ(store_->open("orphan", {.read_only = true}).error().code, "corrupt_log");
+  auto orphan = store_->repair("orphan");
+  ASSERT_TRUE(orphan) << orphan.error().message;
+  ASSERT_EQ(orphan->removed.size(), 2u);
+  EXPECT_TRUE(contains(orphan->removed[0], "seq 1") &&
+              contains(orphan->removed[0], "parent_id column disagrees with the payload"))
+      << orphan->removed[0];
+  ASSERT_TRUE(store_->open("orphan", {.read_only = true}));
   EXPECT_EQ(store_->repair("nobody").error().code, "not_found");
 }
 

@@ -80,7 +80,7 @@ void register_context_command(CLI::App& app, Commands& commands) {
   auto options = std::make_shared<ContextOptions>();
   CLI::App* sub = app.add_subcommand("context", "Print the messages a model request from a ref's leaf would carry");
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required();
+  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
   sub->add_option("--ref", options->ref, "The ref whose leaf the context is built from (default: main)")
       ->type_name("R");
   sub->add_flag("--json", options->json, "Print the messages as one JSON array, in the provider-neutral format");

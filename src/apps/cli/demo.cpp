@@ -102,13 +102,16 @@ int run_demo(const DemoOptions& options) {
   CreateOptions create;
   std::error_code ec;
   create.cwd = std::filesystem::current_path(ec).string();
-  auto session = (*store)->create(create);
-  if (!session) return report(session.error());
-  if (auto appended = (*session)->append(demo_records()); !appended) {
-    (void)(*store)->remove((*session)->id());
+  auto created = (*store)->create(create);
+  if (!created) return report(created.error());
+  std::shared_ptr<Session> session = std::move(*created);
+  const std::string id = session->id();
+  if (auto appended = session->append(demo_records()); !appended) {
+    session.reset();  // let go of the writer lock, then remove the empty session
+    (void)(*store)->remove(id);
     return report(kFailure, fmt::format("demo session: {}", appended.error().message));
   }
-  fmt::print("{}\n", (*session)->id());
+  fmt::print("{}\n", id);
   return kOk;
 }
 

@@ -60,7 +60,7 @@ void register_fork_command(CLI::App& app, Commands& commands) {
   CLI::App* sub = app.add_subcommand(
       "fork", "Create a new session from a session's branch (up to an entry) or its whole tree; print its id");
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required();
+  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
   sub->add_option("--entry", options->entry,
                   "The fork point: an entry id or unique prefix (default: the leaf of --ref)")
       ->type_name("ID");

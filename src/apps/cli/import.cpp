@@ -38,7 +38,7 @@ void register_import_command(CLI::App& app, Commands& commands) {
       "pi", "Import a pi coding-agent session file (format v1-v3, migrated as pi does); print the new id, notes on "
             "stderr");
   add_store_option(pi, options->store);
-  pi->add_option("FILE", options->file, "The pi session file (.jsonl)")->required();
+  pi->add_option("FILE", options->file, "The pi session file (.jsonl)")->required()->type_name("");
   commands.push_back({pi, [options] { return run_import_pi(*options); }});
 }
 

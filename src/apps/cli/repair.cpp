@@ -41,7 +41,7 @@ void register_repair_command(CLI::App& app, Commands& commands) {
   CLI::App* sub = app.add_subcommand(
       "repair", "Drop a session's damaged records (and all after the first) and list what was removed");
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required();
+  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
   commands.push_back({sub, [options] { return run_repair(*options); }});
 }
 

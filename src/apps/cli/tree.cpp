@@ -148,7 +148,7 @@ void register_tree_command(CLI::App& app, Commands& commands) {
   CLI::App* sub = app.add_subcommand(
       "tree", "Draw a session's entry tree: short id, type, [label], preview, and ← REF where a ref's leaf is");
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required();
+  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
   commands.push_back({sub, [options] { return run_tree(*options); }});
 }
 

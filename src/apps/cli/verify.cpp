@@ -301,7 +301,7 @@ void register_verify_command(CLI::App& app, Commands& commands) {
   CLI::App* sub = app.add_subcommand(
       "verify", "Check a session's log against the invariants (read-only); exit 0 only if all hold");
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required();
+  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
   commands.push_back({sub, [options] { return run_verify(*options); }});
 }
 
