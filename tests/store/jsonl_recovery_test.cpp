@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "cairn/store/store.hpp"
 #include "support/test_support.hpp"
 
@@ -209,6 +211,28 @@ TEST_F(JsonlRecovery, FailedWriteTruncatesBack) {
   ASSERT_TRUE(session);
   EXPECT_FALSE((*session)->open_report().tail_cut);
   EXPECT_EQ((*session)->size(), 3);
+}
+
+// A writer in another process is refused with a message that names us.
+TEST_F(JsonlRecovery, SecondWriterProcessIsRefusedNamingTheHolder) {
+  auto held = store_->open("s");
+  ASSERT_TRUE(held) << held.error().message;
+  const std::string holder = fmt::format("pid {} on ", ::getpid());
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = open_store("jsonl:" + dir_.str());
+    auto session = (*store)->open("s", {.lock_timeout = std::chrono::milliseconds(50)});
+    if (session) ::_exit(10);
+    if (session.error().code != "locked") ::_exit(11);
+    if (session.error().message.find(holder) == std::string::npos) ::_exit(12);
+    if (session.error().message.find("generation 2") == std::string::npos) ::_exit(13);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace
