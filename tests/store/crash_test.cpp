@@ -51,17 +51,25 @@ std::string run_and_kill(const std::vector<std::string>& args, int run_ms) {
     ::close(fds[0]);
     return {};
   }
+  // The kill comes `run_ms` after the child's first acknowledged record, so
+  // that every kill lands while appends are going on, however slowly the
+  // child starts (a sanitizer build takes a while).
   std::string out;
   char buffer[65536];
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(run_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fds[0], POLLIN, 0};
-    if (::poll(&p, 1, 2) > 0) {
-      ssize_t n = ::read(fds[0], buffer, sizeof buffer);
-      if (n <= 0) break;
-      out.append(buffer, static_cast<std::size_t>(n));
+  auto drain_until = [&](auto done) {
+    while (!done()) {
+      pollfd p{fds[0], POLLIN, 0};
+      if (::poll(&p, 1, 2) > 0) {
+        ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+        if (n <= 0) return;
+        out.append(buffer, static_cast<std::size_t>(n));
+      }
     }
-  }
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  drain_until([&] { return out.find('\n') != std::string::npos || std::chrono::steady_clock::now() > give_up; });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(run_ms);
+  drain_until([&] { return std::chrono::steady_clock::now() >= deadline; });
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) out.append(buffer, static_cast<std::size_t>(n));
@@ -84,7 +92,7 @@ void crash_loop(const std::string& uri, SyncPolicy sync, int threads, int kills,
   std::map<std::int64_t, Acknowledged> acknowledged;
   std::int64_t tails_cut = 0;
   for (int run = 0; run < kills; ++run) {
-    const int run_ms = std::uniform_int_distribution<int>(3, 60)(rng);
+    const int run_ms = std::uniform_int_distribution<int>(0, 40)(rng);
     const std::string output = run_and_kill({CAIRN_CRASH_CHILD_PATH, uri, "crashy", sync == SyncPolicy::full ? "full" : "none",
                                              std::to_string(threads), std::to_string(run)},
                                             run_ms);
