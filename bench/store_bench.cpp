@@ -191,9 +191,17 @@ int open_once(const std::string& uri, const std::string& id) {
   }
   auto context = (*session)->build_context();
   const double ms = seconds_since(start) * 1000;
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  std::printf("%.3f %zu %ld\n", ms, context ? context->messages.size() : 0, usage.ru_maxrss);
+  // VmHWM is this process image's own peak; getrusage's ru_maxrss would also
+  // count the parent's resident set, which Linux carries across exec.
+  long peak_kib = 0;
+  if (FILE* status = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, status)) {
+      if (std::sscanf(line, "VmHWM: %ld kB", &peak_kib) == 1) break;
+    }
+    std::fclose(status);
+  }
+  std::printf("%.3f %zu %ld\n", ms, context ? context->messages.size() : 0, peak_kib);
   return 0;
 }
 
