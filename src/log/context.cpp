@@ -37,9 +37,9 @@ std::optional<AgentMessage> project(const TreeEntry& entry) {
   return std::nullopt;
 }
 
-bool projects(const RecordMeta& meta) {
-  return meta.type == RecordType::message || meta.type == RecordType::custom_message ||
-         meta.type == RecordType::branch_summary;
+bool projects(const IndexedRecord& record) {
+  return record.type == RecordType::message || record.type == RecordType::custom_message ||
+         record.type == RecordType::branch_summary;
 }
 
 }  // namespace
@@ -48,7 +48,7 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
   SessionContext context;
   if (!leaf_id) return context;  // before the first entry: nothing
   auto leaf_seq = seq_of(*leaf_id);
-  if (!leaf_seq || !is_tree_type(meta(*leaf_seq).type)) {
+  if (!leaf_seq || !is_tree_type(at(*leaf_seq).type)) {
     return fail("not_found", fmt::format("no entry '{}'", *leaf_id));
   }
 
@@ -60,11 +60,11 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
   // those few entries are decoded.
   std::optional<std::size_t> compaction_at, model_at, thinking_at, tools_at;
   for (std::size_t i = path.size(); i-- > 0;) {
-    const RecordMeta& m = meta(path[i]);
+    const IndexedRecord& m = at(path[i]);
     if (!compaction_at && m.type == RecordType::compaction) compaction_at = i;
     if (!thinking_at && m.type == RecordType::thinking_level_change) thinking_at = i;
     if (!tools_at && m.type == RecordType::active_tools_change) tools_at = i;
-    if (!model_at && (m.type == RecordType::model_change || (m.type == RecordType::message && m.role == "assistant"))) {
+    if (!model_at && (m.type == RecordType::model_change || (m.type == RecordType::message && name_of(m.detail) == "assistant"))) {
       model_at = i;
     }
     if (compaction_at && thinking_at && tools_at && model_at) break;
@@ -92,7 +92,7 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
   }
 
   auto emit = [&](std::size_t i) -> Status {
-    if (!projects(meta(path[i]))) return {};
+    if (!projects(at(path[i]))) return {};
     auto entry = decode_at(i);
     if (!entry) return std::unexpected(entry.error());
     if (auto message = project(*entry)) {
@@ -113,7 +113,7 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
     // Kept entries: from firstKeptEntryId up to the compaction.
     bool kept = false;
     for (std::size_t i = 0; i < *compaction_at; ++i) {
-      kept = kept || meta(path[i]).id == compaction.first_kept_entry_id;
+      kept = kept || at(path[i]).id == compaction.first_kept_entry_id;
       if (!kept) continue;
       if (auto status = emit(i); !status) return std::unexpected(status.error());
     }

@@ -276,19 +276,19 @@ std::string_view op_kind(const OperationIntent& intent) {
                     intent);
 }
 
-std::string run_id_of(const HarnessRecord& record) {
+std::string_view run_id_of(const HarnessRecord& record) {
   return std::visit(Overloaded{
                         // An operation is identified by its own start record.
-                        [&](const OperationStarted&) { return record.id; },
-                        [](const OperationCancelled& b) { return b.run_id; },
-                        [](const OperationFinished& b) { return b.run_id; },
-                        [](const GenerationStarted& b) { return b.run_id; },
-                        [](const ToolStarted& b) { return b.run_id; },
+                        [&](const OperationStarted&) { return std::string_view(record.id); },
+                        [](const OperationCancelled& b) { return std::string_view(b.run_id); },
+                        [](const OperationFinished& b) { return std::string_view(b.run_id); },
+                        [](const GenerationStarted& b) { return std::string_view(b.run_id); },
+                        [](const ToolStarted& b) { return std::string_view(b.run_id); },
                         // nextRun items belong to no operation until consumed.
-                        [](const QueueEnqueued& b) { return b.run_id.value_or(""); },
-                        [](const WriteDeferred& b) { return b.run_id; },
-                        [](const RefCreated&) { return std::string(); },
-                        [](const RefDeleted&) { return std::string(); },
+                        [](const QueueEnqueued& b) { return b.run_id ? std::string_view(*b.run_id) : std::string_view(); },
+                        [](const WriteDeferred& b) { return std::string_view(b.run_id); },
+                        [](const RefCreated&) { return std::string_view(); },
+                        [](const RefDeleted&) { return std::string_view(); },
                     },
                     record.body);
 }

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 #include <fmt/format.h>
+
+#include "id_table.hpp"
 
 namespace cairn {
 namespace {
@@ -31,34 +34,90 @@ Result<Record> decode_line(std::string_view line, std::int64_t seq) {
 
 }  // namespace
 
-SessionIndex::SessionIndex() { refs_.emplace("main", RefSlot{}); ref_order_.push_back("main"); }
-
-void SessionIndex::add(RecordMeta meta, std::string line) {
-  owned_lines_.push_back(std::move(line));
-  add_view(std::move(meta), owned_lines_.back());
+std::string_view StringArena::store(std::string_view text) {
+  if (text.empty()) return {};
+  if (capacity_ - used_ < text.size()) {
+    // Blocks grow with the arena, so a large session needs few of them.
+    const std::size_t size = std::max<std::size_t>(text.size(), std::clamp<std::size_t>(bytes_ / 4, 4096, 1 << 22));
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(size));
+    used_ = 0;
+    capacity_ = size;
+  }
+  char* at = blocks_.back().get() + used_;
+  std::memcpy(at, text.data(), text.size());
+  used_ += text.size();
+  bytes_ += text.size();
+  return {at, text.size()};
 }
+
+SessionIndex::SessionIndex() : by_id_(std::make_unique<IdTable>()) {
+  names_.push_back({});
+  refs_.emplace("main", RefSlot{});
+  ref_order_.push_back("main");
+}
+SessionIndex::SessionIndex(SessionIndex&&) noexcept = default;
+SessionIndex& SessionIndex::operator=(SessionIndex&&) noexcept = default;
+SessionIndex::~SessionIndex() = default;
+
+void SessionIndex::add(const RecordMeta& meta, std::string_view line) { add_view(meta, strings_.store(line)); }
 
 void SessionIndex::reserve(std::size_t records) {
   records_.reserve(records);
-  by_id_.reserve(records);
+  by_id_->reserve(records);
 }
 
-void SessionIndex::add_view(RecordMeta meta, std::string_view line) {
-  Slot slot;
-  if (meta.parent_id) {
-    if (auto it = by_id_.find(*meta.parent_id); it != by_id_.end()) slot.parent = it->second;
+std::uint32_t SessionIndex::intern(std::string_view name) {
+  if (name.empty()) return 0;
+  if (auto it = name_ids_.find(name); it != name_ids_.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(names_.size());
+  names_.push_back(strings_.store(name));
+  name_ids_.emplace(names_.back(), id);
+  return id;
+}
+
+std::optional<std::uint32_t> SessionIndex::interned(std::string_view name) const {
+  if (name.empty()) return 0;
+  auto it = name_ids_.find(name);
+  if (it == name_ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::int32_t SessionIndex::find_id(std::string_view id) const {
+  // A parent, a run or a target is nearly always one of the last few records,
+  // which are in cache; the table's slot, after a large file has streamed
+  // through the cache, usually is not.
+  const std::size_t n = records_.size();
+  for (std::size_t back = 1; back <= kRecentIds && back <= n; ++back) {
+    if (records_[n - back].id == id && !id.empty()) return static_cast<std::int32_t>(n - back);
   }
-  slot.line = line;
+  return by_id_->find(id, records_);
+}
+
+std::int32_t SessionIndex::seq_or_none(std::optional<std::string_view> id) const { return id ? find_id(*id) : -1; }
+
+void SessionIndex::add_view(const RecordMeta& meta, std::string_view line) {
+  IndexedRecord record;
+  record.line = line;
+  record.type = meta.type;
+  record.id = strings_.store(meta.id);
+  record.parent = seq_or_none(meta.parent_id);
+  record.target = seq_or_none(meta.target_id);
+  if (meta.type == RecordType::operation_started) {
+    record.run = static_cast<std::int32_t>(records_.size());
+  } else if (!meta.run_id.empty()) {
+    record.run = find_id(meta.run_id);
+  }
+  record.ref = intern(meta.ref);
+  record.detail = intern(meta.type == RecordType::message ? meta.role : meta.custom_type);
   bytes_ += static_cast<std::int64_t>(line.size());
-  slot.meta = std::move(meta);
-  records_.push_back(std::move(slot));
-  apply_record(records_.back().meta, *this);
+  records_.push_back(record);
+  apply_record(meta, *this);
 }
 
 std::optional<RecordType> SessionIndex::type_of_id(std::string_view id) const {
-  auto it = by_id_.find(id);
-  if (it == by_id_.end()) return std::nullopt;
-  return records_[static_cast<std::size_t>(it->second)].meta.type;
+  const std::int32_t seq = find_id(id);
+  if (seq < 0) return std::nullopt;
+  return records_[static_cast<std::size_t>(seq)].type;
 }
 
 const LogStateView::RefSlot* SessionIndex::ref(std::string_view name) const {
@@ -66,27 +125,33 @@ const LogStateView::RefSlot* SessionIndex::ref(std::string_view name) const {
   return it == refs_.end() ? nullptr : &it->second;
 }
 
-void SessionIndex::put_id(const std::string& id, RecordType) {
-  // The record being added is always the newest one.
-  by_id_.insert_or_assign(id, static_cast<std::int32_t>(records_.size() - 1));
+void SessionIndex::put_id(std::string_view, RecordType) {
+  // The record being added is always the newest one; its id is in the arena.
+  const IndexedRecord& newest = records_.back();
+  by_id_->insert(newest.id, static_cast<std::int32_t>(records_.size() - 1));
 }
 
-LogStateView::RefSlot& SessionIndex::mutable_ref(const std::string& name) { return refs_.find(name)->second; }
+LogStateView::RefSlot& SessionIndex::mutable_ref(std::string_view name) { return refs_.find(name)->second; }
 
-void SessionIndex::create_ref(const std::string& name, std::optional<std::string> leaf) {
-  refs_.insert_or_assign(name, RefSlot{std::move(leaf), std::nullopt});
-  ref_order_.push_back(name);
+void SessionIndex::create_ref(std::string_view name, std::optional<std::string> leaf) {
+  refs_.insert_or_assign(std::string(name), RefSlot{std::move(leaf), std::nullopt});
+  ref_order_.emplace_back(name);
 }
 
-void SessionIndex::erase_ref(const std::string& name) {
-  refs_.erase(name);
+void SessionIndex::erase_ref(std::string_view name) {
+  if (auto it = refs_.find(name); it != refs_.end()) refs_.erase(it);
   std::erase(ref_order_, name);
 }
 
 std::optional<std::int64_t> SessionIndex::seq_of(std::string_view id) const {
-  auto it = by_id_.find(id);
-  if (it == by_id_.end()) return std::nullopt;
-  return it->second;
+  const std::int32_t seq = find_id(id);
+  if (seq < 0) return std::nullopt;
+  return seq;
+}
+
+std::string_view SessionIndex::custom_type_of(const IndexedRecord& record) const {
+  return record.type == RecordType::custom || record.type == RecordType::custom_message ? name_of(record.detail)
+                                                                                          : std::string_view();
 }
 
 Result<TreeEntry> SessionIndex::decode_entry(std::int64_t seq) const {
@@ -99,7 +164,7 @@ Result<TreeEntry> SessionIndex::decode_entry(std::int64_t seq) const {
 
 std::optional<TreeEntry> SessionIndex::get_entry(std::string_view id) const {
   auto seq = seq_of(id);
-  if (!seq || !is_tree_type(meta(*seq).type)) return std::nullopt;
+  if (!seq || !is_tree_type(at(*seq).type)) return std::nullopt;
   auto entry = decode_entry(*seq);
   if (!entry) return std::nullopt;
   return std::move(*entry);
@@ -120,9 +185,8 @@ std::vector<std::string> SessionIndex::children(std::optional<std::string_view> 
     parent = static_cast<std::int32_t>(*seq);
   }
   std::vector<std::string> out;
-  for (const Slot& slot : records_) {
-    if (!is_tree_type(slot.meta.type)) continue;
-    if (slot.parent == parent) out.push_back(slot.meta.id);
+  for (const IndexedRecord& record : records_) {
+    if (is_tree_type(record.type) && record.parent == parent) out.emplace_back(record.id);
   }
   return out;
 }
@@ -155,10 +219,10 @@ Result<Page<TreeEntry>> SessionIndex::find_entries(const EntryQuery& query) cons
   std::int64_t last_seq = -1;
   for (std::int64_t seq = newest ? (after ? *after - 1 : n - 1) : (after ? *after + 1 : 0); seq >= 0 && seq < n;
        seq += newest ? -1 : 1) {
-    const RecordMeta& m = meta(seq);
+    const IndexedRecord& m = at(seq);
     if (!is_tree_type(m.type)) continue;
     if (query.type && m.type != *query.type) continue;
-    if (query.custom_type && m.custom_type != *query.custom_type) continue;
+    if (query.custom_type && custom_type_of(m) != *query.custom_type) continue;
     if (query.limit && page.items.size() == *query.limit) {
       page.next_cursor = cursor_for(last_seq);  // resume just past the last returned entry
       break;
@@ -176,7 +240,7 @@ Result<Page<TreeEntry>> SessionIndex::find_entries_on_branch(const EntryQuery& q
   std::optional<std::int64_t> start;
   if (bounds.start) {
     start = seq_of(*bounds.start);
-    if (!start || !is_tree_type(meta(*start).type)) {
+    if (!start || !is_tree_type(at(*start).type)) {
       return fail("not_found", fmt::format("no entry '{}'", *bounds.start));
     }
   } else {
@@ -189,7 +253,7 @@ Result<Page<TreeEntry>> SessionIndex::find_entries_on_branch(const EntryQuery& q
   std::vector<std::int64_t> path;
   for (std::int64_t seq = start.value_or(-1); seq >= 0; seq = records_[static_cast<std::size_t>(seq)].parent) {
     path.push_back(seq);
-    const RecordMeta& m = meta(seq);
+    const IndexedRecord& m = at(seq);
     if (bounds.stop_at_type && m.type == *bounds.stop_at_type) break;
     if (bounds.stop_at_id && m.id == *bounds.stop_at_id) break;
   }
@@ -205,9 +269,9 @@ Result<Page<TreeEntry>> SessionIndex::find_entries_on_branch(const EntryQuery& q
   }
   Page<TreeEntry> page;
   for (; i < path.size(); ++i) {
-    const RecordMeta& m = meta(path[i]);
+    const IndexedRecord& m = at(path[i]);
     if (query.type && m.type != *query.type) continue;
-    if (query.custom_type && m.custom_type != *query.custom_type) continue;
+    if (query.custom_type && custom_type_of(m) != *query.custom_type) continue;
     if (query.limit && page.items.size() == *query.limit) {
       page.next_cursor = cursor_for(*seq_of(page.items.back().id));
       break;
@@ -223,7 +287,7 @@ std::vector<LogLine> SessionIndex::get_log(std::int64_t after_seq, std::optional
   std::vector<LogLine> out;
   for (std::int64_t seq = std::max<std::int64_t>(after_seq + 1, 0); seq < size(); ++seq) {
     if (limit && out.size() == *limit) break;
-    out.push_back(LogLine{seq, meta(seq).type, std::string(line(seq))});
+    out.push_back(LogLine{seq, at(seq).type, std::string(line(seq))});
   }
   return out;
 }
@@ -242,11 +306,11 @@ Result<Page<HarnessRecord>> SessionIndex::find_harness_entries(const HarnessQuer
   std::int64_t last_seq = -1;
   for (std::int64_t seq = newest ? (cursor ? *cursor - 1 : n - 1) : (cursor ? *cursor + 1 : lowest);
        seq >= lowest && seq < n; seq += newest ? -1 : 1) {
-    const RecordMeta& m = meta(seq);
+    const IndexedRecord& m = at(seq);
     if (!is_harness_type(m.type)) continue;
     if (query.type && m.type != *query.type) continue;
-    if (query.ref && m.ref != *query.ref) continue;
-    if (query.run_id && m.run_id != *query.run_id) continue;
+    if (query.ref && name_of(m.ref) != *query.ref) continue;
+    if (query.run_id && (m.run < 0 ? std::string_view() : at(m.run).id) != *query.run_id) continue;
     if (query.limit && page.items.size() == *query.limit) {
       page.next_cursor = cursor_for(last_seq);
       break;
@@ -263,11 +327,11 @@ SessionStats SessionIndex::stats() const {
   SessionStats stats;
   stats.records = size();
   stats.bytes = bytes_;
-  for (const Slot& slot : records_) {
-    if (is_tree_type(slot.meta.type)) ++stats.tree_entries;
-    else if (is_harness_type(slot.meta.type)) ++stats.harness_records;
+  for (const IndexedRecord& record : records_) {
+    if (is_tree_type(record.type)) ++stats.tree_entries;
+    else if (is_harness_type(record.type)) ++stats.harness_records;
     else ++stats.ignorable_records;
-    ++stats.by_type[std::string(to_string(slot.meta.type))];
+    ++stats.by_type[std::string(to_string(record.type))];
   }
   stats.refs = static_cast<std::int64_t>(refs_.size());
   for (const auto& [name, slot] : refs_) stats.open_operations += slot.open_operation ? 1 : 0;
@@ -276,7 +340,7 @@ SessionStats SessionIndex::stats() const {
 
 std::optional<std::string> SessionIndex::name() const {
   for (std::int64_t seq = size() - 1; seq >= 0; --seq) {
-    if (meta(seq).type != RecordType::session_info) continue;
+    if (at(seq).type != RecordType::session_info) continue;
     auto entry = decode_entry(seq);
     if (!entry) return std::nullopt;
     return std::get<SessionInfo>(entry->body).name;
@@ -286,8 +350,8 @@ std::optional<std::string> SessionIndex::name() const {
 
 std::optional<std::string> SessionIndex::label(std::string_view entry_id) const {
   for (std::int64_t seq = size() - 1; seq >= 0; --seq) {
-    const RecordMeta& m = meta(seq);
-    if (m.type != RecordType::label || m.target_id != entry_id) continue;
+    const IndexedRecord& m = at(seq);
+    if (m.type != RecordType::label || m.target < 0 || at(m.target).id != entry_id) continue;
     auto entry = decode_entry(seq);
     if (!entry) return std::nullopt;
     return std::get<Label>(entry->body).label;
@@ -300,7 +364,7 @@ std::vector<std::string> SessionIndex::path_to(std::optional<std::string_view> l
   if (!leaf_id) return path;
   auto start = seq_of(*leaf_id);
   for (std::int64_t seq = start.value_or(-1); seq >= 0; seq = records_[static_cast<std::size_t>(seq)].parent) {
-    path.push_back(meta(seq).id);
+    path.emplace_back(at(seq).id);
   }
   std::reverse(path.begin(), path.end());
   return path;

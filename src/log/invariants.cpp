@@ -13,6 +13,10 @@ bool names_tree_entry(const LogStateView& state, std::string_view id) {
   return type && is_tree_type(*type);
 }
 
+std::optional<std::string> owned(std::optional<std::string_view> text) {
+  return text ? std::optional<std::string>(*text) : std::nullopt;
+}
+
 }  // namespace
 
 Status check_invariants(const RecordMeta& record, const LogStateView& state) {
@@ -103,19 +107,18 @@ void apply_record(const RecordMeta& record, MutableLogState& state) {
   if (record.type == RecordType::ignorable) return;
 
   if (is_tree_type(record.type)) {
-    state.mutable_ref(record.ref).leaf =
-        record.type == RecordType::leaf ? record.target_id : std::optional<std::string>(record.id);
+    state.mutable_ref(record.ref).leaf = record.type == RecordType::leaf ? owned(record.target_id) : std::string(record.id);
     return;
   }
   switch (record.type) {
     case RecordType::ref_created:
-      state.create_ref(record.name, record.target_id);
+      state.create_ref(record.name, owned(record.target_id));
       break;
     case RecordType::ref_deleted:
       state.erase_ref(record.name);
       break;
     case RecordType::operation_started:
-      state.mutable_ref(record.ref).open_operation = record.id;
+      state.mutable_ref(record.ref).open_operation = std::string(record.id);
       break;
     case RecordType::operation_finished:
       state.mutable_ref(record.ref).open_operation.reset();

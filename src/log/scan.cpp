@@ -98,23 +98,23 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
   if (!known) {
     if (ignorable) {
       meta.type = RecordType::ignorable;
-      if (id.present && !id.is_null) meta.id = std::string(id.text);
+      if (id.present && !id.is_null) meta.id = id.text;
       return meta;
     }
     return fail("unknown_type", fmt::format("unknown record type '{}'", type.text));
   }
   meta.type = *known;
   if (!id.present || id.is_null) return fail("invalid_record", "id: missing");
-  meta.id = std::string(id.text);
+  meta.id = id.text;
   auto optional_text = [](const Field& field) {
-    return field.present && !field.is_null ? std::optional<std::string>(std::string(field.text)) : std::nullopt;
+    return field.present && !field.is_null ? std::optional<std::string_view>(field.text) : std::nullopt;
   };
 
   if (is_tree_type(meta.type)) {
     if (!parent.present) return fail("invalid_record", "parentId: missing");
     meta.parent_id = optional_text(parent);
     if (ref.is_null) return fail("invalid_record", "ref: expected a string, found null");
-    meta.ref = ref.present ? std::string(ref.text) : std::string("main");
+    meta.ref = ref.present ? ref.text : std::string_view("main");
     switch (meta.type) {
       case RecordType::leaf:
       case RecordType::label:
@@ -122,11 +122,11 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
         break;
       case RecordType::custom:
       case RecordType::custom_message:
-        meta.custom_type = std::string(custom_type.text);
+        meta.custom_type = custom_type.text;
         break;
       case RecordType::message:
         if (role.empty()) return fail("invalid_record", "message.role: missing or not a string");
-        meta.role = std::string(role);
+        meta.role = role;
         break;
       default:
         break;
@@ -135,27 +135,34 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
   }
 
   if (!ref.present || ref.is_null) return fail("invalid_record", "ref: missing");
-  meta.ref = std::string(ref.text);
+  meta.ref = ref.text;
   switch (meta.type) {
     case RecordType::operation_started:
       meta.run_id = meta.id;
       break;
     case RecordType::ref_created:
       if (!name.present) return fail("invalid_record", "name: missing");
-      meta.name = std::string(name.text);
+      meta.name = name.text;
       meta.target_id = optional_text(at);
       break;
     case RecordType::ref_deleted:
       if (!name.present) return fail("invalid_record", "name: missing");
-      meta.name = std::string(name.text);
+      meta.name = name.text;
       break;
     default:
       if (run.is_null) return fail("invalid_record", "runId: expected a string, found null");
-      meta.run_id = std::string(run.text);
+      meta.run_id = run.text;
       break;
   }
   return meta;
 }
+
+namespace {
+std::optional<std::string_view> view(const std::optional<std::string>& text) {
+  return text ? std::optional<std::string_view>(*text) : std::nullopt;
+}
+std::optional<std::string_view> view(const std::string& text) { return text; }
+}  // namespace
 
 RecordMeta meta_of(const Record& record) {
   RecordMeta meta;
@@ -163,10 +170,10 @@ RecordMeta meta_of(const Record& record) {
   meta.type = type_of(record);
   if (const auto* entry = std::get_if<TreeEntry>(&record.body)) {
     meta.id = entry->id;
-    meta.parent_id = entry->parent_id;
-    meta.ref = entry->ref.value_or("main");
-    if (const auto* leaf = std::get_if<Leaf>(&entry->body)) meta.target_id = leaf->target_id;
-    if (const auto* label = std::get_if<Label>(&entry->body)) meta.target_id = label->target_id;
+    meta.parent_id = view(entry->parent_id);
+    meta.ref = entry->ref ? std::string_view(*entry->ref) : std::string_view("main");
+    if (const auto* leaf = std::get_if<Leaf>(&entry->body)) meta.target_id = view(leaf->target_id);
+    if (const auto* label = std::get_if<Label>(&entry->body)) meta.target_id = view(label->target_id);
     if (const auto* custom = std::get_if<Custom>(&entry->body)) meta.custom_type = custom->custom_type;
     if (const auto* custom = std::get_if<CustomMessageBody>(&entry->body)) meta.custom_type = custom->custom_type;
     if (const auto* message = std::get_if<MessageBody>(&entry->body)) meta.role = role_of(message->message);
@@ -176,12 +183,12 @@ RecordMeta meta_of(const Record& record) {
     meta.run_id = run_id_of(*harness);
     if (const auto* created = std::get_if<RefCreated>(&harness->body)) {
       meta.name = created->name;
-      meta.target_id = created->at;
+      meta.target_id = view(created->at);
     }
     if (const auto* deleted = std::get_if<RefDeleted>(&harness->body)) meta.name = deleted->name;
   } else if (const auto* ignorable = std::get_if<IgnorableRecord>(&record.body)) {
     if (auto it = ignorable->json.find("id"); it != ignorable->json.end() && it->is_string()) {
-      meta.id = it->get<std::string>();
+      meta.id = it->get_ref<const std::string&>();
     }
   }
   return meta;

@@ -19,19 +19,24 @@ struct Line {
   std::string_view text;
   long long offset = 0;
   bool terminated = false;
+  bool in_mapping = false;  // lies in the mapped head, which the index may point into
 };
 
-// Splits the file into lines, remembering where each starts.
-std::vector<Line> split_lines(std::string_view data) {
-  std::vector<Line> lines;
+// Splits `data`, which starts at `offset` in the file, into lines.
+void split_lines(std::string_view data, long long offset, bool in_mapping, std::vector<Line>& lines) {
   std::size_t start = 0;
   while (start < data.size()) {
     std::size_t end = data.find('\n', start);
     const bool terminated = end != std::string_view::npos;
     if (!terminated) end = data.size();
-    lines.push_back(Line{data.substr(start, end - start), static_cast<long long>(start), terminated});
+    lines.push_back(Line{data.substr(start, end - start), offset + static_cast<long long>(start), terminated, in_mapping});
     start = end + 1;
   }
+}
+
+std::vector<Line> split_lines(std::string_view data) {
+  std::vector<Line> lines;
+  split_lines(data, 0, false, lines);
   return lines;
 }
 
@@ -64,13 +69,16 @@ Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& 
 }  // namespace
 
 Result<JsonlContents> read_jsonl_session(const std::string& path) {
-  auto data = read_file(path, kScanPadding);
-  if (!data) return std::unexpected(data.error());
+  auto mapped = map_log_file(path);
+  if (!mapped) return std::unexpected(mapped.error());
 
   JsonlContents contents;
-  contents.index.adopt_buffer(std::move(*data));
-  const std::string_view file = contents.index.adopted_buffer();
-  const std::vector<Line> lines = split_lines(file);
+  const std::string_view head = mapped->head;
+  contents.index.adopt_buffer(head, mapped->file);
+  std::vector<Line> lines;
+  split_lines(head, 0, true, lines);
+  split_lines(mapped->tail, static_cast<long long>(head.size()), false, lines);
+  const long long file_size = static_cast<long long>(head.size() + mapped->tail.size());
   if (lines.empty() || !lines[0].terminated) {
     return fail("corrupt_log", fmt::format("{}: no complete session header", path));
   }
@@ -84,7 +92,11 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
     const Line& line = lines[i];
     const bool last = i + 1 == lines.size();
     RecordMeta meta;
-    Status status = line.terminated ? check_line(line.text, contents.index, meta, /*padded=*/true)
+    // simdjson reads up to kScanPadding bytes past a line, which must stay
+    // inside the head; the few lines near its end are scanned from a copy.
+    const bool padded = line.in_mapping && line.offset + static_cast<long long>(line.text.size() + kScanPadding) <=
+                                               static_cast<long long>(head.size());
+    Status status = line.terminated ? check_line(line.text, contents.index, meta, padded)
                                     : fail("corrupt_log", "incomplete line (no newline)");
     if (!status) {
       const std::string where = fmt::format("{}:{}: seq {}", path, i + 1, contents.index.next_seq());
@@ -93,7 +105,7 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
       // type) is damage wherever it is.
       if (last && (!line.terminated || !Json::accept(line.text))) {
         contents.report.tail_cut = true;
-        contents.report.bytes_cut = static_cast<long long>(file.size()) - line.offset;
+        contents.report.bytes_cut = file_size - line.offset;
         contents.report.last_good_seq = contents.index.next_seq() - 1;
         contents.report.detail = fmt::format("{}: torn tail: {}", where, status.error().message);
         break;
@@ -101,7 +113,11 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
       return fail(status.error().code == "unknown_type" ? "unknown_type" : "corrupt_log",
                   fmt::format("{}: {}", where, status.error().message));
     }
-    contents.index.add_view(std::move(meta), line.text);
+    if (line.in_mapping) {
+      contents.index.add_view(meta, line.text);
+    } else {
+      contents.index.add(meta, line.text);
+    }
     contents.good_length = line.offset + static_cast<long long>(line.text.size()) + 1;
   }
   contents.report.last_good_seq = contents.index.next_seq() - 1;
@@ -127,7 +143,7 @@ Result<JsonlSalvage> salvage_jsonl_session(const std::string& path) {
     Status status = lines[i].terminated ? check_line(lines[i].text, index, meta)
                                         : fail("corrupt_log", "incomplete line (no newline)");
     if (!status) break;
-    index.add(std::move(meta), std::string(lines[i].text));
+    index.add(meta, lines[i].text);
     salvage.good_length = lines[i].offset + static_cast<long long>(lines[i].text.size()) + 1;
   }
   salvage.kept_records = index.next_seq();

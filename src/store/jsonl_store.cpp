@@ -23,6 +23,8 @@ namespace {
 // Appends records to the end of one session file. Each group is one pwrite
 // and, under sync `full`, one fdatasync. A failed write or sync truncates the
 // file back to where the group began, so a later open sees no partial group.
+// The file's contents lock is held meanwhile, so no reader maps a group that
+// may yet be cut (see MappedFile).
 class JsonlMedium final : public LogMedium {
  public:
   JsonlMedium(std::string path, int fd, long long length, SyncPolicy sync, FileLock lock)
@@ -36,6 +38,7 @@ class JsonlMedium final : public LogMedium {
       buffer_.append(record.line);
       buffer_.push_back('\n');
     }
+    if (auto locked = lock_contents(fd_, /*exclusive=*/true, path_); !locked) return locked;
     Status status = write_all(fd_, buffer_, length_, path_);
     if (status && sync_ == SyncPolicy::full && ::fdatasync(fd_) != 0) {
       status = fail("io_error", fmt::format("cannot sync {}: {}", path_, errno_text()));
@@ -44,8 +47,10 @@ class JsonlMedium final : public LogMedium {
       // Best effort: the session faults either way, and the next open cuts
       // anything left past the last complete line.
       if (::ftruncate(fd_, static_cast<off_t>(length_)) == 0 && sync_ == SyncPolicy::full) ::fdatasync(fd_);
+      unlock_contents(fd_);
       return status;
     }
+    unlock_contents(fd_);
     length_ += static_cast<long long>(buffer_.size());
     return {};
   }
@@ -147,9 +152,16 @@ class JsonlStore final : public Store {
     if (contents->report.tail_cut) {
       // The torn tail was never acknowledged; cut it so appends follow the
       // last complete record.
-      if (::ftruncate(fd, static_cast<off_t>(contents->good_length)) != 0 || ::fdatasync(fd) != 0) {
+      if (auto locked = lock_contents(fd, /*exclusive=*/true, path); !locked) {
         ::close(fd);
-        return fail("io_error", fmt::format("cannot cut the torn tail of {}: {}", path, errno_text()));
+        return std::unexpected(locked.error());
+      }
+      const bool cut = ::ftruncate(fd, static_cast<off_t>(contents->good_length)) == 0 && ::fdatasync(fd) == 0;
+      const std::string reason = errno_text();
+      unlock_contents(fd);
+      if (!cut) {
+        ::close(fd);
+        return fail("io_error", fmt::format("cannot cut the torn tail of {}: {}", path, reason));
       }
     }
     auto medium = std::make_unique<JsonlMedium>(path, fd, contents->good_length, options_.sync, std::move(*lock));

@@ -119,7 +119,7 @@ class MemoryStore final : public Store {
         if (!options.read_only) session->has_writer = false;
         return fail("corrupt_log", fmt::format("memory session {}: seq {}: {}", id, i, status.error().message));
       }
-      index.add(std::move(*meta), session->lines[i]);
+      index.add(*meta, session->lines[i]);
     }
     lock.unlock();
 

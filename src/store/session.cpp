@@ -5,69 +5,142 @@
 // it, validates each against the state left by the ones before it, writes all
 // accepted records with one medium append (one write, one sync), and hands each
 // follower its result. Followers that arrive during the sync form the next group.
+//
+// Unlike LevelDB, everything about a record that does not depend on the log's
+// state (field rules, encoding, the stored line) is done by the caller before
+// it queues, so callers on different cores prepare in parallel and the leader
+// only checks the invariants and splices in each record's seq.
 #include "cairn/store/session.hpp"
 
 #include <condition_variable>
+#include <charconv>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 namespace cairn {
 
+// One queued append. Shared between its caller and the leader that completes
+// it, so the leader may signal it after the caller has already returned.
 struct Session::Writer {
-  std::vector<Record>* batch = nullptr;
-  bool done = false;
+  enum State { waiting, done, leading };
+  std::vector<PreparedRecord> batch;
   Result<AppendResult> result = AppendResult{};
-  std::condition_variable cv;
+
+  // A condition variable rather than an atomic wait: libstdc++'s atomic wait
+  // spins with sched_yield first, which with dozens of queued writers on a
+  // few cores takes the CPU the leader needs.
+  void signal(State to) {
+    {
+      std::lock_guard lock(mu_);
+      state_ = to;
+    }
+    cv_.notify_one();
+  }
+  State wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return state_ != waiting; });
+    return state_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  State state_ = waiting;
 };
 
 namespace {
 
 // The state a group's earlier batches leave behind, layered over the index.
+// Every change is journalled so that a rejected batch can be rolled back.
 class StagedState final : public MutableLogState {
  public:
   explicit StagedState(const LogStateView& base) : base_(base), next_seq_(base.next_seq()) {}
 
   std::int64_t next_seq() const override { return next_seq_; }
   std::optional<RecordType> type_of_id(std::string_view id) const override {
-    if (auto it = ids_.find(std::string(id)); it != ids_.end()) return it->second;
+    if (auto it = ids_.find(id); it != ids_.end()) return it->second;
     return base_.type_of_id(id);
   }
   const RefSlot* ref(std::string_view name) const override {
-    if (auto it = refs_.find(std::string(name)); it != refs_.end()) return it->second ? &*it->second : nullptr;
+    if (auto it = refs_.find(name); it != refs_.end()) return it->second ? &*it->second : nullptr;
     return base_.ref(name);
   }
-  void put_id(const std::string& id, RecordType type) override { ids_[id] = type; }
+  void put_id(std::string_view id, RecordType type) override {
+    // check_invariants refused duplicates, so the id is new.
+    ids_.emplace(std::string(id), type);
+    journal_.push_back(Undo{std::string(id), true, std::nullopt});
+  }
   // Copy on write: the first change to a ref copies the base's slot here.
-  RefSlot& mutable_ref(const std::string& name) override {
+  RefSlot& mutable_ref(std::string_view name) override {
     auto it = refs_.find(name);
-    if (it == refs_.end()) it = refs_.emplace(name, *base_.ref(name)).first;
+    if (it == refs_.end()) {
+      journal_.push_back(Undo{std::string(name), false, std::nullopt});
+      it = refs_.emplace(std::string(name), *base_.ref(name)).first;
+    } else {
+      journal_.push_back(Undo{std::string(name), false, it->second});
+    }
     return *it->second;
   }
-  void create_ref(const std::string& name, std::optional<std::string> leaf) override {
-    refs_[name] = RefSlot{std::move(leaf), std::nullopt};
+  void create_ref(std::string_view name, std::optional<std::string> leaf) override {
+    set_ref(name, RefSlot{std::move(leaf), std::nullopt});
   }
-  void erase_ref(const std::string& name) override { refs_[name] = std::nullopt; }
+  void erase_ref(std::string_view name) override { set_ref(name, std::nullopt); }
   void advance() { ++next_seq_; }
 
   // A checkpoint to roll back to when a later record of the same batch fails.
   struct Mark {
-    std::unordered_map<std::string, RecordType> ids;
-    std::unordered_map<std::string, std::optional<RefSlot>> refs;
+    std::size_t journal;
     std::int64_t next_seq;
   };
-  Mark mark() const { return Mark{ids_, refs_, next_seq_}; }
+  Mark mark() const { return Mark{journal_.size(), next_seq_}; }
   void restore(Mark mark) {
-    ids_ = std::move(mark.ids);
-    refs_ = std::move(mark.refs);
+    while (journal_.size() > mark.journal) {
+      Undo& undo = journal_.back();
+      if (undo.is_id) {
+        ids_.erase(undo.key);
+      } else if (undo.slot) {
+        refs_.insert_or_assign(undo.key, std::move(*undo.slot));
+      } else {
+        refs_.erase(undo.key);
+      }
+      journal_.pop_back();
+    }
     next_seq_ = mark.next_seq;
   }
 
  private:
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  template <class T>
+  using Map = std::unordered_map<std::string, T, StringHash, std::equal_to<>>;
+
+  void set_ref(std::string_view name, std::optional<RefSlot> slot) {
+    auto it = refs_.find(name);
+    if (it == refs_.end()) {
+      journal_.push_back(Undo{std::string(name), false, std::nullopt});
+      refs_.emplace(std::string(name), std::move(slot));
+    } else {
+      journal_.push_back(Undo{std::string(name), false, it->second});
+      it->second = std::move(slot);
+    }
+  }
+
+  // How to undo one change: an id to forget, or a staged ref slot to put back
+  // (`slot` empty: the ref had no staged slot before).
+  struct Undo {
+    std::string key;
+    bool is_id;
+    std::optional<std::optional<RefSlot>> slot;
+  };
+
   const LogStateView& base_;
   std::int64_t next_seq_;
-  std::unordered_map<std::string, RecordType> ids_;
-  std::unordered_map<std::string, std::optional<RefSlot>> refs_;
+  Map<RecordType> ids_;
+  Map<std::optional<RefSlot>> refs_;
+  std::vector<Undo> journal_;
 };
 
 void fill_defaults(Record& record) {
@@ -80,28 +153,38 @@ void fill_defaults(Record& record) {
   }
 }
 
-// Validates one record and prepares its stored line. `state` is advanced.
-Result<PreparedRecord> prepare(Record& record, StagedState& state) {
-  record.seq = state.next_seq();
+// The stored line is encoded with seq 0; the leader writes the real seq over
+// that digit. `seq` is the first or second key ("type" comes first), and no
+// earlier text can contain `"seq":` because a JSON string escapes its quotes.
+constexpr std::string_view kSeqKey = "\"seq\":";
+constexpr std::size_t kMaxSeqDigits = 19;
+
+// Everything about a record that does not depend on the log's state: defaults,
+// field rules, index fields and the stored line (with seq 0).
+Result<PreparedRecord> prepare(Record& record) {
+  record.seq = 0;
   fill_defaults(record);
-  if (auto status = check_fields(record); !status) {
-    return fail(status.error().code, fmt::format("seq {}: {}", record.seq, status.error().message));
-  }
+  if (auto status = check_fields(record); !status) return std::unexpected(status.error());
   RecordMeta meta = meta_of(record);
-  if (auto status = check_invariants(meta, state); !status) return std::unexpected(status.error());
   Json json = encode(record);
-  if (!is_lossless(json)) {
-    return fail("invalid_record", fmt::format("seq {}: holds a number JSON cannot represent (NaN or infinity)", record.seq));
-  }
+  if (!is_lossless(json)) return fail("invalid_record", "holds a number JSON cannot represent (NaN or infinity)");
   std::string line;
+  line.reserve(256);
   try {
     line = json.dump(-1, ' ', false, Json::error_handler_t::strict);
   } catch (const Json::exception&) {
-    return fail("invalid_record", fmt::format("seq {}: holds a string that is not valid UTF-8", record.seq));
+    return fail("invalid_record", "holds a string that is not valid UTF-8");
   }
-  apply_record(meta, state);
-  state.advance();
+  line.reserve(line.size() + kMaxSeqDigits);  // room for the seq, so the splice never reallocates
   return PreparedRecord{std::move(meta), std::move(line)};
+}
+
+void splice_seq(PreparedRecord& record) {
+  const std::int64_t seq = record.meta.seq;
+  const std::size_t at = record.line.find(kSeqKey) + kSeqKey.size();
+  char digits[kMaxSeqDigits + 1];
+  const auto end = std::to_chars(digits, digits + sizeof digits, seq).ptr;
+  record.line.replace(at, 1, digits, static_cast<std::size_t>(end - digits));
 }
 
 }  // namespace
@@ -137,67 +220,82 @@ Result<AppendResult> Session::append(std::vector<Record> batch) {
   if (!medium_) return fail("read_only", fmt::format("session {} was opened for reading", header_.id));
   if (batch.empty()) return AppendResult{size(), 0};
 
-  Writer self;
-  self.batch = &batch;
-  std::unique_lock lock(write_mu_);
-  writers_.push_back(&self);
-  self.cv.wait(lock, [&] { return self.done || writers_.front() == &self; });
-  if (self.done) return std::move(self.result);
-
-  // Leader: take everyone queued so far.
-  std::vector<Writer*> group(writers_.begin(), writers_.end());
-  if (fault_) {
-    for (Writer* writer : group) writer->result = std::unexpected(*fault_);
-  } else {
-    lock.unlock();
-    lead_group(group);
-    lock.lock();
-  }
-  for (Writer* writer : group) {
-    writers_.pop_front();
-    if (writer != &self) {
-      writer->done = true;
-      writer->cv.notify_one();
+  auto self = std::make_shared<Writer>();
+  self->batch.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    auto one = prepare(batch[i]);
+    if (!one) {  // a rejected batch writes nothing
+      const std::string where = batch.size() == 1 ? std::string() : fmt::format("record {} of the batch: ", i);
+      return fail(one.error().code, where + one.error().message);
     }
+    self->batch.push_back(std::move(*one));
   }
-  if (!writers_.empty()) writers_.front()->cv.notify_one();
-  return std::move(self.result);
+
+  std::vector<std::shared_ptr<Writer>> group;
+  std::optional<Error> fault;
+  {
+    std::unique_lock lock(write_mu_);
+    writers_.push_back(self);
+    if (writers_.front() != self) {
+      lock.unlock();
+      if (self->wait() == Writer::done) return std::move(self->result);
+      lock.lock();  // the previous leader handed this writer the lead
+    }
+    // Leader: take everyone queued so far.
+    group.assign(writers_.begin(), writers_.end());
+    fault = fault_;
+  }
+  if (fault) {
+    for (auto& writer : group) writer->result = std::unexpected(*fault);
+  } else {
+    lead_group(group);
+  }
+
+  std::shared_ptr<Writer> next;
+  {
+    std::lock_guard lock(write_mu_);
+    writers_.erase(writers_.begin(), writers_.begin() + static_cast<std::ptrdiff_t>(group.size()));
+    if (!writers_.empty()) next = writers_.front();
+  }
+  // Signalled outside the lock, so a woken follower does not block on it; the
+  // shared pointers keep each Writer alive until its signal is sent.
+  for (std::size_t w = 1; w < group.size(); ++w) group[w]->signal(Writer::done);
+  if (next) next->signal(Writer::leading);
+  return std::move(self->result);
 }
 
 // Runs without write_mu_: only the leader is here, and it is the index's only
 // writer, so it may read the index without the shared lock.
-void Session::lead_group(std::vector<Writer*>& group) {
+void Session::lead_group(std::vector<std::shared_ptr<Writer>>& group) {
   StagedState state(index_);
-  std::vector<PreparedRecord> prepared;
-  std::vector<std::pair<std::size_t, std::size_t>> spans(group.size());  // per writer: [begin, end) in prepared
+  std::vector<PreparedRecord> accepted;
+  std::vector<Writer*> landed;  // writers with records in `accepted`
 
-  for (std::size_t w = 0; w < group.size(); ++w) {
-    Writer* writer = group[w];
-    auto mark = state.mark();
-    const std::size_t begin = prepared.size();
-    bool ok = true;
-    for (Record& record : *writer->batch) {
-      auto one = prepare(record, state);
-      if (!one) {
-        writer->result = std::unexpected(one.error());
-        ok = false;
-        break;
-      }
-      prepared.push_back(std::move(*one));
+  for (auto& writer : group) {
+    const auto mark = state.mark();
+    Status status;
+    for (PreparedRecord& record : writer->batch) {
+      record.meta.seq = state.next_seq();
+      status = check_invariants(record.meta, state);
+      if (!status) break;
+      apply_record(record.meta, state);
+      state.advance();
     }
-    if (!ok) {  // a rejected batch writes nothing
-      prepared.resize(begin);
-      state.restore(std::move(mark));
-      spans[w] = {begin, begin};
+    if (!status) {  // a rejected batch writes nothing
+      writer->result = std::unexpected(status.error());
+      state.restore(mark);
       continue;
     }
-    spans[w] = {begin, prepared.size()};
-    writer->result = AppendResult{begin == prepared.size() ? state.next_seq() : prepared[begin].meta.seq,
-                                  static_cast<std::int64_t>(prepared.size() - begin)};
+    writer->result = AppendResult{mark.next_seq, static_cast<std::int64_t>(writer->batch.size())};
+    for (PreparedRecord& record : writer->batch) {
+      splice_seq(record);
+      accepted.push_back(std::move(record));
+    }
+    landed.push_back(writer.get());
   }
-  if (prepared.empty()) return;
+  if (accepted.empty()) return;
 
-  if (auto status = medium_->append(prepared); !status) {
+  if (auto status = medium_->append(accepted); !status) {
     // Nothing of the group is durable. Appends after a failed write or sync
     // cannot be trusted (the medium's state is unknown), so the session stops
     // accepting: the caller reopens it.
@@ -206,14 +304,12 @@ void Session::lead_group(std::vector<Writer*>& group) {
       std::lock_guard lock(write_mu_);
       if (error.code != "stale_writer") fault_ = Error{"faulted", error.message};
     }
-    for (std::size_t w = 0; w < group.size(); ++w) {
-      if (spans[w].first != spans[w].second) group[w]->result = std::unexpected(error);
-    }
+    for (Writer* writer : landed) writer->result = std::unexpected(error);
     return;
   }
 
   std::unique_lock index_lock(index_mu_);
-  for (PreparedRecord& record : prepared) index_.add(std::move(record.meta), std::move(record.line));
+  for (const PreparedRecord& record : accepted) index_.add(record.meta, record.line);
 }
 
 // ---- reads ------------------------------------------------------------------

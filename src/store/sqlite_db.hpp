@@ -51,7 +51,8 @@ class Statement {
   // must stay alive until the statement is stepped to completion or reset. The
   // deleted overload keeps a temporary std::string from binding and dangling.
   Statement& bind(int index, std::string_view text) {
-    sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
+    // SQLite binds a null pointer as NULL; an empty view may have one.
+    sqlite3_bind_text64(stmt_, index, text.data() ? text.data() : "", text.size(), SQLITE_STATIC, SQLITE_UTF8);
     return *this;
   }
   Statement& bind(int index, std::string&& text) = delete;
@@ -62,6 +63,9 @@ class Statement {
   }
   Statement& bind(int index, const std::optional<std::string>& text) {
     return text ? bind(index, std::string_view(*text)) : bind_null(index);
+  }
+  Statement& bind(int index, std::optional<std::string_view> text) {
+    return text ? bind(index, *text) : bind_null(index);
   }
   Statement& bind_null(int index) {
     sqlite3_bind_null(stmt_, index);

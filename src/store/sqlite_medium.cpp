@@ -111,8 +111,8 @@ LineFields scan_fields(std::string_view line) {
   return fields;
 }
 
-Statement& bind_nonempty(Statement& statement, int index, const std::string& text) {
-  return text.empty() ? statement.bind_null(index) : statement.bind(index, std::string_view(text));
+Statement& bind_nonempty(Statement& statement, int index, std::string_view text) {
+  return text.empty() ? statement.bind_null(index) : statement.bind(index, text);
 }
 
 Error io_error(const std::string& where, std::string_view what, const DbError& error) {

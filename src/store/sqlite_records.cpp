@@ -82,9 +82,9 @@ class Merge {
   Cursor cursors_[3];
 };
 
-std::optional<std::string> optional_text(const Statement& rows, int column) {
+std::optional<std::string_view> optional_text(const Statement& rows, int column) {
   if (rows.is_null(column)) return std::nullopt;
-  return std::string(rows.text(column));
+  return rows.text(column);
 }
 
 // The current row's index fields, from its columns; `payload` is set to its
@@ -186,7 +186,7 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
     if (auto valid = check_invariants(*meta, index); !valid) {
       return fail("corrupt_log", fmt::format("{}, seq {}: {}", at, seq, valid.error().message));
     }
-    index.add(std::move(*meta), std::string(payload));
+    index.add(*meta, payload);
     if (auto advanced = Merge::advance(*next); !advanced) {
       return fail("io_error", fmt::format("{}: cannot read past seq {}: {}", at, seq, advanced.error().message));
     }
@@ -222,7 +222,7 @@ Result<Salvage> RecordReader::salvage(const std::string& session_id) {
     } else if (auto valid = check_invariants(*meta, index); !valid) {
       reason = valid.error().message;
     } else {
-      index.add(std::move(*meta), std::string(payload));
+      index.add(*meta, payload);
       ++salvage.kept;
     }
     if (!reason.empty()) {

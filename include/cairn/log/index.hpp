@@ -7,7 +7,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,28 +19,30 @@
 
 namespace cairn {
 
-// The index fields of one record, as extracted from its line (or its columns).
+// The index fields of one record, as extracted from its line (or its columns,
+// or its typed form). The views point into whatever it was extracted from and
+// live only as long as that: the index copies what it keeps.
 struct RecordMeta {
   std::int64_t seq = 0;
   RecordType type = RecordType::message;
-  std::string id;                         // empty for ignorable records without one
-  std::optional<std::string> parent_id;   // tree entries
-  std::string ref;                        // tree entries: the ref whose leaf moved ("main" if absent)
-  std::string run_id;                     // harness records inside an operation
-  std::optional<std::string> target_id;   // leaf: new leaf; label: labelled entry; ref_created: anchor
-  std::string name;                       // ref_created / ref_deleted: the ref
-  std::string custom_type;                // custom / custom_message
-  std::string role;                       // message entries: the message's role
+  std::string_view id;                         // empty for ignorable records without one
+  std::optional<std::string_view> parent_id;   // tree entries
+  std::string_view ref = "main";               // tree entries: the ref whose leaf moved
+  std::string_view run_id;                     // harness records inside an operation
+  std::optional<std::string_view> target_id;   // leaf: new leaf; label: labelled entry; ref_created: anchor
+  std::string_view name;                       // ref_created / ref_deleted: the ref
+  std::string_view custom_type;                // custom / custom_message
+  std::string_view role;                       // message entries: the message's role
 };
 
 // Extracts RecordMeta from one stored line with simdjson; checks the JSON is
 // complete and well formed. Errors name what is wrong, not where (the caller
-// knows the file and line).
+// knows the file and line). The views are valid until the thread's next scan.
 // `padded`: at least kScanPadding readable bytes follow the line in memory
 // (the open path's file buffer has them), which spares a copy per line.
 inline constexpr std::size_t kScanPadding = 64;
 Result<RecordMeta> scan_line(std::string_view line, bool padded = false);
-// The same from an already-decoded record (the append path).
+// The same from an already-decoded record (the append path); views into it.
 RecordMeta meta_of(const Record& record);
 
 // Validation state: what a new record is checked against. SessionIndex holds
@@ -63,11 +65,11 @@ class LogStateView {
 // commit's staging layer over it.
 class MutableLogState : public LogStateView {
  public:
-  virtual void put_id(const std::string& id, RecordType type) = 0;
+  virtual void put_id(std::string_view id, RecordType type) = 0;
   // The ref's slot for changing it in place; the ref exists.
-  virtual RefSlot& mutable_ref(const std::string& name) = 0;
-  virtual void create_ref(const std::string& name, std::optional<std::string> leaf) = 0;
-  virtual void erase_ref(const std::string& name) = 0;
+  virtual RefSlot& mutable_ref(std::string_view name) = 0;
+  virtual void create_ref(std::string_view name, std::optional<std::string> leaf) = 0;
+  virtual void erase_ref(std::string_view name) = 0;
 };
 
 // Checks `record` (seq already assigned) against the log invariants given the
@@ -78,28 +80,60 @@ void apply_record(const RecordMeta& record, MutableLogState& state);
 // Per-type field rules on a typed record (valid enums, non-empty ids, ...).
 Status check_fields(const Record& record);
 
+// Copies of short strings (ids, names) in large blocks: one allocation per
+// block instead of one per string, and views that stay valid as it grows.
+class StringArena {
+ public:
+  std::string_view store(std::string_view text);
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  std::size_t used_ = 0, capacity_ = 0, bytes_ = 0;
+};
+
+// One record in the index: its stored line and the fields the tree and the
+// queries need, as seqs and interned names rather than strings.
+struct IndexedRecord {
+  std::string_view line;
+  std::string_view id;        // empty for an ignorable record without one
+  std::int32_t parent = -1;   // tree entries: the parent entry's seq
+  std::int32_t target = -1;   // leaf and label: the target's seq; ref_created: the anchor's
+  std::int32_t run = -1;      // harness records: the seq of their operation_started
+  std::uint32_t ref = 0;      // interned ref name
+  std::uint32_t detail = 0;   // interned: custom / custom_message: customType; message: role
+  RecordType type = RecordType::message;
+};
+
 class SessionIndex : public MutableLogState {
  public:
   SessionIndex();
+  SessionIndex(SessionIndex&&) noexcept;
+  SessionIndex& operator=(SessionIndex&&) noexcept;
+  ~SessionIndex() override;
 
-  // Adds a record that passed validation (or was read from a verified store).
-  // `line` is its stored JSON text.
-  void add(RecordMeta meta, std::string line);
+  // Adds a record that passed check_invariants (or was read from a verified
+  // store). `line` is its stored JSON text, copied into the index.
+  void add(const RecordMeta& meta, std::string_view line);
   void reserve(std::size_t records);
   // Adds a record whose line lies inside the buffer given to adopt_buffer (the
   // file read at open), sparing a copy per record.
-  void add_view(RecordMeta meta, std::string_view line);
-  void adopt_buffer(std::string buffer) { adopted_ = std::move(buffer); }
+  void add_view(const RecordMeta& meta, std::string_view line);
+  // `owner` keeps the memory `text` lies in alive as long as the index.
+  void adopt_buffer(std::string_view text, std::shared_ptr<const void> owner) {
+    adopted_ = text;
+    adopted_owner_ = std::move(owner);
+  }
   std::string_view adopted_buffer() const { return adopted_; }
 
   // LogStateView
   std::int64_t next_seq() const override { return static_cast<std::int64_t>(records_.size()); }
   std::optional<RecordType> type_of_id(std::string_view id) const override;
   const RefSlot* ref(std::string_view name) const override;
-  void put_id(const std::string& id, RecordType type) override;
-  RefSlot& mutable_ref(const std::string& name) override;
-  void create_ref(const std::string& name, std::optional<std::string> leaf) override;
-  void erase_ref(const std::string& name) override;
+  void put_id(std::string_view id, RecordType type) override;
+  RefSlot& mutable_ref(std::string_view name) override;
+  void create_ref(std::string_view name, std::optional<std::string> leaf) override;
+  void erase_ref(std::string_view name) override;
 
   // Reads
   std::optional<TreeEntry> get_entry(std::string_view id) const;
@@ -121,27 +155,34 @@ class SessionIndex : public MutableLogState {
   Result<SessionContext> build_context_for_ref(std::string_view ref) const;
 
   std::int64_t size() const { return next_seq(); }
-  std::string_view line(std::int64_t seq) const { return records_[static_cast<std::size_t>(seq)].line; }
-  const RecordMeta& meta(std::int64_t seq) const { return records_[static_cast<std::size_t>(seq)].meta; }
+  const IndexedRecord& at(std::int64_t seq) const { return records_[static_cast<std::size_t>(seq)]; }
+  std::string_view line(std::int64_t seq) const { return at(seq).line; }
+  // The text of an interned name (IndexedRecord::ref, ::detail).
+  std::string_view name_of(std::uint32_t interned) const { return names_[interned]; }
 
  private:
-  struct Slot {
-    RecordMeta meta;
-    std::string_view line;
-    std::int32_t parent = -1;  // index of the parent entry
-  };
+  class IdTable;
 
+  static constexpr std::size_t kRecentIds = 8;
+  std::int32_t find_id(std::string_view id) const;  // -1 when absent
   std::optional<std::int64_t> seq_of(std::string_view id) const;
+  std::int32_t seq_or_none(std::optional<std::string_view> id) const;
+  std::uint32_t intern(std::string_view name);
+  std::optional<std::uint32_t> interned(std::string_view name) const;
   Result<TreeEntry> decode_entry(std::int64_t seq) const;
+  std::string_view custom_type_of(const IndexedRecord& record) const;
 
-  std::vector<Slot> records_;
-  std::deque<std::string> owned_lines_;  // lines appended after open
-  std::string adopted_;                  // the file read at open
+  std::vector<IndexedRecord> records_;
+  std::unique_ptr<IdTable> by_id_;
+  StringArena strings_;  // ids, interned names, and lines appended after open
+  std::string_view adopted_;                    // the file read at open
+  std::shared_ptr<const void> adopted_owner_;
+  std::vector<std::string_view> names_;  // interned; names_[0] is ""
   struct StringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
-  std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>> by_id_;
+  std::unordered_map<std::string_view, std::uint32_t, StringHash> name_ids_;
   std::unordered_map<std::string, RefSlot, StringHash, std::equal_to<>> refs_;
   std::vector<std::string> ref_order_;
   std::int64_t bytes_ = 0;

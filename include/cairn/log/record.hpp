@@ -215,7 +215,7 @@ std::string_view op_kind(const OperationIntent& intent);
 
 // Harness records that belong to an operation name it; operation_started is its
 // own run. Empty for records outside any operation (nextRun items, refs).
-std::string run_id_of(const HarnessRecord& record);
+std::string_view run_id_of(const HarnessRecord& record);  // a view into `record`
 
 // ---- codec ------------------------------------------------------------------
 

@@ -3,7 +3,6 @@
 // appends share one write and one sync (group commit).
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <cstdint>
 #include <memory>
@@ -109,8 +108,7 @@ class Session {
 
  private:
   struct Writer;
-  Result<AppendResult> submit(std::vector<Record> batch);
-  void lead_group(std::vector<Writer*>& group);
+  void lead_group(std::vector<std::shared_ptr<Writer>>& group);
 
   SessionHeader header_;
   OpenReport report_;
@@ -120,7 +118,7 @@ class Session {
   SessionIndex index_;
 
   mutable std::mutex write_mu_;
-  std::deque<Writer*> writers_;
+  std::deque<std::shared_ptr<Writer>> writers_;  // the queue; its front leads
   std::optional<Error> fault_;  // guarded by write_mu_
 };
 

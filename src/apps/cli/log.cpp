@@ -30,7 +30,7 @@ std::string summary_line(const LogLine& line) {
   }
   if (const auto* harness = std::get_if<HarnessRecord>(&record->body)) {
     std::string where = harness->ref;
-    const std::string run = run_id_of(*harness);
+    const std::string run(run_id_of(*harness));
     if (!run.empty() && run != harness->id) where += "/" + short_id(run);
     return fmt::format("{:>5}  {:<21} {:<12} {:<16} {}", line.seq, type, harness->id, where,
                        harness_preview(*harness));

@@ -178,7 +178,7 @@ int run_verify(const VerifyOptions& options) {
     }
 
     const RecordMeta meta = meta_of(*record);
-    if (!meta.id.empty() && !ids.insert(meta.id).second) {
+    if (!meta.id.empty() && !ids.emplace(meta.id).second) {
       seqs.fail(fmt::format("seq {}: id '{}' is used by an earlier record", line.seq, meta.id));
     }
     if (meta.type == RecordType::ignorable) continue;
@@ -206,7 +206,7 @@ int run_verify(const VerifyOptions& options) {
     }
 
     const auto& harness = std::get<HarnessRecord>(record->body);
-    const std::string run = run_id_of(harness);
+    const std::string run(run_id_of(harness));
     if (const auto* created = std::get_if<RefCreated>(&harness.body)) {
       if (!refs.insert(created->name).second) {
         refs_exist.fail(fmt::format("seq {}: ref '{}' is created twice", line.seq, created->name));
