@@ -26,10 +26,13 @@ class SessionIndex::IdTable {
     if (capacity > slots_.size()) rehash(capacity);
   }
 
-  // The seq holding `id`, or -1.
-  std::int32_t find(std::string_view id, const std::vector<IndexedRecord>& records) const {
+  void prefetch(std::uint32_t h) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[h & mask_]);
+  }
+
+  // The seq holding `id` (whose hash is `h`), or -1.
+  std::int32_t find(std::string_view id, std::uint32_t h, const std::vector<IndexedRecord>& records) const {
     if (slots_.empty()) return -1;
-    const std::uint32_t h = hash(id);
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& slot = slots_[i];
       if (slot.seq < 0) return -1;
@@ -37,10 +40,10 @@ class SessionIndex::IdTable {
     }
   }
 
-  // `id` is not in the table yet.
-  void insert(std::string_view id, std::int32_t seq) {
+  // The id (whose hash is `h`) is not in the table yet.
+  void insert(std::uint32_t h, std::int32_t seq) {
     if ((count_ + 1) * 2 > slots_.size()) rehash(slots_.empty() ? 16 : slots_.size() * 2);
-    place(Slot{hash(id), seq});
+    place(Slot{h, seq});
     ++count_;
   }
 

@@ -86,12 +86,16 @@ std::int32_t SessionIndex::find_id(std::string_view id) const {
   // A parent, a run or a target is nearly always one of the last few records,
   // which are in cache; the table's slot, after a large file has streamed
   // through the cache, usually is not.
+  const std::uint32_t h = IdTable::hash(id);
   const std::size_t n = records_.size();
   for (std::size_t back = 1; back <= kRecentIds && back <= n; ++back) {
-    if (records_[n - back].id == id && !id.empty()) return static_cast<std::int32_t>(n - back);
+    const IndexedRecord& record = records_[n - back];
+    if (record.id_hash == h && record.id == id && !id.empty()) return static_cast<std::int32_t>(n - back);
   }
-  return by_id_->find(id, records_);
+  return by_id_->find(id, h, records_);
 }
+
+void SessionIndex::prefetch_id(std::string_view id) const { by_id_->prefetch(IdTable::hash(id)); }
 
 std::int32_t SessionIndex::seq_or_none(std::optional<std::string_view> id) const { return id ? find_id(*id) : -1; }
 
@@ -100,6 +104,7 @@ void SessionIndex::add_view(const RecordMeta& meta, std::string_view line) {
   record.line = line;
   record.type = meta.type;
   record.id = strings_.store(meta.id);
+  record.id_hash = IdTable::hash(record.id);
   record.parent = seq_or_none(meta.parent_id);
   record.target = seq_or_none(meta.target_id);
   if (meta.type == RecordType::operation_started) {
@@ -127,8 +132,7 @@ const LogStateView::RefSlot* SessionIndex::ref(std::string_view name) const {
 
 void SessionIndex::put_id(std::string_view, RecordType) {
   // The record being added is always the newest one; its id is in the arena.
-  const IndexedRecord& newest = records_.back();
-  by_id_->insert(newest.id, static_cast<std::int32_t>(records_.size() - 1));
+  by_id_->insert(records_.back().id_hash, static_cast<std::int32_t>(records_.size() - 1));
 }
 
 LogStateView::RefSlot& SessionIndex::mutable_ref(std::string_view name) { return refs_.find(name)->second; }

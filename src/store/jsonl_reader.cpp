@@ -8,6 +8,9 @@
 // it, so the session is refused until `cairn repair` removes them.
 #include "jsonl_reader.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "file_io.hpp"
@@ -66,6 +69,28 @@ Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& 
   return check_invariants(meta, index);
 }
 
+// Loading a new id's slot in the id table misses the cache (the file has just
+// streamed through it), so the next line's id is looked up while this one is
+// parsed. cairn writes `"id":"..."` near the start of every record; if this
+// quick look finds something else, only the hint is wasted.
+void prefetch_id_of(std::string_view line, const SessionIndex& index) {
+  // Plain loops: this runs once per line, and library searches cost more in
+  // call overhead than these few bytes take to look at.
+  constexpr char key[] = {'"', 'i', 'd', '"', ':', '"'};
+  const std::size_t limit = std::min<std::size_t>(line.size(), 96);
+  for (std::size_t at = 0; at + sizeof key <= limit; ++at) {
+    if (line[at] != '"' || std::memcmp(line.data() + at, key, sizeof key) != 0) continue;
+    const std::size_t start = at + sizeof key;
+    for (std::size_t end = start; end < limit; ++end) {
+      if (line[end] == '"') {
+        index.prefetch_id(line.substr(start, end - start));
+        return;
+      }
+    }
+    return;
+  }
+}
+
 }  // namespace
 
 Result<JsonlContents> read_jsonl_session(const std::string& path) {
@@ -90,6 +115,7 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
 
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const Line& line = lines[i];
+    if (i + 1 < lines.size()) prefetch_id_of(lines[i + 1].text, contents.index);
     const bool last = i + 1 == lines.size();
     RecordMeta meta;
     // simdjson reads up to kScanPadding bytes past a line, which must stay

@@ -258,9 +258,10 @@ Result<AppendResult> Session::append(std::vector<Record> batch) {
     if (!writers_.empty()) next = writers_.front();
   }
   // Signalled outside the lock, so a woken follower does not block on it; the
-  // shared pointers keep each Writer alive until its signal is sent.
-  for (std::size_t w = 1; w < group.size(); ++w) group[w]->signal(Writer::done);
+  // shared pointers keep each Writer alive until its signal is sent. The next
+  // leader first: its write and sync then overlap this group's wake-ups.
   if (next) next->signal(Writer::leading);
+  for (std::size_t w = 1; w < group.size(); ++w) group[w]->signal(Writer::done);
   return std::move(self->result);
 }
 

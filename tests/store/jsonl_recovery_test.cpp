@@ -5,13 +5,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "cairn/store/store.hpp"
+#include "store/file_io.hpp"
 #include "support/test_support.hpp"
 
 namespace cairn {
@@ -73,6 +79,39 @@ TEST_F(JsonlRecovery, TornTailIsCutAndReported) {
   auto appended = (*session)->append(user_entry("four", "e2", "e3"));
   ASSERT_TRUE(appended);
   EXPECT_EQ(appended->first_seq, 3);
+}
+
+// A reader maps the file, so it must never map a group that may yet be cut:
+// a writer whose write fails truncates it away, and a mapped page past the
+// new end would fault. The writer holds the contents lock from write to sync
+// (or cut); a reader opening meanwhile waits, and sees what survived.
+TEST_F(JsonlRecovery, ReaderWaitsForAGroupInFlightAndNeverSeesACutOne) {
+  const std::string intact = read();
+  const int fd = ::open(path().c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(lock_contents(fd, /*exclusive=*/true, path()));
+  const std::string in_flight =
+      R"({"type":"message","seq":3,"id":"e3","parentId":"e2","timestamp":"2026-11-30T10:00:00.000Z",)"
+      R"("message":{"role":"user","content":"four","timestamp":1}})"
+      "\n";
+  ASSERT_EQ(::pwrite(fd, in_flight.data(), in_flight.size(), static_cast<off_t>(intact.size())),
+            static_cast<ssize_t>(in_flight.size()));
+
+  std::atomic<bool> opened{false};
+  std::int64_t seen = -1;
+  std::thread reader([&] {
+    auto session = store_->open("s", {.read_only = true});
+    if (session) seen = (*session)->size();
+    opened = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(opened.load()) << "the reader mapped the file while a group was in flight";
+  // The group's sync failed: the writer cuts it, then lets readers in.
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(intact.size())), 0);
+  unlock_contents(fd);
+  reader.join();
+  ::close(fd);
+  EXPECT_EQ(seen, 3);
 }
 
 TEST_F(JsonlRecovery, ZeroFilledTailIsCut) {

@@ -97,6 +97,7 @@ class StringArena {
 struct IndexedRecord {
   std::string_view line;
   std::string_view id;        // empty for an ignorable record without one
+  std::uint32_t id_hash = 0;  // of `id`: compared before the ids themselves
   std::int32_t parent = -1;   // tree entries: the parent entry's seq
   std::int32_t target = -1;   // leaf and label: the target's seq; ref_created: the anchor's
   std::int32_t run = -1;      // harness records: the seq of their operation_started
@@ -125,6 +126,8 @@ class SessionIndex : public MutableLogState {
     adopted_owner_ = std::move(owner);
   }
   std::string_view adopted_buffer() const { return adopted_; }
+  // A hint that `id` will be looked up soon: starts loading its table slot.
+  void prefetch_id(std::string_view id) const;
 
   // LogStateView
   std::int64_t next_seq() const override { return static_cast<std::int64_t>(records_.size()); }
