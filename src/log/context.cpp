@@ -1,6 +1,8 @@
 // The projection from a branch to the messages a model request carries,
 // following pi's buildSessionContext so that a session imported from pi builds
 // exactly the context pi builds.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cairn/log/index.hpp"
@@ -110,12 +112,16 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
     context.messages.push_back(CompactionSummaryMessage{compaction.summary, compaction.tokens_before,
                                                         iso_to_unix_ms(entry->timestamp), Json::object()});
     context.entry_ids.push_back(entry->id);
-    // Kept entries: from firstKeptEntryId up to the compaction.
-    bool kept = false;
-    for (std::size_t i = 0; i < *compaction_at; ++i) {
-      kept = kept || at(path[i]).id == compaction.first_kept_entry_id;
-      if (!kept) continue;
-      if (auto status = emit(i); !status) return std::unexpected(status.error());
+    // Kept entries: from firstKeptEntryId up to the compaction. Seqs grow
+    // from the root, so the kept entry is found by binary search.
+    if (auto kept = seq_of(compaction.first_kept_entry_id)) {
+      const auto end = path.begin() + static_cast<std::ptrdiff_t>(*compaction_at);
+      const auto first = std::lower_bound(path.begin(), end, *kept);
+      if (first != end && *first == *kept) {
+        for (auto i = static_cast<std::size_t>(first - path.begin()); i < *compaction_at; ++i) {
+          if (auto status = emit(i); !status) return std::unexpected(status.error());
+        }
+      }
     }
     from = *compaction_at + 1;
   }

@@ -91,6 +91,44 @@ void prefetch_id_of(std::string_view line, const SessionIndex& index) {
   }
 }
 
+// The file's lines in order: the mapped head's, each found just before it is
+// scanned (one pass over the file, the line still in cache), then the copied
+// tail's.
+class LineCursor {
+ public:
+  LineCursor(std::string_view head, std::string_view tail) : head_(head), tail_(tail) {}
+
+  bool next(Line& line) {
+    const bool in_head = at_ < head_.size();
+    const std::string_view text = in_head ? head_ : tail_;
+    const std::size_t from = in_head ? at_ : at_ - head_.size();
+    if (from >= text.size()) return false;
+    const std::size_t newline = text.find('\n', from);
+    const std::size_t end = newline == std::string_view::npos ? text.size() : newline;
+    line = Line{text.substr(from, end - from), static_cast<long long>(at_), newline != std::string_view::npos, in_head};
+    at_ += end - from + (newline == std::string_view::npos ? 0 : 1);
+    return true;
+  }
+  // Nothing follows the line last returned.
+  bool done() const { return at_ >= head_.size() + tail_.size(); }
+  // The text from the start of the next line (empty at the end, or when the
+  // next line lies in the tail).
+  std::string_view rest() const { return at_ < head_.size() ? head_.substr(at_) : std::string_view(); }
+
+ private:
+  std::string_view head_, tail_;
+  std::size_t at_ = 0;  // offset in the file of the next line
+};
+
+// About how many lines `text` holds, from the first 64 KiB of it: enough to
+// reserve the index once. Reserving more than is used costs only address space.
+std::size_t estimate_lines(std::string_view text) {
+  const std::string_view sample = text.substr(0, 1 << 16);
+  const auto newlines = static_cast<std::size_t>(std::count(sample.begin(), sample.end(), '\n'));
+  if (newlines == 0) return 16;
+  return text.size() / std::max<std::size_t>(sample.size() / newlines, 1) * 9 / 8;
+}
+
 }  // namespace
 
 Result<JsonlContents> read_jsonl_session(const std::string& path) {
@@ -100,23 +138,21 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
   JsonlContents contents;
   const std::string_view head = mapped->head;
   contents.index.adopt_buffer(head, mapped->file);
-  std::vector<Line> lines;
-  split_lines(head, 0, true, lines);
-  split_lines(mapped->tail, static_cast<long long>(head.size()), false, lines);
+  LineCursor lines(head, mapped->tail);
   const long long file_size = static_cast<long long>(head.size() + mapped->tail.size());
-  if (lines.empty() || !lines[0].terminated) {
+  Line line;
+  if (!lines.next(line) || !line.terminated) {
     return fail("corrupt_log", fmt::format("{}: no complete session header", path));
   }
-  auto header = parse_header(path, lines[0].text);
+  auto header = parse_header(path, line.text);
   if (!header) return std::unexpected(header.error());
   contents.header = std::move(*header);
-  contents.index.reserve(lines.size());
-  contents.good_length = static_cast<long long>(lines[0].text.size()) + 1;
+  contents.index.reserve(estimate_lines(head) + 2);
+  contents.good_length = static_cast<long long>(line.text.size()) + 1;
 
-  for (std::size_t i = 1; i < lines.size(); ++i) {
-    const Line& line = lines[i];
-    if (i + 1 < lines.size()) prefetch_id_of(lines[i + 1].text, contents.index);
-    const bool last = i + 1 == lines.size();
+  for (std::size_t i = 1; lines.next(line); ++i) {
+    prefetch_id_of(lines.rest(), contents.index);
+    const bool last = lines.done();
     RecordMeta meta;
     // simdjson reads up to kScanPadding bytes past a line, which must stay
     // inside the head; the few lines near its end are scanned from a copy.
