@@ -9,7 +9,13 @@
 #include "jsonl_reader.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -54,19 +60,6 @@ Result<SessionHeader> parse_header(const std::string& path, std::string_view lin
                                              path, header->version, kLogFormatVersion));
   }
   return header;
-}
-
-// Scans and checks one record line; the error text says why it is bad.
-Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& meta, bool padded = false) {
-  auto scanned = scan_line(text, padded);
-  if (!scanned) {
-    if (scanned.error().message == "no seq") {
-      return fail("corrupt_log", "record has no seq (a pi session file? use `cairn import pi`)");
-    }
-    return std::unexpected(scanned.error());
-  }
-  meta = std::move(*scanned);
-  return check_invariants(meta, index);
 }
 
 // Loading a new id's slot in the id table misses the cache (the file has just
@@ -117,6 +110,8 @@ class LineCursor {
     at_ += end - from + (newline == std::string_view::npos ? 0 : 1);
     return true;
   }
+  // Continues with the tail (the head's lines were read elsewhere).
+  void skip_head() { at_ = std::max(at_, head_.size()); }
   // Nothing follows the line last returned.
   bool done() const { return at_ >= head_.size() + tail_.size(); }
   // The text from the start of the next line (empty at the end, or when the
@@ -128,6 +123,129 @@ class LineCursor {
   std::string_view head_, tail_;
   std::size_t at_ = 0;  // offset in the file of the next line
 };
+
+// A line's scan: its index fields (views into the chunk's strings) or why it
+// is bad.
+struct ScannedLine {
+  Line line;
+  RecordMeta meta;
+  std::optional<Error> error;
+};
+
+Result<RecordMeta> scan_record(std::string_view text, bool padded) {
+  auto scanned = scan_line(text, padded);
+  if (!scanned && scanned.error().message == "no seq") {
+    return fail("corrupt_log", "record has no seq (a pi session file? use `cairn import pi`)");
+  }
+  return scanned;
+}
+
+// Scans and checks one record line; the error text says why it is bad.
+Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& meta) {
+  auto scanned = scan_record(text, /*padded=*/false);
+  if (!scanned) return std::unexpected(scanned.error());
+  meta = *scanned;
+  return check_invariants(meta, index);
+}
+
+// Parsing a large file's lines takes about as long as indexing them, and the
+// index must be built in order on one thread; so a second thread parses the
+// mapped head a chunk ahead of the indexing thread. Each chunk owns copies of
+// its lines' index fields (the parser's own buffer is reused line by line).
+class ScanPipeline {
+ public:
+  explicit ScanPipeline(std::string_view head) : head_(head), thread_([this](std::stop_token stop) { run(stop); }) {}
+  ~ScanPipeline() {
+    thread_.request_stop();
+    { std::lock_guard lock(mu_); }  // the producer is waiting or will see the stop
+    space_.notify_all();
+  }  // the jthread joins
+
+  // The next head line (after the header), or false at the end of the head.
+  bool next(ScannedLine*& out) {
+    while (!current_ || at_ == current_->lines.size()) {
+      std::unique_lock lock(mu_);
+      ready_.wait(lock, [&] { return !chunks_.empty() || finished_; });
+      if (chunks_.empty()) return false;
+      current_ = std::move(chunks_.front());
+      chunks_.pop_front();
+      at_ = 0;
+      space_.notify_one();
+    }
+    out = &current_->lines[at_++];
+    return true;
+  }
+  // The line after the one `next` returned last, if it is already scanned.
+  const ScannedLine* peek() const {
+    return current_ && at_ < current_->lines.size() ? &current_->lines[at_] : nullptr;
+  }
+
+ private:
+  static constexpr std::size_t kChunkLines = 256;
+  static constexpr std::size_t kChunksAhead = 8;
+  struct Chunk {
+    std::vector<ScannedLine> lines;
+    StringArena strings;
+  };
+
+  void run(std::stop_token stop) {
+    LineCursor cursor(head_, {});
+    Line line;
+    cursor.next(line);  // the header, read by the caller
+    bool more = true;
+    while (more && !stop.stop_requested()) {
+      auto chunk = std::make_unique<Chunk>();
+      chunk->lines.reserve(kChunkLines);
+      while (chunk->lines.size() < kChunkLines && (more = cursor.next(line))) {
+        ScannedLine& scanned = chunk->lines.emplace_back();
+        scanned.line = line;
+        const bool padded = line.offset + static_cast<long long>(line.text.size() + kScanPadding) <=
+                            static_cast<long long>(head_.size());
+        auto meta = scan_record(line.text, padded);
+        if (!meta) {
+          scanned.error = meta.error();
+          more = false;  // the reader stops here
+          break;
+        }
+        scanned.meta = keep(*meta, chunk->strings);
+      }
+      if (chunk->lines.empty()) break;
+      std::unique_lock lock(mu_);
+      space_.wait(lock, [&] { return chunks_.size() < kChunksAhead || stop.stop_requested(); });
+      chunks_.push_back(std::move(chunk));
+      ready_.notify_one();
+    }
+    std::lock_guard lock(mu_);
+    finished_ = true;
+    ready_.notify_one();
+  }
+
+  static RecordMeta keep(const RecordMeta& meta, StringArena& strings) {
+    RecordMeta kept = meta;
+    auto copy = [&](std::string_view text) { return text.empty() ? text : strings.store(text); };
+    kept.id = copy(meta.id);
+    if (meta.parent_id) kept.parent_id = copy(*meta.parent_id);
+    if (meta.target_id) kept.target_id = copy(*meta.target_id);
+    kept.ref = copy(meta.ref);
+    kept.run_id = copy(meta.run_id);
+    kept.name = copy(meta.name);
+    kept.custom_type = copy(meta.custom_type);
+    kept.role = copy(meta.role);
+    return kept;
+  }
+
+  std::string_view head_;
+  std::mutex mu_;
+  std::condition_variable ready_, space_;
+  std::deque<std::unique_ptr<Chunk>> chunks_;  // guarded by mu_
+  bool finished_ = false;                      // guarded by mu_
+  std::unique_ptr<Chunk> current_;             // the consumer's
+  std::size_t at_ = 0;
+  std::jthread thread_;  // last: started once everything above exists
+};
+
+// From this size up, the head is parsed on a second thread (ScanPipeline).
+constexpr std::size_t kPipelineBytes = 256 << 10;
 
 // About how many lines `text` holds, from the first 64 KiB of it: enough to
 // reserve the index once. Reserving more than is used costs only address space.
@@ -159,18 +277,14 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
   contents.index.reserve(estimate_lines(head) + 2);
   contents.good_length = static_cast<long long>(line.text.size()) + 1;
 
-  for (std::size_t i = 1; lines.next(line); ++i) {
-    prefetch_id_of(lines.rest(), contents.index);
-    const bool last = lines.done();
-    RecordMeta meta;
-    // simdjson reads up to kScanPadding bytes past a line, which must stay
-    // inside the head; the few lines near its end are scanned from a copy.
-    const bool padded = line.in_mapping && line.offset + static_cast<long long>(line.text.size() + kScanPadding) <=
-                                               static_cast<long long>(head.size());
-    Status status = line.terminated ? check_line(line.text, contents.index, meta, padded)
-                                    : fail("corrupt_log", "incomplete line (no newline)");
+  // One record line, scanned; `last`: nothing follows it in the file.
+  enum class Step { next, stop };
+  std::size_t number = 1;  // of the line, counting the header as 1
+  auto take = [&](const Line& line, const Result<RecordMeta>& scanned, bool last) -> Result<Step> {
+    ++number;
+    Status status = !scanned ? Status(std::unexpected(scanned.error())) : check_invariants(*scanned, contents.index);
     if (!status) {
-      const std::string where = fmt::format("{}:{}: seq {}", path, i + 1, contents.index.next_seq());
+      const std::string where = fmt::format("{}:{}: seq {}", path, number, contents.index.next_seq());
       // Only bytes that are incomplete or do not parse can be a torn write. A
       // well-formed record that breaks a rule (a seq gap, an unknown required
       // type) is damage wherever it is.
@@ -179,17 +293,44 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
         contents.report.bytes_cut = file_size - line.offset;
         contents.report.last_good_seq = contents.index.next_seq() - 1;
         contents.report.detail = fmt::format("{}: torn tail: {}", where, status.error().message);
-        break;
+        return Step::stop;
       }
       return fail(status.error().code == "unknown_type" ? "unknown_type" : "corrupt_log",
                   fmt::format("{}: {}", where, status.error().message));
     }
     if (line.in_mapping) {
-      contents.index.add_view(meta, line.text);
+      contents.index.add_view(*scanned, line.text);
     } else {
-      contents.index.add(meta, line.text);
+      contents.index.add(*scanned, line.text);
     }
     contents.good_length = line.offset + static_cast<long long>(line.text.size()) + 1;
+    return Step::next;
+  };
+
+  if (head.size() >= kPipelineBytes) {
+    // The head never holds the file's last line (see MappedLog), so none of
+    // its lines can be a torn tail.
+    ScanPipeline pipeline(head);
+    ScannedLine* scanned = nullptr;
+    while (pipeline.next(scanned)) {
+      if (const ScannedLine* after = pipeline.peek(); after && !after->error) contents.index.prefetch_id(after->meta.id);
+      const Result<RecordMeta> meta =
+          scanned->error ? Result<RecordMeta>(std::unexpected(*scanned->error)) : Result<RecordMeta>(scanned->meta);
+      if (auto step = take(scanned->line, meta, /*last=*/false); !step) return std::unexpected(step.error());
+    }
+    lines.skip_head();
+  }
+  while (lines.next(line)) {
+    if (line.in_mapping) prefetch_id_of(lines.rest(), contents.index);
+    // simdjson reads up to kScanPadding bytes past a line, which must stay
+    // inside the head; the few lines near its end are scanned from a copy.
+    const bool padded = line.in_mapping && line.offset + static_cast<long long>(line.text.size() + kScanPadding) <=
+                                               static_cast<long long>(head.size());
+    const Result<RecordMeta> meta =
+        line.terminated ? scan_record(line.text, padded) : fail("corrupt_log", "incomplete line (no newline)");
+    auto step = take(line, meta, lines.done());
+    if (!step) return std::unexpected(step.error());
+    if (*step == Step::stop) break;
   }
   contents.report.last_good_seq = contents.index.next_seq() - 1;
   return contents;

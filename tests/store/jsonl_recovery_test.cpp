@@ -114,6 +114,54 @@ TEST_F(JsonlRecovery, ReaderWaitsForAGroupInFlightAndNeverSeesACutOne) {
   EXPECT_EQ(seen, 3);
 }
 
+// From 256 KiB up, a file's lines are parsed on a second thread ahead of the
+// indexing; what opening finds must not change: every record read back as
+// written, and damage in the middle named by its line and seq.
+TEST_F(JsonlRecovery, LargeSessionReadsBackAndMidFileDamageIsNamed) {
+  auto session = store_->open("s");
+  ASSERT_TRUE(session) << session.error().message;
+  std::vector<Record> batch;
+  std::string parent = "e2";
+  for (int i = 3; i < 3003; ++i) {
+    std::string id = fmt::format("e{}", i);
+    batch.push_back(user_entry(fmt::format("{} {}", i, std::string(300, 'x')), parent, id));
+    parent = id;
+  }
+  ASSERT_TRUE((*session)->append(std::move(batch)));
+  const std::vector<LogLine> written = (*session)->get_log();
+  auto context = (*session)->build_context();
+  ASSERT_TRUE(context);
+  session->reset();
+  ASSERT_GT(read().size(), std::size_t{1} << 20);
+
+  auto reopened = store_->open("s", {.read_only = true});
+  ASSERT_TRUE(reopened) << reopened.error().message;
+  const std::vector<LogLine> read_back = (*reopened)->get_log();
+  ASSERT_EQ(read_back.size(), written.size());
+  for (std::size_t i = 0; i < written.size(); ++i) ASSERT_EQ(read_back[i].json, written[i].json) << "seq " << i;
+  auto context_back = (*reopened)->build_context();
+  ASSERT_TRUE(context_back);
+  EXPECT_EQ(context_back->entry_ids, context->entry_ids);
+  EXPECT_EQ(context_back->entry_ids.size(), 3003u);
+  reopened->reset();
+
+  auto damaged = lines();
+  damaged[1999] = damaged[1999].substr(0, 40) + "#";  // line 2000 holds seq 1998
+  write_lines(damaged);
+  auto refused = store_->open("s", {.read_only = true});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "corrupt_log");
+  EXPECT_NE(refused.error().message.find("s.jsonl:2000: seq 1998:"), std::string::npos) << refused.error().message;
+
+  damaged = lines();
+  damaged[1999] = lines()[2000];  // seq 1999 where 1998 belongs
+  write_lines(damaged);
+  refused = store_->open("s", {.read_only = true});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("s.jsonl:2000: seq 1998: seq gap"), std::string::npos)
+      << refused.error().message;
+}
+
 TEST_F(JsonlRecovery, ZeroFilledTailIsCut) {
   const std::string intact = read();
   write(intact + std::string(4096, '\0'));
