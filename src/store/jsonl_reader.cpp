@@ -9,16 +9,13 @@
 #include "jsonl_reader.hpp"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 #include <fmt/format.h>
 
+#include "chunk_pipeline.hpp"
 #include "file_io.hpp"
 
 namespace cairn {
@@ -154,70 +151,53 @@ Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& 
 // its lines' index fields (the parser's own buffer is reused line by line).
 class ScanPipeline {
  public:
-  explicit ScanPipeline(std::string_view head) : head_(head), thread_([this](std::stop_token stop) { run(stop); }) {}
-  ~ScanPipeline() {
-    thread_.request_stop();
-    { std::lock_guard lock(mu_); }  // the producer is waiting or will see the stop
-    space_.notify_all();
-  }  // the jthread joins
+  explicit ScanPipeline(std::string_view head)
+      : head_(head), cursor_(head, {}), pipeline_([this](Chunk& chunk) { return produce(chunk); }) {}
 
   // The next head line (after the header), or false at the end of the head.
   bool next(ScannedLine*& out) {
     while (!current_ || at_ == current_->lines.size()) {
-      std::unique_lock lock(mu_);
-      ready_.wait(lock, [&] { return !chunks_.empty() || finished_; });
-      if (chunks_.empty()) return false;
-      current_ = std::move(chunks_.front());
-      chunks_.pop_front();
+      current_ = pipeline_.next();
       at_ = 0;
-      space_.notify_one();
+      if (!current_) return false;
     }
     out = &current_->lines[at_++];
     return true;
   }
-  // The line after the one `next` returned last, if it is already scanned.
+  // The line after the one `next` returned last, if it is in the same chunk.
   const ScannedLine* peek() const {
     return current_ && at_ < current_->lines.size() ? &current_->lines[at_] : nullptr;
   }
 
  private:
   static constexpr std::size_t kChunkLines = 256;
-  static constexpr std::size_t kChunksAhead = 8;
   struct Chunk {
     std::vector<ScannedLine> lines;
     StringArena strings;
   };
 
-  void run(std::stop_token stop) {
-    LineCursor cursor(head_, {});
+  // On the pipeline's thread.
+  bool produce(Chunk& chunk) {
     Line line;
-    cursor.next(line);  // the header, read by the caller
-    bool more = true;
-    while (more && !stop.stop_requested()) {
-      auto chunk = std::make_unique<Chunk>();
-      chunk->lines.reserve(kChunkLines);
-      while (chunk->lines.size() < kChunkLines && (more = cursor.next(line))) {
-        ScannedLine& scanned = chunk->lines.emplace_back();
-        scanned.line = line;
-        const bool padded = line.offset + static_cast<long long>(line.text.size() + kScanPadding) <=
-                            static_cast<long long>(head_.size());
-        auto meta = scan_record(line.text, padded);
-        if (!meta) {
-          scanned.error = meta.error();
-          more = false;  // the reader stops here
-          break;
-        }
-        scanned.meta = keep(*meta, chunk->strings);
-      }
-      if (chunk->lines.empty()) break;
-      std::unique_lock lock(mu_);
-      space_.wait(lock, [&] { return chunks_.size() < kChunksAhead || stop.stop_requested(); });
-      chunks_.push_back(std::move(chunk));
-      ready_.notify_one();
+    if (!started_) {
+      cursor_.next(line);  // the header, read by the caller
+      started_ = true;
     }
-    std::lock_guard lock(mu_);
-    finished_ = true;
-    ready_.notify_one();
+    chunk.lines.reserve(kChunkLines);
+    while (chunk.lines.size() < kChunkLines) {
+      if (!cursor_.next(line)) return false;
+      ScannedLine& scanned = chunk.lines.emplace_back();
+      scanned.line = line;
+      const bool padded = line.offset + static_cast<long long>(line.text.size() + kScanPadding) <=
+                          static_cast<long long>(head_.size());
+      auto meta = scan_record(line.text, padded);
+      if (!meta) {
+        scanned.error = meta.error();
+        return false;  // the reader stops here
+      }
+      scanned.meta = keep(*meta, chunk.strings);
+    }
+    return true;
   }
 
   static RecordMeta keep(const RecordMeta& meta, StringArena& strings) {
@@ -235,13 +215,11 @@ class ScanPipeline {
   }
 
   std::string_view head_;
-  std::mutex mu_;
-  std::condition_variable ready_, space_;
-  std::deque<std::unique_ptr<Chunk>> chunks_;  // guarded by mu_
-  bool finished_ = false;                      // guarded by mu_
-  std::unique_ptr<Chunk> current_;             // the consumer's
+  LineCursor cursor_;    // the producer's
+  bool started_ = false;  // the producer's
+  std::unique_ptr<Chunk> current_;  // the consumer's
   std::size_t at_ = 0;
-  std::jthread thread_;  // last: started once everything above exists
+  ChunkPipeline<Chunk> pipeline_;  // last: its thread uses the members above
 };
 
 // From this size up, the head is parsed on a second thread (ScanPipeline).

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "chunk_pipeline.hpp"
 #include "sqlite_medium.hpp"
 
 namespace cairn::sqlite {
@@ -175,21 +176,65 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
   last_seq_.reset();
   if (count > 0 && count <= kMaxReservation) index.reserve(static_cast<std::size_t>(count));
 
-  for (std::int64_t expected = 0;; ++expected) {
-    Cursor* next = merge.next();
-    if (next == nullptr) break;
-    const std::int64_t seq = next->seq;
-    if (seq != expected) return fail("corrupt_log", fmt::format("{}: {}", at, seq_break(expected, seq)));
-    std::string_view payload;
-    auto meta = meta_of_row(*next, payload);
-    if (!meta) return fail(meta.error().code, fmt::format("{}, seq {}: {}", at, seq, meta.error().message));
-    if (auto valid = check_invariants(*meta, index); !valid) {
-      return fail("corrupt_log", fmt::format("{}, seq {}: {}", at, seq, valid.error().message));
+  // Stepping through the rows takes about as long as indexing them, so a
+  // second thread reads them a chunk ahead (the connection is used by that
+  // thread alone until the pipeline ends). A row's text is valid only until
+  // its statement steps: the chunk copies it, and the index adopts the copy.
+  struct Rows {
+    std::vector<RecordMeta> metas;
+    std::vector<std::string_view> lines;
+    StringArena strings;
+    std::optional<Error> error;  // the read stopped at this
+  };
+  constexpr std::size_t kChunkRows = 256;
+  std::int64_t expected = 0;
+  auto produce = [&](Rows& rows) {
+    auto copy = [&](std::string_view text) { return text.empty() ? text : rows.strings.store(text); };
+    rows.metas.reserve(kChunkRows);
+    rows.lines.reserve(kChunkRows);
+    while (rows.metas.size() < kChunkRows) {
+      Cursor* next = merge.next();
+      if (next == nullptr) return false;
+      const std::int64_t seq = next->seq;
+      if (seq != expected) {
+        rows.error = Error{"corrupt_log", fmt::format("{}: {}", at, seq_break(expected, seq))};
+        return false;
+      }
+      std::string_view payload;
+      auto meta = meta_of_row(*next, payload);
+      if (!meta) {
+        rows.error = Error{meta.error().code, fmt::format("{}, seq {}: {}", at, seq, meta.error().message)};
+        return false;
+      }
+      meta->id = copy(meta->id);
+      if (meta->parent_id) meta->parent_id = copy(*meta->parent_id);
+      if (meta->target_id) meta->target_id = copy(*meta->target_id);
+      for (std::string_view* text : {&meta->ref, &meta->run_id, &meta->name, &meta->custom_type, &meta->role}) {
+        *text = copy(*text);
+      }
+      rows.metas.push_back(*meta);
+      rows.lines.push_back(copy(payload));
+      ++expected;
+      if (auto advanced = Merge::advance(*next); !advanced) {
+        rows.error = Error{"io_error", fmt::format("{}: cannot read past seq {}: {}", at, seq, advanced.error().message)};
+        return false;
+      }
     }
-    index.add(*meta, payload);
-    if (auto advanced = Merge::advance(*next); !advanced) {
-      return fail("io_error", fmt::format("{}: cannot read past seq {}: {}", at, seq, advanced.error().message));
+    return true;
+  };
+  ChunkPipeline<Rows> pipeline(produce);
+  while (std::unique_ptr<Rows> rows = pipeline.next()) {
+    for (std::size_t i = 0; i < rows->metas.size(); ++i) {
+      // The check of a new id misses the cache on the id table: start the
+      // next one's load now.
+      if (i + 1 < rows->metas.size()) index.prefetch_id(rows->metas[i + 1].id);
+      if (auto valid = check_invariants(rows->metas[i], index); !valid) {
+        return fail("corrupt_log", fmt::format("{}, seq {}: {}", at, rows->metas[i].seq, valid.error().message));
+      }
+      index.add_view(rows->metas[i], rows->lines[i]);
     }
+    if (rows->error) return std::unexpected(*rows->error);
+    index.adopt_strings(std::move(rows->strings));
   }
   return index;
 }

@@ -126,6 +126,9 @@ class SessionIndex : public MutableLogState {
     adopted_owner_ = std::move(owner);
   }
   std::string_view adopted_buffer() const { return adopted_; }
+  // Keeps `strings` alive as long as the index: lines and fields given to
+  // add_view may lie in it.
+  void adopt_strings(StringArena strings) { adopted_strings_.push_back(std::move(strings)); }
   // A hint that `id` will be looked up soon: starts loading its table slot.
   void prefetch_id(std::string_view id) const;
 
@@ -180,6 +183,7 @@ class SessionIndex : public MutableLogState {
   StringArena strings_;  // ids, interned names, and lines appended after open
   std::string_view adopted_;                    // the file read at open
   std::shared_ptr<const void> adopted_owner_;
+  std::vector<StringArena> adopted_strings_;
   std::vector<std::string_view> names_;  // interned; names_[0] is ""
   struct StringHash {
     using is_transparent = void;
