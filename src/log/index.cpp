@@ -99,6 +99,11 @@ void SessionIndex::prefetch_id(std::string_view id) const { by_id_->prefetch(IdT
 
 std::int32_t SessionIndex::seq_or_none(std::optional<std::string_view> id) const { return id ? find_id(*id) : -1; }
 
+void SessionIndex::add_unloaded(const RecordMeta& meta) {
+  ++unloaded_;
+  add_view(meta, {});
+}
+
 void SessionIndex::add_view(const RecordMeta& meta, std::string_view line) {
   IndexedRecord record;
   record.line = line;
@@ -158,26 +163,40 @@ std::string_view SessionIndex::custom_type_of(const IndexedRecord& record) const
                                                                                           : std::string_view();
 }
 
+Result<std::string> SessionIndex::stored_line(std::int64_t seq) const {
+  const IndexedRecord& record = at(seq);
+  if (!record.line.empty()) return std::string(record.line);
+  if (!source_) return fail("corrupt_log", fmt::format("seq {}: the index has no stored line for it", seq));
+  return source_->line(seq, record.type, record.id);
+}
+
+Result<Record> SessionIndex::decode(std::int64_t seq) const {
+  if (const std::string_view line = at(seq).line; !line.empty()) return decode_line(line, seq);
+  auto line = stored_line(seq);
+  if (!line) return std::unexpected(std::move(line.error()));
+  return decode_line(*line, seq);
+}
+
 Result<TreeEntry> SessionIndex::decode_entry(std::int64_t seq) const {
-  auto record = decode_line(line(seq), seq);
+  auto record = decode(seq);
   if (!record) return std::unexpected(record.error());
   auto* entry = std::get_if<TreeEntry>(&record->body);
   if (!entry) return fail("invalid_argument", fmt::format("seq {} is not a tree entry", seq));
   return std::move(*entry);
 }
 
-std::optional<TreeEntry> SessionIndex::get_entry(std::string_view id) const {
+Result<std::optional<TreeEntry>> SessionIndex::get_entry(std::string_view id) const {
   auto seq = seq_of(id);
   if (!seq || !is_tree_type(at(*seq).type)) return std::nullopt;
   auto entry = decode_entry(*seq);
-  if (!entry) return std::nullopt;
+  if (!entry) return std::unexpected(std::move(entry.error()));
   return std::move(*entry);
 }
 
-std::optional<Record> SessionIndex::get_record(std::int64_t seq) const {
+Result<std::optional<Record>> SessionIndex::get_record(std::int64_t seq) const {
   if (seq < 0 || seq >= size()) return std::nullopt;
-  auto record = decode_line(line(seq), seq);
-  if (!record) return std::nullopt;
+  auto record = decode(seq);
+  if (!record) return std::unexpected(std::move(record.error()));
   return std::move(*record);
 }
 
@@ -287,11 +306,13 @@ Result<Page<TreeEntry>> SessionIndex::find_entries_on_branch(const EntryQuery& q
   return page;
 }
 
-std::vector<LogLine> SessionIndex::get_log(std::int64_t after_seq, std::optional<std::size_t> limit) const {
+Result<std::vector<LogLine>> SessionIndex::get_log(std::int64_t after_seq, std::optional<std::size_t> limit) const {
   std::vector<LogLine> out;
   for (std::int64_t seq = std::max<std::int64_t>(after_seq + 1, 0); seq < size(); ++seq) {
     if (limit && out.size() == *limit) break;
-    out.push_back(LogLine{seq, at(seq).type, std::string(line(seq))});
+    auto line = stored_line(seq);
+    if (!line) return std::unexpected(std::move(line.error()));
+    out.push_back(LogLine{seq, at(seq).type, std::move(*line)});
   }
   return out;
 }
@@ -319,7 +340,7 @@ Result<Page<HarnessRecord>> SessionIndex::find_harness_entries(const HarnessQuer
       page.next_cursor = cursor_for(last_seq);
       break;
     }
-    auto record = decode_line(line(seq), seq);
+    auto record = decode(seq);
     if (!record) return std::unexpected(record.error());
     page.items.push_back(std::get<HarnessRecord>(std::move(record->body)));
     last_seq = seq;
@@ -327,10 +348,15 @@ Result<Page<HarnessRecord>> SessionIndex::find_harness_entries(const HarnessQuer
   return page;
 }
 
-SessionStats SessionIndex::stats() const {
+Result<SessionStats> SessionIndex::stats() const {
   SessionStats stats;
   stats.records = size();
   stats.bytes = bytes_;
+  if (unloaded_ > 0) {
+    auto unloaded = source_ ? source_->bytes_before(unloaded_) : fail("corrupt_log", "the index has lost its line source");
+    if (!unloaded) return std::unexpected(std::move(unloaded.error()));
+    stats.bytes += *unloaded;
+  }
   for (const IndexedRecord& record : records_) {
     if (is_tree_type(record.type)) ++stats.tree_entries;
     else if (is_harness_type(record.type)) ++stats.harness_records;
@@ -342,22 +368,22 @@ SessionStats SessionIndex::stats() const {
   return stats;
 }
 
-std::optional<std::string> SessionIndex::name() const {
+Result<std::optional<std::string>> SessionIndex::name() const {
   for (std::int64_t seq = size() - 1; seq >= 0; --seq) {
     if (at(seq).type != RecordType::session_info) continue;
     auto entry = decode_entry(seq);
-    if (!entry) return std::nullopt;
+    if (!entry) return std::unexpected(std::move(entry.error()));
     return std::get<SessionInfo>(entry->body).name;
   }
   return std::nullopt;
 }
 
-std::optional<std::string> SessionIndex::label(std::string_view entry_id) const {
+Result<std::optional<std::string>> SessionIndex::label(std::string_view entry_id) const {
   for (std::int64_t seq = size() - 1; seq >= 0; --seq) {
     const IndexedRecord& m = at(seq);
     if (m.type != RecordType::label || m.target < 0 || at(m.target).id != entry_id) continue;
     auto entry = decode_entry(seq);
-    if (!entry) return std::nullopt;
+    if (!entry) return std::unexpected(std::move(entry.error()));
     return std::get<Label>(entry->body).label;
   }
   return std::nullopt;

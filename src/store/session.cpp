@@ -319,8 +319,8 @@ void Session::lead_group(std::vector<std::shared_ptr<Writer>>& group) {
   std::shared_lock lock(index_mu_);       \
   return index_.expr
 
-std::optional<TreeEntry> Session::get_entry(std::string_view id) const { CAIRN_READ(get_entry(id)); }
-std::optional<Record> Session::get_record(std::int64_t seq) const { CAIRN_READ(get_record(seq)); }
+Result<std::optional<TreeEntry>> Session::get_entry(std::string_view id) const { CAIRN_READ(get_entry(id)); }
+Result<std::optional<Record>> Session::get_record(std::int64_t seq) const { CAIRN_READ(get_record(seq)); }
 std::vector<std::string> Session::children(std::optional<std::string_view> id) const { CAIRN_READ(children(id)); }
 std::optional<std::string> Session::leaf(std::string_view ref) const { CAIRN_READ(leaf(ref)); }
 std::vector<RefInfo> Session::refs() const { CAIRN_READ(refs()); }
@@ -329,15 +329,15 @@ Result<Page<TreeEntry>> Session::find_entries_on_branch(const EntryQuery& query,
                                                         std::string_view ref) const {
   CAIRN_READ(find_entries_on_branch(query, bounds, ref));
 }
-std::vector<LogLine> Session::get_log(std::int64_t after_seq, std::optional<std::size_t> limit) const {
+Result<std::vector<LogLine>> Session::get_log(std::int64_t after_seq, std::optional<std::size_t> limit) const {
   CAIRN_READ(get_log(after_seq, limit));
 }
 Result<Page<HarnessRecord>> Session::find_harness_entries(const HarnessQuery& query) const {
   CAIRN_READ(find_harness_entries(query));
 }
-SessionStats Session::stats() const { CAIRN_READ(stats()); }
-std::optional<std::string> Session::name() const { CAIRN_READ(name()); }
-std::optional<std::string> Session::label(std::string_view entry_id) const { CAIRN_READ(label(entry_id)); }
+Result<SessionStats> Session::stats() const { CAIRN_READ(stats()); }
+Result<std::optional<std::string>> Session::name() const { CAIRN_READ(name()); }
+Result<std::optional<std::string>> Session::label(std::string_view entry_id) const { CAIRN_READ(label(entry_id)); }
 std::vector<std::string> Session::path_to(std::optional<std::string_view> leaf) const { CAIRN_READ(path_to(leaf)); }
 Result<SessionContext> Session::build_context(std::string_view ref) const { CAIRN_READ(build_context_for_ref(ref)); }
 Result<SessionContext> Session::build_context_at(std::optional<std::string_view> leaf) const {

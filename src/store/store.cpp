@@ -43,8 +43,9 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
     std::optional<std::string> point;
     if (options.entry_id) {
       auto entry = from.get_entry(*options.entry_id);
-      if (!entry) return fail("not_found", fmt::format("session {} has no entry '{}'", source_id, *options.entry_id));
-      point = options.position == ForkOptions::Position::at ? std::optional(entry->id) : entry->parent_id;
+      if (!entry) return fail(entry.error().code, fmt::format("session {}: {}", source_id, entry.error().message));
+      if (!*entry) return fail("not_found", fmt::format("session {} has no entry '{}'", source_id, *options.entry_id));
+      point = options.position == ForkOptions::Position::at ? std::optional((*entry)->id) : (*entry)->parent_id;
     } else {
       auto refs = from.refs();
       auto it = std::find_if(refs.begin(), refs.end(), [&](const RefInfo& r) { return r.name == options.ref; });
@@ -53,20 +54,22 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
     }
     for (const std::string& id : from.path_to(point)) {
       auto entry = from.get_entry(id);
-      if (!entry) return fail("corrupt_log", fmt::format("session {}: entry '{}' cannot be read", source_id, id));
-      entry->ref.reset();  // every copied entry moves the new session's main
-      records.push_back(Record{-1, std::move(*entry)});
+      if (!entry) return fail(entry.error().code, fmt::format("session {}: {}", source_id, entry.error().message));
+      if (!*entry) return fail("corrupt_log", fmt::format("session {}: entry '{}' is on the branch but not in the log", source_id, id));
+      (*entry)->ref.reset();  // every copied entry moves the new session's main
+      records.push_back(Record{-1, std::move(**entry)});
     }
   } else {
     // The whole tree: every entry and every ref, leaves preserved.
     // Orchestration records stay with the source: they describe its operations.
     for (std::int64_t seq = 0; seq < from.size(); ++seq) {
       auto record = from.get_record(seq);
-      if (!record) return fail("corrupt_log", fmt::format("session {}: seq {} cannot be read", source_id, seq));
-      const RecordType type = type_of(*record);
+      if (!record) return fail(record.error().code, fmt::format("session {}: {}", source_id, record.error().message));
+      if (!*record) return fail("corrupt_log", fmt::format("session {}: seq {} is missing", source_id, seq));
+      const RecordType type = type_of(**record);
       if (is_tree_type(type) || type == RecordType::ref_created || type == RecordType::ref_deleted) {
-        record->seq = -1;
-        records.push_back(std::move(*record));
+        (*record)->seq = -1;
+        records.push_back(std::move(**record));
       }
     }
   }

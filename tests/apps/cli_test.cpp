@@ -207,7 +207,8 @@ TEST_F(CliTest, LogJsonIsTheStoredLog) {
   auto session = store->open(id, OpenOptions{.read_only = true});
   ASSERT_TRUE(session) << session.error().message;
   std::vector<std::string> expected;
-  for (const LogLine& line : (*session)->get_log()) expected.push_back(line.json);
+  const std::vector<LogLine> lines = (*session)->get_log().value();
+  for (const LogLine& line : lines) expected.push_back(line.json);
   EXPECT_EQ(lines_of(run.out), expected);
   EXPECT_GT(expected.size(), 10u);
 

@@ -114,7 +114,7 @@ void crash_loop(const std::string& uri, SyncPolicy sync, int threads, int kills,
     auto session = (*store)->open("crashy");
     ASSERT_TRUE(session) << "after kill " << run << ": " << session.error().message;
     tails_cut += (*session)->open_report().tail_cut ? 1 : 0;
-    const auto log = (*session)->get_log();
+    const auto log = (*session)->get_log().value();
     for (std::size_t i = 0; i < log.size(); ++i) ASSERT_EQ(log[i].seq, static_cast<std::int64_t>(i));
     for (const auto& [seq, ack] : acknowledged) {
       ASSERT_LT(seq, static_cast<std::int64_t>(log.size())) << "acknowledged seq " << seq << " lost after kill " << run;

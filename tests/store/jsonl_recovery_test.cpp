@@ -128,7 +128,7 @@ TEST_F(JsonlRecovery, LargeSessionReadsBackAndMidFileDamageIsNamed) {
     parent = id;
   }
   ASSERT_TRUE((*session)->append(std::move(batch)));
-  const std::vector<LogLine> written = (*session)->get_log();
+  const std::vector<LogLine> written = (*session)->get_log().value();
   auto context = (*session)->build_context();
   ASSERT_TRUE(context);
   session->reset();
@@ -136,7 +136,7 @@ TEST_F(JsonlRecovery, LargeSessionReadsBackAndMidFileDamageIsNamed) {
 
   auto reopened = store_->open("s", {.read_only = true});
   ASSERT_TRUE(reopened) << reopened.error().message;
-  const std::vector<LogLine> read_back = (*reopened)->get_log();
+  const std::vector<LogLine> read_back = (*reopened)->get_log().value();
   ASSERT_EQ(read_back.size(), written.size());
   for (std::size_t i = 0; i < written.size(); ++i) ASSERT_EQ(read_back[i].json, written[i].json) << "seq " << i;
   auto context_back = (*reopened)->build_context();
@@ -236,7 +236,7 @@ TEST_F(JsonlRecovery, IgnorableUnknownTypeIsAccepted) {
   ASSERT_TRUE(session) << session.error().message;
   EXPECT_EQ((*session)->size(), 4);
   EXPECT_FALSE((*session)->open_report().tail_cut);
-  EXPECT_EQ((*session)->get_log()[3].json, ls.back());
+  EXPECT_EQ((*session)->get_log().value()[3].json, ls.back());
   EXPECT_EQ((*session)->build_context()->messages.size(), 3u);
 }
 

@@ -83,7 +83,8 @@ std::vector<nlohmann::json> raw_entries(const std::string& path) {
 // Every stored record as an unordered JSON value, without its seq.
 std::vector<nlohmann::json> stored_without_seq(const Session& session) {
   std::vector<nlohmann::json> out;
-  for (const LogLine& line : session.get_log()) {
+  const std::vector<LogLine> lines = session.get_log().value();
+  for (const LogLine& line : lines) {
     auto json = nlohmann::json::parse(line.json);
     json.erase("seq");
     out.push_back(std::move(json));
@@ -148,9 +149,9 @@ TEST(PiImport, V3SessionBuildsPisContext) {
   EXPECT_EQ(context->model->model_id, "gpt-5");
   EXPECT_EQ(context->thinking_level, "high");
 
-  EXPECT_EQ(session.label("a0000003"), "bugfix");
-  EXPECT_EQ(session.label("a000000d"), "first-try");
-  EXPECT_EQ(session.name(), "parser fix");
+  EXPECT_EQ(session.label("a0000003").value(), "bugfix");
+  EXPECT_EQ(session.label("a000000d").value(), "first-try");
+  EXPECT_EQ(session.name().value(), "parser fix");
   EXPECT_EQ(session.children("a000000b"), (std::vector<std::string>{"a000000c", "a000000e"}));
 }
 
@@ -307,10 +308,10 @@ TEST(PiImport, SkipsWhatPiSkipsAndSaysSo) {
 
   // pi walks through the unknown entry to its parent, and stops at the entry
   // whose parent's line did not parse.
-  ASSERT_TRUE(session.get_entry("c0000004"));
-  EXPECT_EQ(session.get_entry("c0000004")->parent_id, "c0000002");
-  ASSERT_TRUE(session.get_entry("c0000006"));
-  EXPECT_EQ(session.get_entry("c0000006")->parent_id, std::nullopt);
+  ASSERT_TRUE(session.get_entry("c0000004").value());
+  EXPECT_EQ(session.get_entry("c0000004").value()->parent_id, "c0000002");
+  ASSERT_TRUE(session.get_entry("c0000006").value());
+  EXPECT_EQ(session.get_entry("c0000006").value()->parent_id, std::nullopt);
   auto context = session.build_context("main");
   ASSERT_TRUE(context) << context.error().message;
   const std::vector<RoleText> expected{{"assistant", "Continuing"}, {"user", "Done?"}};

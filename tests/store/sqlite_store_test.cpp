@@ -130,7 +130,7 @@ TEST_F(SqliteStoreTest, ReopenSeesTheSameRecords) {
   // An operation with its intent kind, for the op_kind column.
   ASSERT_TRUE(session->append(harness(RefCreated{"ops", std::nullopt}, "ops")));
   ASSERT_TRUE(session->append(harness(OperationStarted{std::nullopt, RunIntent{}}, "ops", "op-kind")));
-  const auto log = session->get_log();
+  const auto log = session->get_log().value();
   const Json reads = testing::snapshot_reads(*session);
   session.reset();
 
@@ -138,7 +138,7 @@ TEST_F(SqliteStoreTest, ReopenSeesTheSameRecords) {
     auto reopened = store_->open("random", {.read_only = read_only});
     ASSERT_TRUE(reopened) << reopened.error().message;
     EXPECT_EQ((*reopened)->read_only(), read_only);
-    const auto again = (*reopened)->get_log();
+    const auto again = (*reopened)->get_log().value();
     ASSERT_EQ(again.size(), log.size());
     for (std::size_t i = 0; i < log.size(); ++i) {
       EXPECT_EQ(again[i].seq, log[i].seq);
@@ -272,8 +272,8 @@ TEST_F(SqliteStoreTest, BreakLockMakesTheOldWriterStale) {
   auto check = store_->open("taken", {.read_only = true});
   ASSERT_TRUE(check);
   EXPECT_EQ((*check)->size(), 2);
-  EXPECT_TRUE((*check)->get_entry("n1"));
-  EXPECT_FALSE((*check)->get_entry("u2"));
+  EXPECT_TRUE((*check)->get_entry("n1").value());
+  EXPECT_FALSE((*check)->get_entry("u2").value());
 }
 
 TEST_F(SqliteStoreTest, NewerVersionsAreRefused) {

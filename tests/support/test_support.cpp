@@ -275,7 +275,8 @@ Record RandomLog::random_record() {
 Json snapshot_reads(const Session& session) {
   Json out = Json::object();
   Json log = Json::array();
-  for (const LogLine& line : session.get_log()) log.push_back(line.json);
+  const std::vector<LogLine> lines = session.get_log().value();
+  for (const LogLine& line : lines) log.push_back(line.json);
   out["log"] = std::move(log);
   Json refs = Json::array();
   for (const RefInfo& ref : session.refs()) {
@@ -311,10 +312,11 @@ Json snapshot_reads(const Session& session) {
     for (const HarnessRecord& record : page->items) harness.push_back(record.id);
   }
   out["operations"] = std::move(harness);
-  const SessionStats stats = session.stats();
+  const SessionStats stats = session.stats().value();
   out["stats"] = {{"records", stats.records}, {"tree", stats.tree_entries}, {"harness", stats.harness_records},
                   {"bytes", stats.bytes}, {"open", stats.open_operations}};
-  out["name"] = session.name() ? Json(*session.name()) : Json();
+  const std::optional<std::string> name = session.name().value();
+  out["name"] = name ? Json(*name) : Json();
   return out;
 }
 

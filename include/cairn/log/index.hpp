@@ -1,6 +1,7 @@
 // The in-memory index of one session's log: what the tree and the queries need
 // (seq, type, id, parent, ref, run), with every record's stored line beside
-// it. Payloads are decoded only when a query returns them, which is what makes
+// it or, for a store that can read one record cheaply, a way to read it.
+// Payloads are decoded only when a query returns them, which is what makes
 // opening a large session cheap.
 //
 // Not synchronised: Session guards it (readers shared, the one writer exclusive).
@@ -92,10 +93,24 @@ class StringArena {
   std::size_t used_ = 0, capacity_ = 0, bytes_ = 0;
 };
 
+// Where the stored lines of records indexed without them are read from. The
+// SQLite store indexes a session from its narrow columns and reads a payload
+// when a query needs it. Called under the session's read lock, from any
+// number of threads at once.
+class LineSource {
+ public:
+  virtual ~LineSource() = default;
+  // The stored line of the record at `seq`, which the index knows as `type`
+  // with id `id`: a record that no longer matches is an error, not a line.
+  virtual Result<std::string> line(std::int64_t seq, RecordType type, std::string_view id) const = 0;
+  // The total size of the stored lines of the records before `end`.
+  virtual Result<std::int64_t> bytes_before(std::int64_t end) const = 0;
+};
+
 // One record in the index: its stored line and the fields the tree and the
 // queries need, as seqs and interned names rather than strings.
 struct IndexedRecord {
-  std::string_view line;
+  std::string_view line;      // empty: read from the index's LineSource
   std::string_view id;        // empty for an ignorable record without one
   std::uint32_t id_hash = 0;  // of `id`: compared before the ids themselves
   std::int32_t parent = -1;   // tree entries: the parent entry's seq
@@ -129,6 +144,10 @@ class SessionIndex : public MutableLogState {
   // Keeps `strings` alive as long as the index: lines and fields given to
   // add_view may lie in it.
   void adopt_strings(StringArena strings) { adopted_strings_.push_back(std::move(strings)); }
+  // Adds a record whose line stays in `source` (set_line_source), read when a
+  // query needs it. Only before any record with its line.
+  void add_unloaded(const RecordMeta& meta);
+  void set_line_source(std::shared_ptr<const LineSource> source) { source_ = std::move(source); }
   // A hint that `id` will be looked up soon: starts loading its table slot.
   void prefetch_id(std::string_view id) const;
 
@@ -141,20 +160,21 @@ class SessionIndex : public MutableLogState {
   void create_ref(std::string_view name, std::optional<std::string> leaf) override;
   void erase_ref(std::string_view name) override;
 
-  // Reads
-  std::optional<TreeEntry> get_entry(std::string_view id) const;
-  std::optional<Record> get_record(std::int64_t seq) const;
+  // Reads. Those that decode records fail only when a stored line cannot be
+  // read or decoded (a disk error under a LineSource, a damaged store).
+  Result<std::optional<TreeEntry>> get_entry(std::string_view id) const;
+  Result<std::optional<Record>> get_record(std::int64_t seq) const;
   std::vector<std::string> children(std::optional<std::string_view> id) const;  // nullopt: roots
   std::optional<std::string> leaf(std::string_view ref) const;
   std::vector<RefInfo> refs() const;
   Result<Page<TreeEntry>> find_entries(const EntryQuery& query) const;
   Result<Page<TreeEntry>> find_entries_on_branch(const EntryQuery& query, const BranchBounds& bounds,
                                                  std::string_view ref = "main") const;
-  std::vector<LogLine> get_log(std::int64_t after_seq, std::optional<std::size_t> limit) const;
+  Result<std::vector<LogLine>> get_log(std::int64_t after_seq, std::optional<std::size_t> limit) const;
   Result<Page<HarnessRecord>> find_harness_entries(const HarnessQuery& query) const;
-  SessionStats stats() const;
-  std::optional<std::string> name() const;
-  std::optional<std::string> label(std::string_view entry_id) const;
+  Result<SessionStats> stats() const;
+  Result<std::optional<std::string>> name() const;
+  Result<std::optional<std::string>> label(std::string_view entry_id) const;
   // The branch from `leaf` (nullopt: empty) to the root, root first.
   std::vector<std::string> path_to(std::optional<std::string_view> leaf) const;
   Result<SessionContext> build_context(std::optional<std::string_view> leaf) const;
@@ -162,7 +182,8 @@ class SessionIndex : public MutableLogState {
 
   std::int64_t size() const { return next_seq(); }
   const IndexedRecord& at(std::int64_t seq) const { return records_[static_cast<std::size_t>(seq)]; }
-  std::string_view line(std::int64_t seq) const { return at(seq).line; }
+  // The record's stored line, read from the LineSource if the index lacks it.
+  Result<std::string> stored_line(std::int64_t seq) const;
   // The text of an interned name (IndexedRecord::ref, ::detail).
   std::string_view name_of(std::uint32_t interned) const { return names_[interned]; }
 
@@ -175,6 +196,7 @@ class SessionIndex : public MutableLogState {
   std::int32_t seq_or_none(std::optional<std::string_view> id) const;
   std::uint32_t intern(std::string_view name);
   std::optional<std::uint32_t> interned(std::string_view name) const;
+  Result<Record> decode(std::int64_t seq) const;
   Result<TreeEntry> decode_entry(std::int64_t seq) const;
   std::string_view custom_type_of(const IndexedRecord& record) const;
 
@@ -184,6 +206,8 @@ class SessionIndex : public MutableLogState {
   std::string_view adopted_;                    // the file read at open
   std::shared_ptr<const void> adopted_owner_;
   std::vector<StringArena> adopted_strings_;
+  std::shared_ptr<const LineSource> source_;
+  std::int64_t unloaded_ = 0;  // records [0, unloaded_) have their lines in source_
   std::vector<std::string_view> names_;  // interned; names_[0] is ""
   struct StringHash {
     using is_transparent = void;

@@ -87,20 +87,21 @@ class Session {
   // Appends records given as JSON objects (import, fork); `seq` is replaced.
   Result<AppendResult> append_json(const std::vector<Json>& batch);
 
-  // Reads: consistent snapshots, safe from any thread.
-  std::optional<TreeEntry> get_entry(std::string_view id) const;
-  std::optional<Record> get_record(std::int64_t seq) const;
+  // Reads: consistent snapshots, safe from any thread. Those that decode
+  // records fail only when a stored line cannot be read or decoded.
+  Result<std::optional<TreeEntry>> get_entry(std::string_view id) const;
+  Result<std::optional<Record>> get_record(std::int64_t seq) const;
   std::vector<std::string> children(std::optional<std::string_view> id) const;
   std::optional<std::string> leaf(std::string_view ref = "main") const;
   std::vector<RefInfo> refs() const;
   Result<Page<TreeEntry>> find_entries(const EntryQuery& query = {}) const;
   Result<Page<TreeEntry>> find_entries_on_branch(const EntryQuery& query = {}, const BranchBounds& bounds = {},
                                                  std::string_view ref = "main") const;
-  std::vector<LogLine> get_log(std::int64_t after_seq = -1, std::optional<std::size_t> limit = {}) const;
+  Result<std::vector<LogLine>> get_log(std::int64_t after_seq = -1, std::optional<std::size_t> limit = {}) const;
   Result<Page<HarnessRecord>> find_harness_entries(const HarnessQuery& query = {}) const;
-  SessionStats stats() const;
-  std::optional<std::string> name() const;
-  std::optional<std::string> label(std::string_view entry_id) const;
+  Result<SessionStats> stats() const;
+  Result<std::optional<std::string>> name() const;
+  Result<std::optional<std::string>> label(std::string_view entry_id) const;
   std::vector<std::string> path_to(std::optional<std::string_view> leaf) const;
   Result<SessionContext> build_context(std::string_view ref = "main") const;
   Result<SessionContext> build_context_at(std::optional<std::string_view> leaf) const;

@@ -45,7 +45,9 @@ int run_log(const LogOptions& options) {
   if (!store) return store.error();
   auto session = open_session(**store, options.session, /*read_only=*/true);
   if (!session) return session.error();
-  for (const LogLine& line : (*session)->get_log(options.after)) {
+  auto log = (*session)->get_log(options.after);
+  if (!log) return report(log.error());
+  for (const LogLine& line : *log) {
     if (options.json) {
       fmt::print("{}\n", line.json);
     } else {

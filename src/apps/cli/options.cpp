@@ -82,9 +82,13 @@ Outcome<std::shared_ptr<Session>> open_session(Store& store, std::string_view id
 }
 
 Outcome<std::string> resolve_entry_id(const Session& session, std::string_view id_or_prefix) {
-  if (session.get_entry(id_or_prefix)) return std::string(id_or_prefix);
+  auto exact = session.get_entry(id_or_prefix);
+  if (!exact) return std::unexpected(report(exact.error()));
+  if (*exact) return std::string(id_or_prefix);
+  auto log = session.get_log();
+  if (!log) return std::unexpected(report(log.error()));
   std::vector<std::string> matches;
-  for (const LogLine& line : session.get_log()) {
+  for (const LogLine& line : *log) {
     if (!is_tree_type(line.type)) continue;
     auto json = Json::parse(line.json, nullptr, false);
     if (!json.is_object() || !json.contains("id") || !json["id"].is_string()) continue;

@@ -70,7 +70,12 @@ int run_tree(const TreeOptions& options) {
   std::vector<Node> nodes;
   std::unordered_map<std::string, std::size_t> by_id;
   std::vector<std::size_t> roots;
-  for (const LogLine& line : session.get_log()) {
+  auto log = session.get_log();
+  if (!log) return report(log.error());
+  // The latest label of each entry, collected on the way (labels are
+  // latest-wins records), so no entry's label needs a search of the log.
+  std::unordered_map<std::string, std::optional<std::string>> labels;
+  for (const LogLine& line : *log) {
     if (!is_tree_type(line.type)) continue;
     auto json = Json::parse(line.json, nullptr, false);
     auto entry = json.is_discarded() ? Result<TreeEntry>(fail("invalid_record", "not valid JSON"))
@@ -78,6 +83,7 @@ int run_tree(const TreeOptions& options) {
     if (!entry) {
       return report(kFailure, fmt::format("session {}: seq {}: {}", session.id(), line.seq, entry.error().message));
     }
+    if (const auto* label = std::get_if<Label>(&entry->body)) labels[label->target_id] = label->label;
     const std::size_t index = nodes.size();
     by_id.emplace(entry->id, index);
     auto parent = entry->parent_id ? by_id.find(*entry->parent_id) : by_id.end();
@@ -117,7 +123,9 @@ int run_tree(const TreeOptions& options) {
 
     std::string line = prefix_for(frame, multiple_roots);
     line += fmt::format("{} {}", short_id(node.entry.id), to_string(type_of(node.entry.body)));
-    if (auto label = session.label(node.entry.id)) line += fmt::format(" [{}]", *label);
+    if (auto label = labels.find(node.entry.id); label != labels.end() && label->second) {
+      line += fmt::format(" [{}]", *label->second);
+    }
     line += " " + entry_preview(node.entry);
     if (auto it = refs_at.find(node.entry.id); it != refs_at.end()) {
       for (const auto& ref : it->second) line += fmt::format("  ← {}", ref);

@@ -147,7 +147,9 @@ int run_verify(const VerifyOptions& options) {
   };
   std::unordered_map<std::string, AttemptState> attempt_state;
 
-  const std::vector<LogLine> lines = session.get_log();
+  auto log = session.get_log();
+  if (!log) return report(log.error());
+  const std::vector<LogLine>& lines = *log;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const LogLine& line = lines[i];
     if (line.seq != static_cast<std::int64_t>(i)) {
