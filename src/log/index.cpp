@@ -163,11 +163,22 @@ std::string_view SessionIndex::custom_type_of(const IndexedRecord& record) const
                                                                                           : std::string_view();
 }
 
+Result<std::string> SessionIndex::checked(std::int64_t seq, LineSource::Stored stored) const {
+  if (stored.id != at(seq).id) {
+    return fail("corrupt_log", fmt::format("seq {}: the stored record changed since the session was opened: its id "
+                                           "is '{}', was '{}'",
+                                           seq, stored.id, at(seq).id));
+  }
+  return std::move(stored.line);
+}
+
 Result<std::string> SessionIndex::stored_line(std::int64_t seq) const {
   const IndexedRecord& record = at(seq);
   if (!record.line.empty()) return std::string(record.line);
   if (!source_) return fail("corrupt_log", fmt::format("seq {}: the index has no stored line for it", seq));
-  return source_->line(seq, record.type, record.id);
+  auto stored = source_->line(seq, record.type);
+  if (!stored) return std::unexpected(std::move(stored.error()));
+  return checked(seq, std::move(*stored));
 }
 
 Result<Record> SessionIndex::decode(std::int64_t seq) const {
@@ -307,12 +318,25 @@ Result<Page<TreeEntry>> SessionIndex::find_entries_on_branch(const EntryQuery& q
 }
 
 Result<std::vector<LogLine>> SessionIndex::get_log(std::int64_t after_seq, std::optional<std::size_t> limit) const {
+  const std::int64_t begin = std::max<std::int64_t>(after_seq + 1, 0);
+  std::int64_t end = size();
+  if (limit) end = std::min(end, begin + static_cast<std::int64_t>(std::min<std::size_t>(*limit, size())));
   std::vector<LogLine> out;
-  for (std::int64_t seq = std::max<std::int64_t>(after_seq + 1, 0); seq < size(); ++seq) {
-    if (limit && out.size() == *limit) break;
-    auto line = stored_line(seq);
-    if (!line) return std::unexpected(std::move(line.error()));
-    out.push_back(LogLine{seq, at(seq).type, std::move(*line)});
+  if (begin >= end) return out;
+  out.reserve(static_cast<std::size_t>(end - begin));
+  // Lines still in the source are read in one go, not one query each.
+  if (const std::int64_t unloaded_end = std::min(end, unloaded_); begin < unloaded_end) {
+    if (!source_) return fail("corrupt_log", fmt::format("seq {}: the index has no stored line for it", begin));
+    auto stored = source_->lines(begin, unloaded_end);
+    if (!stored) return std::unexpected(std::move(stored.error()));
+    for (std::int64_t seq = begin; seq < unloaded_end; ++seq) {
+      auto line = checked(seq, std::move((*stored)[static_cast<std::size_t>(seq - begin)]));
+      if (!line) return std::unexpected(std::move(line.error()));
+      out.push_back(LogLine{seq, at(seq).type, std::move(*line)});
+    }
+  }
+  for (std::int64_t seq = std::max(begin, unloaded_); seq < end; ++seq) {
+    out.push_back(LogLine{seq, at(seq).type, std::string(at(seq).line)});
   }
   return out;
 }

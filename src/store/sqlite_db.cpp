@@ -29,10 +29,11 @@ DbStatus Statement::run() {
   return {};
 }
 
-DbResult<Database> Database::open(const std::string& file) {
+DbResult<Database> Database::open(const std::string& file, Missing missing) {
   sqlite3* handle = nullptr;
-  const int rc = sqlite3_open_v2(file.c_str(), &handle,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int flags =
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (missing == Missing::create ? SQLITE_OPEN_CREATE : 0);
+  const int rc = sqlite3_open_v2(file.c_str(), &handle, flags, nullptr);
   Database db(handle);  // closes the handle on every path, even a failed open
   if (rc != SQLITE_OK) return std::unexpected(error_of(handle, rc));
   sqlite3_extended_result_codes(handle, 1);

@@ -113,9 +113,11 @@ class Database {
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
-  // Opens (creating if missing) a database file for reading and writing. The
-  // caller serialises use of the connection (SQLITE_OPEN_NOMUTEX).
-  static DbResult<Database> open(const std::string& file);
+  enum class Missing { create, fail };
+  // Opens a database file for reading and writing, creating it if it is
+  // missing and `missing` says so. The caller serialises use of the
+  // connection (SQLITE_OPEN_NOMUTEX).
+  static DbResult<Database> open(const std::string& file, Missing missing = Missing::create);
 
   // Runs one or more statements that return nothing of interest.
   DbStatus exec(const char* sql);

@@ -54,6 +54,11 @@ CREATE TABLE IF NOT EXISTS session_entries (
   PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS idx_entries_session_id ON session_entries(session_id, id);
+-- What opening a session reads (sqlite_records.cpp): the index columns in seq
+-- order, not the payloads, which are read when used. These narrow copies fill
+-- a fraction of the pages the table does.
+CREATE INDEX IF NOT EXISTS idx_entries_open
+  ON session_entries(session_id, seq, type, id, parent_id, ref, target_id, name, custom_type, role);
 CREATE TABLE IF NOT EXISTS harness_entries (
   session_id  TEXT NOT NULL,
   seq         INTEGER NOT NULL,
@@ -72,6 +77,8 @@ CREATE TABLE IF NOT EXISTS harness_entries (
 CREATE UNIQUE INDEX IF NOT EXISTS idx_harness_session_id ON harness_entries(session_id, id);
 CREATE INDEX IF NOT EXISTS idx_harness_ref_type_seq ON harness_entries(session_id, ref, type, seq);
 CREATE INDEX IF NOT EXISTS idx_harness_ref_kind_seq ON harness_entries(session_id, ref, type, op_kind, seq);
+CREATE INDEX IF NOT EXISTS idx_harness_open
+  ON harness_entries(session_id, seq, type, id, ref, run_id, target_id, name, custom_type);
 CREATE TABLE IF NOT EXISTS ignorable_entries (
   session_id TEXT NOT NULL,
   seq        INTEGER NOT NULL,

@@ -11,7 +11,8 @@ namespace {
 
 enum Table { kTree = 0, kHarness = 1, kIgnorable = 2 };
 
-// Each scan starts with seq; the other columns differ by table.
+// Each scan starts with seq; the other columns differ by table. Repair reads
+// the payloads too, as the last column.
 constexpr std::string_view kScans[] = {
     "SELECT seq, type, id, parent_id, ref, target_id, name, custom_type, role, payload "
     "FROM session_entries WHERE session_id = ?1 ORDER BY seq",
@@ -19,6 +20,35 @@ constexpr std::string_view kScans[] = {
     "FROM harness_entries WHERE session_id = ?1 ORDER BY seq",
     "SELECT seq, id, payload FROM ignorable_entries WHERE session_id = ?1 ORDER BY seq",
 };
+// Opening reads the index columns alone, from the narrow indexes that hold
+// them (named, because the planner would rather walk the table's own key).
+// Ignorable records are rare and have no such index.
+constexpr std::string_view kOpenScans[] = {
+    "SELECT seq, type, id, parent_id, ref, target_id, name, custom_type, role "
+    "FROM session_entries INDEXED BY idx_entries_open WHERE session_id = ?1 ORDER BY seq",
+    "SELECT seq, type, id, ref, run_id, target_id, name, custom_type "
+    "FROM harness_entries INDEXED BY idx_harness_open WHERE session_id = ?1 ORDER BY seq",
+    "SELECT seq, id FROM ignorable_entries WHERE session_id = ?1 ORDER BY seq",
+};
+// One record's stored line, by table, and its id to check it is the record
+// the index knows; then the same for a range of seqs.
+constexpr std::string_view kLineReads[] = {
+    "SELECT id, payload FROM session_entries WHERE session_id = ?1 AND seq = ?2",
+    "SELECT id, payload FROM harness_entries WHERE session_id = ?1 AND seq = ?2",
+    "SELECT id, payload FROM ignorable_entries WHERE session_id = ?1 AND seq = ?2",
+};
+constexpr std::string_view kRangeReads[] = {
+    "SELECT seq, id, payload FROM session_entries WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3",
+    "SELECT seq, id, payload FROM harness_entries WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3",
+    "SELECT seq, id, payload FROM ignorable_entries WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3",
+};
+constexpr std::string_view kBytesBefore =
+    "SELECT (SELECT coalesce(sum(length(CAST(payload AS BLOB))), 0) FROM session_entries "
+    "        WHERE session_id = ?1 AND seq < ?2) + "
+    "       (SELECT coalesce(sum(length(CAST(payload AS BLOB))), 0) FROM harness_entries "
+    "        WHERE session_id = ?1 AND seq < ?2) + "
+    "       (SELECT coalesce(sum(length(CAST(payload AS BLOB))), 0) FROM ignorable_entries "
+    "        WHERE session_id = ?1 AND seq < ?2)";
 
 // The highest seq of a session: three primary-key lookups. In a healthy log it
 // is the record count less one, which lets the index size itself once.
@@ -88,16 +118,17 @@ std::optional<std::string_view> optional_text(const Statement& rows, int column)
   return rows.text(column);
 }
 
-// The current row's index fields, from its columns; `payload` is set to its
-// stored line. Errors say what is wrong with the row, not where it is.
-Result<RecordMeta> meta_of_row(const Cursor& cursor, std::string_view& payload) {
+// The current row's index fields, from its columns; `payload`, when given,
+// is set to its stored line (a kScans row). Errors say what is wrong with the
+// row, not where it is.
+Result<RecordMeta> meta_of_row(const Cursor& cursor, std::string_view* payload) {
   const Statement& rows = *cursor.rows;
   RecordMeta meta;
   meta.seq = cursor.seq;
   if (cursor.table == kIgnorable) {
     meta.type = RecordType::ignorable;
     meta.id = rows.text(1);
-    payload = rows.text(2);
+    if (payload) *payload = rows.text(2);
     return meta;
   }
   const std::string_view type_name = rows.text(1);
@@ -115,14 +146,14 @@ Result<RecordMeta> meta_of_row(const Cursor& cursor, std::string_view& payload) 
     meta.name = rows.text(6);
     meta.custom_type = rows.text(7);
     meta.role = rows.text(8);
-    payload = rows.text(9);
+    if (payload) *payload = rows.text(9);
   } else {
     meta.ref = rows.text(3);
     meta.run_id = rows.text(4);
     meta.target_id = optional_text(rows, 5);
     meta.name = rows.text(6);
     meta.custom_type = rows.text(7);
-    payload = rows.text(8);
+    if (payload) *payload = rows.text(8);
   }
   return meta;
 }
@@ -152,9 +183,12 @@ DbResult<RecordReader> RecordReader::prepare(Database& db, std::string file) {
   RecordReader reader;
   reader.file_ = std::move(file);
   for (int table = 0; table < 3; ++table) {
-    auto statement = db.prepare(kScans[table]);
-    if (!statement) return std::unexpected(std::move(statement.error()));
-    reader.tables_[table] = std::move(*statement);
+    auto scan = db.prepare(kScans[table]);
+    if (!scan) return std::unexpected(std::move(scan.error()));
+    reader.tables_[table] = std::move(*scan);
+    auto open_scan = db.prepare(kOpenScans[table]);
+    if (!open_scan) return std::unexpected(std::move(open_scan.error()));
+    reader.open_tables_[table] = std::move(*open_scan);
   }
   auto last_seq = db.prepare(kLastSeq);
   if (!last_seq) return std::unexpected(std::move(last_seq.error()));
@@ -164,7 +198,7 @@ DbResult<RecordReader> RecordReader::prepare(Database& db, std::string file) {
 
 Result<SessionIndex> RecordReader::load(const std::string& session_id) {
   const std::string at = where(file_, session_id);
-  Merge merge(tables_, session_id);
+  Merge merge(open_tables_, session_id);
   if (auto started = merge.start(); !started) {
     return fail("io_error", fmt::format("{}: cannot read the records: {}", at, started.error().message));
   }
@@ -180,9 +214,10 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
   // second thread reads them a chunk ahead (the connection is used by that
   // thread alone until the pipeline ends). A row's text is valid only until
   // its statement steps: the chunk copies it, and the index adopts the copy.
+  // The payloads stay in the file until a query needs them.
+  index.set_line_source(std::make_shared<SqliteLines>(file_, session_id));
   struct Rows {
     std::vector<RecordMeta> metas;
-    std::vector<std::string_view> lines;
     StringArena strings;
     std::optional<Error> error;  // the read stopped at this
   };
@@ -191,7 +226,6 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
   auto produce = [&](Rows& rows) {
     auto copy = [&](std::string_view text) { return text.empty() ? text : rows.strings.store(text); };
     rows.metas.reserve(kChunkRows);
-    rows.lines.reserve(kChunkRows);
     while (rows.metas.size() < kChunkRows) {
       Cursor* next = merge.next();
       if (next == nullptr) return false;
@@ -200,8 +234,7 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
         rows.error = Error{"corrupt_log", fmt::format("{}: {}", at, seq_break(expected, seq))};
         return false;
       }
-      std::string_view payload;
-      auto meta = meta_of_row(*next, payload);
+      auto meta = meta_of_row(*next, nullptr);
       if (!meta) {
         rows.error = Error{meta.error().code, fmt::format("{}, seq {}: {}", at, seq, meta.error().message)};
         return false;
@@ -213,7 +246,6 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
         *text = copy(*text);
       }
       rows.metas.push_back(*meta);
-      rows.lines.push_back(copy(payload));
       ++expected;
       if (auto advanced = Merge::advance(*next); !advanced) {
         rows.error = Error{"io_error", fmt::format("{}: cannot read past seq {}: {}", at, seq, advanced.error().message)};
@@ -231,7 +263,7 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
       if (auto valid = check_invariants(rows->metas[i], index); !valid) {
         return fail("corrupt_log", fmt::format("{}, seq {}: {}", at, rows->metas[i].seq, valid.error().message));
       }
-      index.add_view(rows->metas[i], rows->lines[i]);
+      index.add_unloaded(rows->metas[i]);
     }
     if (rows->error) return std::unexpected(*rows->error);
     index.adopt_strings(std::move(rows->strings));
@@ -254,11 +286,11 @@ Result<Salvage> RecordReader::salvage(const std::string& session_id) {
     std::string reason;
     if (first_damaged) {
       reason = fmt::format("after the damaged record at seq {}", *first_damaged);
-      (void)meta_of_row(*next, payload);
+      (void)meta_of_row(*next, &payload);
     } else if (seq != salvage.kept) {
       reason = seq_break(salvage.kept, seq);
-      (void)meta_of_row(*next, payload);
-    } else if (auto meta = meta_of_row(*next, payload); !meta) {
+      (void)meta_of_row(*next, &payload);
+    } else if (auto meta = meta_of_row(*next, &payload); !meta) {
       reason = meta.error().message;
     } else if (auto scanned = scan_line(payload); !scanned) {
       reason = fmt::format("payload: {}", scanned.error().message);
@@ -280,6 +312,112 @@ Result<Salvage> RecordReader::salvage(const std::string& session_id) {
     }
   }
   return salvage;
+}
+
+}  // namespace cairn::sqlite
+
+namespace cairn::sqlite {
+
+struct SqliteLines::Connection {
+  Database db;
+  Statement lines[3];   // kLineReads
+  Statement ranges[3];  // kRangeReads
+  Statement bytes_before;
+};
+
+SqliteLines::SqliteLines(std::string file, std::string session_id)
+    : file_(std::move(file)), session_id_(std::move(session_id)) {}
+SqliteLines::~SqliteLines() = default;
+
+DbResult<SqliteLines::Connection*> SqliteLines::connect() const {
+  if (connection_) return connection_.get();
+  auto db = Database::open(file_, Database::Missing::fail);
+  if (!db) return std::unexpected(std::move(db.error()));
+  db->set_busy_timeout(kBusyTimeoutMs);
+  auto connection = std::make_unique<Connection>();
+  connection->db = std::move(*db);
+  for (int table = 0; table < 3; ++table) {
+    auto statement = connection->db.prepare(kLineReads[table]);
+    if (!statement) return std::unexpected(std::move(statement.error()));
+    connection->lines[table] = std::move(*statement);
+    auto range = connection->db.prepare(kRangeReads[table]);
+    if (!range) return std::unexpected(std::move(range.error()));
+    connection->ranges[table] = std::move(*range);
+  }
+  auto bytes = connection->db.prepare(kBytesBefore);
+  if (!bytes) return std::unexpected(std::move(bytes.error()));
+  connection->bytes_before = std::move(*bytes);
+  connection_ = std::move(connection);
+  return connection_.get();
+}
+
+Result<LineSource::Stored> SqliteLines::line(std::int64_t seq, RecordType type) const {
+  const int table = is_tree_type(type) ? kTree : is_harness_type(type) ? kHarness : kIgnorable;
+  const std::string at = fmt::format("{}, seq {}", where(file_, session_id_), seq);
+  std::lock_guard lock(mu_);
+  auto connected = connect();
+  if (!connected) return fail("io_error", fmt::format("{}: cannot read the record: {}", at, connected.error().message));
+  Statement& read = (*connected)->lines[table];
+  read.reset().bind(1, std::string_view(session_id_)).bind(2, seq);
+  auto row = read.step();
+  if (!row) return fail("io_error", fmt::format("{}: cannot read the record: {}", at, row.error().message));
+  if (!*row) {
+    read.reset();
+    return fail("corrupt_log", fmt::format("{}: the record is no longer in {}", at, kEntryTables[table]));
+  }
+  Stored stored{std::string(read.text(0)), std::string(read.text(1))};
+  read.reset();
+  return stored;
+}
+
+Result<std::vector<LineSource::Stored>> SqliteLines::lines(std::int64_t begin, std::int64_t end) const {
+  const std::string at = where(file_, session_id_);
+  std::vector<Stored> out(static_cast<std::size_t>(std::max<std::int64_t>(end - begin, 0)));
+  std::vector<bool> found(out.size());
+  std::lock_guard lock(mu_);
+  auto connected = connect();
+  if (!connected) return fail("io_error", fmt::format("{}: cannot read the records: {}", at, connected.error().message));
+  // Each table holds its rows in seq order; together they fill the range.
+  for (Statement& range : (*connected)->ranges) {
+    range.reset().bind(1, std::string_view(session_id_)).bind(2, begin).bind(3, end);
+    for (;;) {
+      auto row = range.step();
+      if (!row) return fail("io_error", fmt::format("{}: cannot read the records: {}", at, row.error().message));
+      if (!*row) break;
+      const std::int64_t seq = range.int64(0);
+      const auto slot = static_cast<std::size_t>(seq - begin);
+      if (found[slot]) {
+        range.reset();
+        return fail("corrupt_log", fmt::format("{}: duplicate seq {}", at, seq));
+      }
+      found[slot] = true;
+      out[slot] = Stored{std::string(range.text(1)), std::string(range.text(2))};
+    }
+    range.reset();
+  }
+  for (std::size_t slot = 0; slot < found.size(); ++slot) {
+    if (!found[slot]) {
+      return fail("corrupt_log",
+                  fmt::format("{}, seq {}: the record is no longer in the store", at, begin + static_cast<std::int64_t>(slot)));
+    }
+  }
+  return out;
+}
+
+Result<std::int64_t> SqliteLines::bytes_before(std::int64_t end) const {
+  std::lock_guard lock(mu_);
+  auto connected = connect();
+  auto failed = [&](const DbError& error) {
+    return fail("io_error", fmt::format("{}: cannot size the records: {}", where(file_, session_id_), error.message));
+  };
+  if (!connected) return failed(connected.error());
+  Statement& sum = (*connected)->bytes_before;
+  sum.reset().bind(1, std::string_view(session_id_)).bind(2, end);
+  auto row = sum.step();
+  if (!row) return failed(row.error());
+  const std::int64_t bytes = *row ? sum.int64(0) : 0;
+  sum.reset();
+  return bytes;
 }
 
 }  // namespace cairn::sqlite

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,7 +40,9 @@ class RecordReader {
   // names the database in messages.
   static DbResult<RecordReader> prepare(Database& db, std::string file);
 
-  // Builds the index from the columns alone, parsing no payload. Refuses what
+  // Builds the index from the columns alone, reading no payload: the index
+  // reads a record's payload (through SqliteLines) when a query needs it.
+  // Refuses what
   // a damaged table would break: seq contiguous from 0 (corrupt_log), known
   // types (unknown_type), each kind in its table and the log's invariants
   // (corrupt_log naming the seq). Call inside a read transaction, so the
@@ -53,8 +57,35 @@ class RecordReader {
  private:
   RecordReader() = default;
   std::string file_;
-  Statement tables_[3];
+  Statement tables_[3];       // with payloads, for salvage()
+  Statement open_tables_[3];  // index columns only, for load()
   Statement last_seq_;
+};
+
+// The stored lines of one session's records, read one at a time for an index
+// that load() built without them. Has a connection of its own, opened on
+// first use: the session may outlive the store that opened it, and the
+// store's connections are busy with other sessions and with appends. Records
+// never change once committed, so any snapshot holds the line the index
+// expects (the index checks the id all the same: a repair in another process
+// could have replaced it).
+class SqliteLines final : public LineSource {
+ public:
+  SqliteLines(std::string file, std::string session_id);
+  ~SqliteLines() override;
+  Result<Stored> line(std::int64_t seq, RecordType type) const override;
+  Result<std::vector<Stored>> lines(std::int64_t begin, std::int64_t end) const override;
+  Result<std::int64_t> bytes_before(std::int64_t end) const override;
+
+ private:
+  struct Connection;
+  // The connection, opened if this is the first use; mu_ is held.
+  DbResult<Connection*> connect() const;
+
+  const std::string file_;
+  const std::string session_id_;
+  mutable std::mutex mu_;  // one query at a time on the connection
+  mutable std::unique_ptr<Connection> connection_;
 };
 
 }  // namespace cairn::sqlite

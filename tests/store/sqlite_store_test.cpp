@@ -175,6 +175,59 @@ TEST_F(SqliteStoreTest, ReopenSeesTheSameRecords) {
   EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
 }
 
+// Opening indexes the columns alone; a payload is read when a query needs it.
+// Old and new records read alike after appends, and a record that changed or
+// vanished under an open session is an error naming its seq, never a silently
+// different answer.
+TEST_F(SqliteStoreTest, PayloadsAreReadWhenUsedAndAChangedRowIsAnError) {
+  write_chain("lazy", 4);
+  {
+    auto session = store_->open("lazy", {});
+    ASSERT_TRUE(session) << session.error().message;
+    ASSERT_TRUE((*session)->append(user_entry("text 4", "e3", "e4")));
+    const auto log = (*session)->get_log().value();
+    ASSERT_EQ(log.size(), 5u);
+    std::int64_t bytes = 0;
+    for (std::size_t i = 0; i < log.size(); ++i) {
+      EXPECT_EQ(Json::parse(log[i].json)["id"], "e" + std::to_string(i));
+      bytes += static_cast<std::int64_t>(log[i].json.size());
+    }
+    EXPECT_EQ((*session)->stats().value().bytes, bytes);
+    EXPECT_EQ((*session)->get_log(2, 2).value().size(), 2u);
+    auto context = (*session)->build_context();
+    ASSERT_TRUE(context) << context.error().message;
+    EXPECT_EQ(context->messages.size(), 5u);
+  }
+
+  auto opened = store_->open("lazy", {.read_only = true});
+  ASSERT_TRUE(opened) << opened.error().message;
+  const Session& session = **opened;
+  sql("UPDATE session_entries SET payload = replace(payload, 'text 0', 'TEXT 0') WHERE seq = 0");
+  auto first = session.get_entry("e0");
+  ASSERT_TRUE(first && *first);
+  EXPECT_EQ(std::get<std::string>(std::get<UserMessage>(std::get<MessageBody>((*first)->body).message).content),
+            "TEXT 0");
+
+  sql("UPDATE session_entries SET id = 'x2' WHERE seq = 2");
+  auto changed = session.get_entry("e2");
+  ASSERT_FALSE(changed);
+  EXPECT_EQ(changed.error().code, "corrupt_log");
+  EXPECT_TRUE(contains(changed.error().message, "seq 2")) << changed.error().message;
+  EXPECT_TRUE(contains(changed.error().message, "'x2'")) << changed.error().message;
+  ASSERT_FALSE(session.get_log());
+  EXPECT_EQ(session.get_log().error().code, "corrupt_log");
+  EXPECT_FALSE(session.build_context());
+  EXPECT_TRUE(session.get_log(2).has_value()) << "records after the changed one still read";
+
+  sql("DELETE FROM session_entries WHERE seq = 3");
+  auto gone = session.get_record(3);
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, "corrupt_log");
+  EXPECT_TRUE(contains(gone.error().message, "seq 3")) << gone.error().message;
+  ASSERT_FALSE(session.get_log(2));
+  EXPECT_TRUE(contains(session.get_log(2).error().message, "seq 3")) << session.get_log(2).error().message;
+}
+
 TEST_F(SqliteStoreTest, SecondWriterIsRefusedWithTheHolder) {
   auto session = create("held");
   EXPECT_EQ(query("SELECT generation FROM sessions WHERE id = 'held'"), "1");

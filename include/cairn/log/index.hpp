@@ -99,10 +99,17 @@ class StringArena {
 // number of threads at once.
 class LineSource {
  public:
+  // A record as stored: the index checks the id is the one it knows (the
+  // store could have been repaired by another process since it was read).
+  struct Stored {
+    std::string id;  // empty for an ignorable record without one
+    std::string line;
+  };
   virtual ~LineSource() = default;
-  // The stored line of the record at `seq`, which the index knows as `type`
-  // with id `id`: a record that no longer matches is an error, not a line.
-  virtual Result<std::string> line(std::int64_t seq, RecordType type, std::string_view id) const = 0;
+  // The record at `seq`, which the index knows as a `type` record.
+  virtual Result<Stored> line(std::int64_t seq, RecordType type) const = 0;
+  // The records at [begin, end), in seq order: every one of them, or an error.
+  virtual Result<std::vector<Stored>> lines(std::int64_t begin, std::int64_t end) const = 0;
   // The total size of the stored lines of the records before `end`.
   virtual Result<std::int64_t> bytes_before(std::int64_t end) const = 0;
 };
@@ -196,6 +203,7 @@ class SessionIndex : public MutableLogState {
   std::int32_t seq_or_none(std::optional<std::string_view> id) const;
   std::uint32_t intern(std::string_view name);
   std::optional<std::uint32_t> interned(std::string_view name) const;
+  Result<std::string> checked(std::int64_t seq, LineSource::Stored stored) const;
   Result<Record> decode(std::int64_t seq) const;
   Result<TreeEntry> decode_entry(std::int64_t seq) const;
   std::string_view custom_type_of(const IndexedRecord& record) const;
