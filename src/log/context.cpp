@@ -54,36 +54,21 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
     return fail("not_found", fmt::format("no entry '{}'", *leaf_id));
   }
 
-  std::vector<std::int64_t> path;  // root first
-  for (std::int64_t seq = *leaf_seq; seq >= 0; seq = records_[static_cast<std::size_t>(seq)].parent) path.push_back(seq);
-  std::reverse(path.begin(), path.end());
-
-  // Settings in force at the leaf: the last of each kind on the path. Only
-  // those few entries are decoded.
-  std::optional<std::size_t> compaction_at, model_at, thinking_at, tools_at;
-  for (std::size_t i = path.size(); i-- > 0;) {
-    const IndexedRecord& m = at(path[i]);
-    if (!compaction_at && m.type == RecordType::compaction) compaction_at = i;
-    if (!thinking_at && m.type == RecordType::thinking_level_change) thinking_at = i;
-    if (!tools_at && m.type == RecordType::active_tools_change) tools_at = i;
-    if (!model_at && (m.type == RecordType::model_change || (m.type == RecordType::message && name_of(m.detail) == "assistant"))) {
-      model_at = i;
-    }
-    if (compaction_at && thinking_at && tools_at && model_at) break;
-  }
-  auto decode_at = [&](std::size_t i) { return decode_entry(path[i]); };
-  if (thinking_at) {
-    auto entry = decode_at(*thinking_at);
+  // Settings in force at the leaf: the last entry of each kind on its path,
+  // which the index keeps for every entry. Only those few are decoded.
+  const IndexedRecord& leaf = at(*leaf_seq);
+  if (leaf.last_thinking >= 0) {
+    auto entry = decode_entry(leaf.last_thinking);
     if (!entry) return std::unexpected(entry.error());
     context.thinking_level = std::get<ThinkingLevelChange>(entry->body).thinking_level;
   }
-  if (tools_at) {
-    auto entry = decode_at(*tools_at);
+  if (leaf.last_tools >= 0) {
+    auto entry = decode_entry(leaf.last_tools);
     if (!entry) return std::unexpected(entry.error());
     context.active_tool_names = std::get<ActiveToolsChange>(entry->body).active_tool_names;
   }
-  if (model_at) {
-    auto entry = decode_at(*model_at);
+  if (leaf.last_model >= 0) {
+    auto entry = decode_entry(leaf.last_model);
     if (!entry) return std::unexpected(entry.error());
     if (const auto* change = std::get_if<ModelChange>(&entry->body)) {
       context.model = ModelRef{change->provider, change->model_id};
@@ -93,9 +78,29 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
     }
   }
 
-  auto emit = [&](std::size_t i) -> Status {
-    if (!projects(at(path[i]))) return {};
-    auto entry = decode_at(i);
+  // After the last compaction: its summary, the entries it kept (from
+  // firstKeptEntryId up to it, if that entry is on the path) and every entry
+  // after it. Nothing older is projected, so the walk from the leaf stops at
+  // the kept entry, or at the root when nothing was compacted.
+  const std::int64_t compaction_seq = leaf.last_compaction;
+  std::optional<TreeEntry> compaction;
+  std::int64_t kept_seq = -1;
+  if (compaction_seq >= 0) {
+    auto entry = decode_entry(compaction_seq);
+    if (!entry) return std::unexpected(entry.error());
+    compaction = std::move(*entry);
+    kept_seq = seq_of(std::get<Compaction>(compaction->body).first_kept_entry_id).value_or(-1);
+  }
+  const std::int64_t stop = compaction_seq < 0 ? 0 : kept_seq >= 0 && kept_seq < compaction_seq ? kept_seq : compaction_seq;
+  std::vector<std::int64_t> path;  // collected leaf first, then reversed
+  for (std::int64_t seq = *leaf_seq; seq >= stop; seq = records_[static_cast<std::size_t>(seq)].parent) {
+    path.push_back(seq);
+  }
+  std::reverse(path.begin(), path.end());
+
+  auto emit = [&](std::int64_t seq) -> Status {
+    if (!projects(at(seq))) return {};
+    auto entry = decode_entry(seq);
     if (!entry) return std::unexpected(entry.error());
     if (auto message = project(*entry)) {
       context.messages.push_back(std::move(*message));
@@ -103,30 +108,24 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
     }
     return {};
   };
-
-  std::size_t from = 0;
-  if (compaction_at) {
-    auto entry = decode_at(*compaction_at);
-    if (!entry) return std::unexpected(entry.error());
-    const auto& compaction = std::get<Compaction>(entry->body);
-    context.messages.push_back(CompactionSummaryMessage{compaction.summary, compaction.tokens_before,
-                                                        iso_to_unix_ms(entry->timestamp), Json::object()});
-    context.entry_ids.push_back(entry->id);
-    // Kept entries: from firstKeptEntryId up to the compaction. Seqs grow
-    // from the root, so the kept entry is found by binary search.
-    if (auto kept = seq_of(compaction.first_kept_entry_id)) {
-      const auto end = path.begin() + static_cast<std::ptrdiff_t>(*compaction_at);
-      const auto first = std::lower_bound(path.begin(), end, *kept);
-      if (first != end && *first == *kept) {
-        for (auto i = static_cast<std::size_t>(first - path.begin()); i < *compaction_at; ++i) {
-          if (auto status = emit(i); !status) return std::unexpected(status.error());
-        }
+  if (compaction) {
+    const auto& body = std::get<Compaction>(compaction->body);
+    context.messages.push_back(CompactionSummaryMessage{body.summary, body.tokens_before,
+                                                        iso_to_unix_ms(compaction->timestamp), Json::object()});
+    context.entry_ids.push_back(compaction->id);
+    // The walk passed entries older than the compaction only on its way to
+    // the kept entry: they are kept if it reached it.
+    const bool kept_on_path = !path.empty() && path.front() == kept_seq && kept_seq < compaction_seq;
+    for (const std::int64_t seq : path) {
+      if (seq < compaction_seq && kept_on_path) {
+        if (auto status = emit(seq); !status) return std::unexpected(status.error());
       }
     }
-    from = *compaction_at + 1;
   }
-  for (std::size_t i = from; i < path.size(); ++i) {
-    if (auto status = emit(i); !status) return std::unexpected(status.error());
+  for (const std::int64_t seq : path) {
+    if (seq > compaction_seq) {
+      if (auto status = emit(seq); !status) return std::unexpected(status.error());
+    }
   }
   return context;
 }

@@ -95,7 +95,8 @@ std::int32_t SessionIndex::find_id(std::string_view id) const {
   return by_id_->find(id, h, records_);
 }
 
-void SessionIndex::prefetch_id(std::string_view id) const { by_id_->prefetch(IdTable::hash(id)); }
+void SessionIndex::prefetch_id_hash(std::uint32_t hash) const { by_id_->prefetch(hash); }
+std::uint32_t SessionIndex::hash_id(std::string_view id) { return IdTable::hash(id); }
 
 std::int32_t SessionIndex::seq_or_none(std::optional<std::string_view> id) const { return id ? find_id(*id) : -1; }
 
@@ -119,6 +120,26 @@ void SessionIndex::add_view(const RecordMeta& meta, std::string_view line) {
   }
   record.ref = intern(meta.ref);
   record.detail = intern(meta.type == RecordType::message ? meta.role : meta.custom_type);
+  if (is_tree_type(meta.type)) {
+    if (record.parent >= 0) {
+      const IndexedRecord& parent = records_[static_cast<std::size_t>(record.parent)];
+      record.last_compaction = parent.last_compaction;
+      record.last_model = parent.last_model;
+      record.last_thinking = parent.last_thinking;
+      record.last_tools = parent.last_tools;
+    }
+    const auto self = static_cast<std::int32_t>(records_.size());
+    switch (meta.type) {
+      case RecordType::compaction: record.last_compaction = self; break;
+      case RecordType::model_change: record.last_model = self; break;
+      case RecordType::thinking_level_change: record.last_thinking = self; break;
+      case RecordType::active_tools_change: record.last_tools = self; break;
+      case RecordType::message:
+        if (meta.role == "assistant") record.last_model = self;
+        break;
+      default: break;
+    }
+  }
   bytes_ += static_cast<std::int64_t>(line.size());
   records_.push_back(record);
   apply_record(meta, *this);

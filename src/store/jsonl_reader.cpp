@@ -126,6 +126,7 @@ class LineCursor {
 struct ScannedLine {
   Line line;
   RecordMeta meta;
+  std::uint32_t id_hash = 0;  // SessionIndex::hash_id(meta.id)
   std::optional<Error> error;
 };
 
@@ -164,9 +165,10 @@ class ScanPipeline {
     out = &current_->lines[at_++];
     return true;
   }
-  // The line after the one `next` returned last, if it is in the same chunk.
-  const ScannedLine* peek() const {
-    return current_ && at_ < current_->lines.size() ? &current_->lines[at_] : nullptr;
+  // The line `ahead` lines after the one `next` returned last, if it is in
+  // the same chunk.
+  const ScannedLine* peek(std::size_t ahead) const {
+    return current_ && at_ + ahead - 1 < current_->lines.size() ? &current_->lines[at_ + ahead - 1] : nullptr;
   }
 
  private:
@@ -196,6 +198,7 @@ class ScanPipeline {
         return false;  // the reader stops here
       }
       scanned.meta = keep(*meta, chunk.strings);
+      scanned.id_hash = SessionIndex::hash_id(scanned.meta.id);
     }
     return true;
   }
@@ -221,6 +224,10 @@ class ScanPipeline {
   std::size_t at_ = 0;
   ChunkPipeline<Chunk> pipeline_;  // last: its thread uses the members above
 };
+
+// How many records ahead of the one being indexed the id table's slot for
+// its id is prefetched.
+constexpr std::size_t kPrefetchAhead = 4;
 
 // From this size up, the head is parsed on a second thread (ScanPipeline).
 constexpr std::size_t kPipelineBytes = 256 << 10;
@@ -291,7 +298,9 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
     ScanPipeline pipeline(head);
     ScannedLine* scanned = nullptr;
     while (pipeline.next(scanned)) {
-      if (const ScannedLine* after = pipeline.peek(); after && !after->error) contents.index.prefetch_id(after->meta.id);
+      if (const ScannedLine* after = pipeline.peek(kPrefetchAhead); after && !after->error) {
+        contents.index.prefetch_id_hash(after->id_hash);
+      }
       const Result<RecordMeta> meta =
           scanned->error ? Result<RecordMeta>(std::unexpected(*scanned->error)) : Result<RecordMeta>(scanned->meta);
       if (auto step = take(scanned->line, meta, /*last=*/false); !step) return std::unexpected(step.error());

@@ -125,6 +125,14 @@ struct IndexedRecord {
   std::int32_t run = -1;      // harness records: the seq of their operation_started
   std::uint32_t ref = 0;      // interned ref name
   std::uint32_t detail = 0;   // interned: custom / custom_message: customType; message: role
+  // Tree entries: the last entry of each kind on the path from the root to
+  // this one, itself included (-1: none), so a context is built without
+  // walking the whole branch. "model" is a model_change or an assistant
+  // message, whose model was in use.
+  std::int32_t last_compaction = -1;
+  std::int32_t last_model = -1;
+  std::int32_t last_thinking = -1;
+  std::int32_t last_tools = -1;
   RecordType type = RecordType::message;
 };
 
@@ -156,7 +164,11 @@ class SessionIndex : public MutableLogState {
   void add_unloaded(const RecordMeta& meta);
   void set_line_source(std::shared_ptr<const LineSource> source) { source_ = std::move(source); }
   // A hint that `id` will be looked up soon: starts loading its table slot.
-  void prefetch_id(std::string_view id) const;
+  void prefetch_id(std::string_view id) const { prefetch_id_hash(hash_id(id)); }
+  // The same given hash_id(id), which a reading thread can compute while the
+  // id is in its cache.
+  void prefetch_id_hash(std::uint32_t hash) const;
+  static std::uint32_t hash_id(std::string_view id);
 
   // LogStateView
   std::int64_t next_seq() const override { return static_cast<std::int64_t>(records_.size()); }
