@@ -198,9 +198,17 @@ class JsonlStore final : public Store {
     if (report.removed_bytes == 0) return report;
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) return fail("io_error", fmt::format("cannot open {}: {}", path, errno_text()));
+    // Under the contents lock, as every cut is: a reader mapping the file
+    // meanwhile would otherwise map bytes that are about to go.
+    if (auto locked = lock_contents(fd, /*exclusive=*/true, path); !locked) {
+      ::close(fd);
+      return std::unexpected(locked.error());
+    }
     const bool ok = ::ftruncate(fd, static_cast<off_t>(salvage->good_length)) == 0 && ::fsync(fd) == 0;
+    const std::string reason = errno_text();
+    unlock_contents(fd);
     ::close(fd);
-    if (!ok) return fail("io_error", fmt::format("cannot truncate {}: {}", path, errno_text()));
+    if (!ok) return fail("io_error", fmt::format("cannot truncate {}: {}", path, reason));
     return report;
   }
 

@@ -205,6 +205,32 @@ TEST_F(JsonlRecovery, DamageBeforeTheTailRefusesTheSession) {
   EXPECT_EQ((*repaired)->size(), 1);
 }
 
+// Repair cuts the file under the contents lock, as the writer does: a reader
+// mapping the file at that moment would map bytes that are about to go.
+TEST_F(JsonlRecovery, RepairWaitsForAReaderMappingTheFile) {
+  auto ls = lines();
+  ls[2] = R"({"type":"message","seq":1,"id":"e1",GARBAGE)";
+  write_lines(ls);
+  const std::string damaged = read();
+  const int reader = ::open(path().c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  ASSERT_TRUE(lock_contents(reader, /*exclusive=*/false, path()));
+  std::atomic<bool> repaired{false};
+  std::thread repair([&] {
+    auto report = store_->repair("s");
+    EXPECT_TRUE(report) << report.error().message;
+    repaired = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(repaired) << "repair cut the file while a reader held its contents lock";
+  EXPECT_EQ(read(), damaged);
+  unlock_contents(reader);
+  ::close(reader);
+  repair.join();
+  EXPECT_TRUE(repaired);
+  EXPECT_LT(read().size(), damaged.size());
+}
+
 TEST_F(JsonlRecovery, SeqGapRefusesTheSession) {
   auto ls = lines();
   ls.erase(ls.begin() + 2);  // drop seq 1
