@@ -172,7 +172,7 @@ class ScanPipeline {
   }
 
  private:
-  static constexpr std::size_t kChunkLines = 256;
+  static constexpr std::size_t kChunkLines = 1024;
   struct Chunk {
     std::vector<ScannedLine> lines;
     StringArena strings;

@@ -221,7 +221,7 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
     StringArena strings;
     std::optional<Error> error;  // the read stopped at this
   };
-  constexpr std::size_t kChunkRows = 256;
+  constexpr std::size_t kChunkRows = 1024;
   std::int64_t expected = 0;
   auto produce = [&](Rows& rows) {
     auto copy = [&](std::string_view text) { return text.empty() ? text : rows.strings.store(text); };
