@@ -18,8 +18,8 @@ std::uint64_t random_u64() {
 }  // namespace
 
 std::string new_entry_id() {
-  // 48 random bits: a million entries collide with odds of about 1 in 500
-  // thousand, and validation refuses a duplicate instead of losing it.
+  // 48 random bits: short enough to read, but a million of them collide with
+  // odds of about 1 in 560 (n^2 / 2^49), hence Session::new_entry_id.
   return fmt::format("{:012x}", random_u64() & 0xffffffffffffULL);
 }
 

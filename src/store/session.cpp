@@ -143,12 +143,12 @@ class StagedState final : public MutableLogState {
   std::vector<Undo> journal_;
 };
 
-void fill_defaults(Record& record) {
+void fill_defaults(Record& record, const Session& session) {
   if (auto* entry = std::get_if<TreeEntry>(&record.body)) {
-    if (entry->id.empty()) entry->id = new_entry_id();
+    if (entry->id.empty()) entry->id = session.new_entry_id();
     if (entry->timestamp.empty()) entry->timestamp = now_iso8601();
   } else if (auto* harness = std::get_if<HarnessRecord>(&record.body)) {
-    if (harness->id.empty()) harness->id = new_entry_id();
+    if (harness->id.empty()) harness->id = session.new_entry_id();
     if (harness->timestamp.empty()) harness->timestamp = now_iso8601();
   }
 }
@@ -161,9 +161,9 @@ constexpr std::size_t kMaxSeqDigits = 19;
 
 // Everything about a record that does not depend on the log's state: defaults,
 // field rules, index fields and the stored line (with seq 0).
-Result<PreparedRecord> prepare(Record& record) {
+Result<PreparedRecord> prepare(Record& record, const Session& session) {
   record.seq = 0;
-  fill_defaults(record);
+  fill_defaults(record, session);
   if (auto status = check_fields(record); !status) return std::unexpected(status.error());
   RecordMeta meta = meta_of(record);
   Json json = encode(record);
@@ -223,7 +223,7 @@ Result<AppendResult> Session::append(std::vector<Record> batch) {
   auto self = std::make_shared<Writer>();
   self->batch.reserve(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    auto one = prepare(batch[i]);
+    auto one = prepare(batch[i], *this);
     if (!one) {  // a rejected batch writes nothing
       const std::string where = batch.size() == 1 ? std::string() : fmt::format("record {} of the batch: ", i);
       return fail(one.error().code, where + one.error().message);
@@ -336,6 +336,14 @@ Result<Page<HarnessRecord>> Session::find_harness_entries(const HarnessQuery& qu
   CAIRN_READ(find_harness_entries(query));
 }
 Result<SessionStats> Session::stats() const { CAIRN_READ(stats()); }
+
+std::string Session::new_entry_id() const {
+  std::shared_lock lock(index_mu_);
+  for (;;) {
+    std::string id = cairn::new_entry_id();
+    if (!index_.type_of_id(id)) return id;
+  }
+}
 Result<std::optional<std::string>> Session::name() const { CAIRN_READ(name()); }
 Result<std::optional<std::string>> Session::label(std::string_view entry_id) const { CAIRN_READ(label(entry_id)); }
 std::vector<std::string> Session::path_to(std::optional<std::string_view> leaf) const { CAIRN_READ(path_to(leaf)); }

@@ -90,6 +90,10 @@ class Session {
   // Reads: consistent snapshots, safe from any thread. Those that decode
   // records fail only when a stored line cannot be read or decoded.
   Result<std::optional<TreeEntry>> get_entry(std::string_view id) const;
+  // A fresh entry id that no record of this session has (as pi does): for
+  // ids provisioned before their entry is appended. Appends fill empty ids
+  // with these.
+  std::string new_entry_id() const;
   Result<std::optional<Record>> get_record(std::int64_t seq) const;
   std::vector<std::string> children(std::optional<std::string_view> id) const;
   std::optional<std::string> leaf(std::string_view ref = "main") const;
@@ -123,7 +127,9 @@ class Session {
   std::optional<Error> fault_;  // guarded by write_mu_
 };
 
-// A fresh id for a tree entry or harness record (12 hex digits).
+// A fresh id for a tree entry or harness record: 12 hex digits, 48 random
+// bits. Among a million ids two collide with odds of about 1 in 560, so an id
+// for a session comes from Session::new_entry_id, which also checks it is new.
 std::string new_entry_id();
 // A fresh, time-ordered session id (UUID version 7).
 std::string new_session_id();
