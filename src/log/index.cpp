@@ -339,10 +339,11 @@ Result<Page<TreeEntry>> SessionIndex::find_entries_on_branch(const EntryQuery& q
 }
 
 Result<std::vector<LogLine>> SessionIndex::get_log(std::int64_t after_seq, std::optional<std::size_t> limit) const {
+  std::vector<LogLine> out;
+  if (after_seq >= size() - 1) return out;  // also spares after_seq + 1 from overflowing
   const std::int64_t begin = std::max<std::int64_t>(after_seq + 1, 0);
   std::int64_t end = size();
   if (limit) end = std::min(end, begin + static_cast<std::int64_t>(std::min<std::size_t>(*limit, size())));
-  std::vector<LogLine> out;
   if (begin >= end) return out;
   out.reserve(static_cast<std::size_t>(end - begin));
   // Lines still in the source are read in one go, not one query each.

@@ -1,6 +1,7 @@
 // One conformance suite, run unchanged against every backend.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <thread>
 
 #include "cairn/store/store.hpp"
@@ -233,6 +234,11 @@ TEST_P(StoreConformance, QueriesPageAndBound) {
   auto log = session->get_log(3, 2).value();
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[0].seq, 4);
+  EXPECT_EQ(session->get_log(-5, 1).value().front().seq, 0);
+  EXPECT_EQ(session->get_log(9).value().size(), 1u);
+  EXPECT_TRUE(session->get_log(10).value().empty());
+  EXPECT_TRUE(session->get_log(std::numeric_limits<std::int64_t>::max()).value().empty());
+  EXPECT_EQ(session->get_log(-1, std::numeric_limits<std::size_t>::max()).value().size(), 11u);
   EXPECT_EQ(session->children("m4"), (std::vector<std::string>{"c1"}));
   const SessionStats stats = session->stats().value();
   EXPECT_EQ(stats.records, 11);
