@@ -62,15 +62,22 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
   } else {
     // The whole tree: every entry and every ref, leaves preserved.
     // Orchestration records stay with the source: they describe its operations.
-    for (std::int64_t seq = 0; seq < from.size(); ++seq) {
-      auto record = from.get_record(seq);
-      if (!record) return fail(record.error().code, fmt::format("session {}: {}", source_id, record.error().message));
-      if (!*record) return fail("corrupt_log", fmt::format("session {}: seq {} is missing", source_id, seq));
-      const RecordType type = type_of(**record);
-      if (is_tree_type(type) || type == RecordType::ref_created || type == RecordType::ref_deleted) {
-        (*record)->seq = -1;
-        records.push_back(std::move(**record));
+    // The log in one read (a store that reads lines on demand reads them in
+    // one query, not one per record), decoding only what is copied.
+    auto log = from.get_log();
+    if (!log) return fail(log.error().code, fmt::format("session {}: {}", source_id, log.error().message));
+    for (const LogLine& line : *log) {
+      if (!is_tree_type(line.type) && line.type != RecordType::ref_created && line.type != RecordType::ref_deleted) {
+        continue;
       }
+      const Json json = Json::parse(line.json, nullptr, /*allow_exceptions=*/false);
+      auto record = json.is_discarded() ? fail("corrupt_log", "stored line is not valid JSON") : decode_record(json);
+      if (!record) {
+        return fail(record.error().code,
+                    fmt::format("session {}: seq {}: {}", source_id, line.seq, record.error().message));
+      }
+      record->seq = -1;
+      records.push_back(std::move(*record));
     }
   }
 
