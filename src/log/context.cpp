@@ -61,6 +61,7 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
     auto entry = decode_entry(leaf.last_thinking);
     if (!entry) return std::unexpected(entry.error());
     context.thinking_level = std::get<ThinkingLevelChange>(entry->body).thinking_level;
+    context.has_thinking_level = true;
   }
   if (leaf.last_tools >= 0) {
     auto entry = decode_entry(leaf.last_tools);

@@ -324,6 +324,7 @@ Result<std::optional<Record>> Session::get_record(std::int64_t seq) const { CAIR
 std::vector<std::string> Session::children(std::optional<std::string_view> id) const { CAIRN_READ(children(id)); }
 std::optional<std::string> Session::leaf(std::string_view ref) const { CAIRN_READ(leaf(ref)); }
 std::vector<RefInfo> Session::refs() const { CAIRN_READ(refs()); }
+std::optional<std::int64_t> Session::seq_of(std::string_view id) const { CAIRN_READ(seq_of(id)); }
 Result<Page<TreeEntry>> Session::find_entries(const EntryQuery& query) const { CAIRN_READ(find_entries(query)); }
 Result<Page<TreeEntry>> Session::find_entries_on_branch(const EntryQuery& query, const BranchBounds& bounds,
                                                         std::string_view ref) const {

@@ -185,6 +185,8 @@ class SessionIndex : public MutableLogState {
   Result<std::optional<Record>> get_record(std::int64_t seq) const;
   std::vector<std::string> children(std::optional<std::string_view> id) const;  // nullopt: roots
   std::optional<std::string> leaf(std::string_view ref) const;
+  // The seq of the record with this id.
+  std::optional<std::int64_t> seq_of(std::string_view id) const;
   std::vector<RefInfo> refs() const;
   Result<Page<TreeEntry>> find_entries(const EntryQuery& query) const;
   Result<Page<TreeEntry>> find_entries_on_branch(const EntryQuery& query, const BranchBounds& bounds,
@@ -211,7 +213,6 @@ class SessionIndex : public MutableLogState {
 
   static constexpr std::size_t kRecentIds = 8;
   std::int32_t find_id(std::string_view id) const;  // -1 when absent
-  std::optional<std::int64_t> seq_of(std::string_view id) const;
   std::int32_t seq_or_none(std::optional<std::string_view> id) const;
   std::uint32_t intern(std::string_view name);
   std::optional<std::uint32_t> interned(std::string_view name) const;

@@ -97,6 +97,8 @@ class Session {
   Result<std::optional<Record>> get_record(std::int64_t seq) const;
   std::vector<std::string> children(std::optional<std::string_view> id) const;
   std::optional<std::string> leaf(std::string_view ref = "main") const;
+  // The seq of the record with this id, if there is one.
+  std::optional<std::int64_t> seq_of(std::string_view id) const;
   std::vector<RefInfo> refs() const;
   Result<Page<TreeEntry>> find_entries(const EntryQuery& query = {}) const;
   Result<Page<TreeEntry>> find_entries_on_branch(const EntryQuery& query = {}, const BranchBounds& bounds = {},

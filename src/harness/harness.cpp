@@ -1,0 +1,613 @@
+// AgentHarness and AgentRef: acceptance checks, restore, config and writes.
+// The operations themselves are in run.cpp.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core.hpp"
+
+namespace cairn {
+
+std::string_view to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::ok: return "ok";
+    case Outcome::rejected: return "rejected";
+    case Outcome::failed: return "failed";
+    case Outcome::aborted: return "aborted";
+    case Outcome::cancelled: return "cancelled";
+    case Outcome::faulted: return "faulted";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(OperationStatus status) {
+  switch (status) {
+    case OperationStatus::running: return "running";
+    case OperationStatus::suspended: return "suspended";
+    case OperationStatus::cancelling: return "cancelling";
+  }
+  return "unknown";
+}
+
+Error rejection(std::string code, std::string message) { return Error{std::move(code), std::move(message)}; }
+
+namespace {
+
+std::vector<AgentMessage> messages_of(const std::vector<ProvisionedEntry>& items) {
+  std::vector<AgentMessage> out;
+  for (const auto& item : items) {
+    if (const auto* body = std::get_if<MessageBody>(&item.body)) out.push_back(body->message);
+  }
+  return out;
+}
+
+UserMessage user_message(std::string text, std::vector<ImageContent> images) {
+  UserMessage message{.timestamp = now_unix_ms()};
+  if (images.empty()) {
+    message.content = std::move(text);
+  } else {
+    std::vector<UserBlock> blocks{TextContent{.text = std::move(text)}};
+    for (auto& image : images) blocks.push_back(std::move(image));
+    message.content = std::move(blocks);
+  }
+  return message;
+}
+
+}  // namespace
+
+// ---- HarnessCore ------------------------------------------------------------
+
+HarnessCore::HarnessCore(HarnessOptions opts) : session(opts.session), options(std::move(opts)) {
+  bus.set_error_sink([this](const Event& failed, const std::string& what) {
+    report_handler_error(failed.ref, failed.run_id, "event", failed.type, what);
+  });
+}
+
+std::shared_ptr<RefRuntime> HarnessCore::find_ref(std::string_view name) {
+  std::lock_guard lock(mu);
+  auto it = refs.find(name);
+  return it == refs.end() ? nullptr : it->second;
+}
+
+Result<HarnessCore::BranchConfig> HarnessCore::branch_config(const std::string& ref) {
+  auto context = session->build_context(ref);
+  if (!context) return std::unexpected(context.error());
+  std::lock_guard lock(mu);
+  BranchConfig config;
+  config.model = options.model;
+  config.model_ref = ModelRef{options.model.provider, options.model.id};
+  if (context->model) {
+    config.model_ref = *context->model;
+    if (const auto* entry = options.models.find(context->model->provider, context->model->model_id)) {
+      config.model = entry->model;
+    } else {
+      config.model_known = false;
+      config.model.provider = context->model->provider;
+      config.model.id = context->model->model_id;
+    }
+  }
+  config.thinking_level = context->has_thinking_level ? context->thinking_level : options.thinking_level;
+  if (context->active_tool_names) {
+    config.active_tools = *context->active_tool_names;
+  } else if (options.active_tool_names) {
+    config.active_tools = *options.active_tool_names;
+  } else {
+    for (const auto& tool : options.tools) config.active_tools.push_back(tool.name);
+  }
+  return config;
+}
+
+Result<std::vector<SuspendedOperation>> HarnessCore::restore() {
+  std::vector<SuspendedOperation> suspended;
+  for (const auto& info : session->refs()) {
+    auto rt = std::make_shared<RefRuntime>();
+    rt->name = info.name;
+
+    if (info.open_operation) {
+      const auto seq = session->seq_of(*info.open_operation);
+      auto record = seq ? session->get_record(*seq) : Result<std::optional<Record>>(std::nullopt);
+      if (!record) return std::unexpected(record.error());
+      if (!*record || !std::holds_alternative<HarnessRecord>((*record)->body)) {
+        return fail("corrupt_log", fmt::format("ref '{}': its open operation '{}' has no operation_started record",
+                                               info.name, *info.open_operation));
+      }
+      OpState op = open_operation(std::get<HarnessRecord>((*record)->body), *seq);
+      // The ref's bounded tail: everything after its operation_started.
+      auto tail = session->get_log(*seq);
+      if (!tail) return std::unexpected(tail.error());
+      for (const auto& line : *tail) {
+        auto decoded = decode_record(Json::parse(line.json));
+        if (!decoded) return std::unexpected(decoded.error());
+        decoded->seq = line.seq;
+        std::string_view owner;
+        if (const auto* entry = std::get_if<TreeEntry>(&decoded->body)) {
+          owner = entry->ref ? std::string_view(*entry->ref) : std::string_view("main");
+        } else if (const auto* harness = std::get_if<HarnessRecord>(&decoded->body)) {
+          owner = harness->ref;
+        }
+        if (owner != info.name) continue;
+        if (auto folded = reduce(op, *decoded); !folded) return std::unexpected(folded.error());
+      }
+
+      SuspendedOperation s{.ref = info.name, .kind = op.kind, .id = op.id, .started_at = op.started_at};
+      if (const auto* intent = std::get_if<RunIntent>(&op.intent)) {
+        for (const auto& message : intent->initial_messages) {
+          const auto* body = std::get_if<MessageBody>(&message.body);
+          const auto* user = body ? std::get_if<UserMessage>(&body->message) : nullptr;
+          if (!user) continue;
+          if (const auto* text = std::get_if<std::string>(&user->content)) {
+            s.prompt.push_back(TextContent{.text = *text});
+          } else {
+            s.prompt = std::get<std::vector<UserBlock>>(user->content);
+          }
+          break;
+        }
+      }
+      if (op.cancelled) {
+        s.cancelled = SuspendedOperation::Cancelled{messages_of(op.pending_steer), messages_of(op.pending_follow_up)};
+      } else {
+        // What resuming would need: the tools of calls that must run again,
+        // and the branch's model.
+        if (op.tool_batch) {
+          for (const auto& call : op.tool_batch->calls) {
+            const bool rerun = !call.result_exists && (!call.started || call.started->replay == "safe");
+            const bool known = std::any_of(options.tools.begin(), options.tools.end(),
+                                           [&](const Tool& t) { return t.name == call.name; });
+            if (rerun && call.started && !known &&
+                std::find(s.missing.tools.begin(), s.missing.tools.end(), call.name) == s.missing.tools.end()) {
+              s.missing.tools.push_back(call.name);
+            }
+          }
+        }
+        auto config = branch_config(info.name);
+        if (!config) return std::unexpected(config.error());
+        if (!config->model_known) {
+          s.missing.models.push_back(fmt::format("{}/{}", config->model_ref.provider, config->model_ref.model_id));
+        }
+      }
+      rt->status = op.cancelled ? OperationStatus::cancelling : OperationStatus::suspended;
+      rt->op = std::move(op);
+      rt->suspended = s;
+      suspended.push_back(std::move(s));
+    }
+
+    // Next-run items: accepted after the ref's last run started, not yet in the tree.
+    std::optional<std::int64_t> last_run_seq;
+    HarnessQuery starts{.type = RecordType::operation_started, .ref = info.name, .order = Order::newest_first, .limit = 16};
+    while (true) {
+      auto page = session->find_harness_entries(starts);
+      if (!page) return std::unexpected(page.error());
+      for (const auto& record : page->items) {
+        if (op_kind(std::get<OperationStarted>(record.body).intent) == "run") {
+          last_run_seq = session->seq_of(record.id);
+          break;
+        }
+      }
+      if (last_run_seq || !page->next_cursor) break;
+      starts.cursor = page->next_cursor;
+    }
+    auto queued = session->find_harness_entries(
+        HarnessQuery{.type = RecordType::queue_enqueued, .ref = info.name, .after_seq = last_run_seq});
+    if (!queued) return std::unexpected(queued.error());
+    for (const auto& record : queued->items) {
+      const auto& item = std::get<QueueEnqueued>(record.body);
+      if (item.queue == "nextRun" && !session->seq_of(item.target.id)) rt->next_run.push_back(item.target);
+    }
+    refs.emplace(info.name, std::move(rt));
+  }
+  return suspended;
+}
+
+Result<std::string> HarnessCore::write(const std::shared_ptr<RefRuntime>& rt, TreeEntry entry) {
+  if (entry.id.empty()) entry.id = session->new_entry_id();
+  std::int64_t seq;
+  std::optional<std::string> run_id;
+  {
+    std::lock_guard ref_lock(rt->ref_mu);
+    {
+      std::lock_guard lock(mu);
+      if (closed) return fail("closed", "the harness is closed");
+      if (faulted) return fail("faulted", "the harness is faulted: appends stopped working");
+      if (rt->deleted) return fail("unknown_ref", fmt::format("ref '{}' was deleted", rt->name));
+      // While the ref has an open operation its tree belongs to the run: the
+      // write waits for the next checkpoint, after the step's messages.
+      if (rt->op && !rt->finishing) run_id = rt->op->id;
+    }
+    Record record;
+    if (run_id) {
+      record.body = HarnessRecord{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
+                                  .body = WriteDeferred{.run_id = *run_id, .target = entry}};
+    } else {
+      entry.parent_id = session->leaf(rt->name);
+      entry.ref = rt->name;
+      entry.timestamp = now_iso8601();
+      record.body = entry;
+    }
+    auto appended = session->append(record);
+    if (!appended) {
+      enter_fault(appended.error());
+      return std::unexpected(appended.error());
+    }
+    seq = appended->first_seq;
+    if (run_id) {
+      std::lock_guard lock(mu);
+      (void)reduce(*rt->op, Record{.seq = seq, .body = record.body});
+    }
+  }
+  if (run_id) {
+    publish(Event{"write_pending", rt->name, run_id, seq, {{"entryId", entry.id}, {"entry", encode_provisioned(entry)}}});
+  } else if (const auto* body = std::get_if<MessageBody>(&entry.body)) {
+    publish(Event{"message_start", rt->name, std::nullopt, std::nullopt, {{"message", encode(body->message)}}});
+    publish(Event{"message_end", rt->name, std::nullopt, seq, {{"message", encode(body->message)}, {"entryId", entry.id}}});
+  } else {
+    publish(Event{"entry_added", rt->name, std::nullopt, seq, {{"entry", encode(entry)}}});
+  }
+  return entry.id;
+}
+
+void HarnessCore::enter_fault(const Error& error) {
+  {
+    std::lock_guard lock(mu);
+    if (faulted) return;
+    faulted = true;
+  }
+  publish(Event{"fault", "", std::nullopt, std::nullopt, {{"code", error.code}, {"message", error.message}}});
+}
+
+void HarnessCore::report_handler_error(const std::string& ref, const std::optional<std::string>& run_id,
+                                       std::string kind, std::string name, std::string what) {
+  Json data = {{"kind", kind}, {kind == "hook" ? "hook" : "event", std::move(name)}, {"error", std::move(what)}};
+  publish(Event{"handler_error", ref, run_id, std::nullopt, std::move(data)});
+}
+
+void HarnessCore::became_idle(RefRuntime& rt, std::vector<std::function<void()>>& callbacks) {
+  if (!rt.active) {
+    for (auto& callback : rt.when_idle) callbacks.push_back(std::move(callback));
+    rt.when_idle.clear();
+  }
+  idle_cv.notify_all();
+}
+
+// ---- AgentHarness -----------------------------------------------------------
+
+Result<AgentHarness::Created> AgentHarness::create(HarnessOptions options) {
+  if (!options.session) return fail("invalid_argument", "the harness needs a session");
+  if (options.session->read_only()) return fail("read_only", "the harness needs a session opened for writing");
+  std::map<std::string, std::shared_ptr<const ArgumentValidator>, std::less<>> validators;
+  for (const auto& tool : options.tools) {
+    auto validator = ArgumentValidator::compile(tool.parameters);
+    if (!validator) return fail("invalid_argument", fmt::format("tool {}: {}", tool.name, validator.error().message));
+    validators[tool.name] = std::make_shared<const ArgumentValidator>(std::move(*validator));
+  }
+  auto core = std::make_shared<HarnessCore>(std::move(options));
+  core->validators = std::move(validators);
+  auto suspended = core->restore();
+  if (!suspended) return std::unexpected(suspended.error());
+  return Created{AgentHarness(core), std::move(*suspended)};
+}
+
+AgentHarness::AgentHarness(std::shared_ptr<HarnessCore> core) : core_(std::move(core)) {}
+AgentHarness::~AgentHarness() = default;
+AgentHarness::AgentHarness(AgentHarness&&) noexcept = default;
+AgentHarness& AgentHarness::operator=(AgentHarness&&) noexcept = default;
+
+AgentRef AgentHarness::main() const { return AgentRef(core_, "main"); }
+
+std::optional<AgentRef> AgentHarness::ref(std::string_view name) const {
+  if (!core_->find_ref(name)) return std::nullopt;
+  return AgentRef(core_, std::string(name));
+}
+
+Result<AgentRef> AgentHarness::create_ref(std::string name, std::optional<std::string> at) {
+  if (name.empty()) return fail("invalid_argument", "a ref needs a name");
+  {
+    std::lock_guard lock(core_->mu);
+    if (core_->closed) return fail("closed", "the harness is closed");
+    if (core_->faulted) return fail("faulted", "the harness is faulted: appends stopped working");
+    if (core_->refs.contains(name)) return fail("ref_exists", fmt::format("ref '{}' already exists", name));
+  }
+  if (at) {
+    auto entry = core_->session->get_entry(*at);
+    if (!entry) return std::unexpected(entry.error());
+    if (!*entry) return fail("unknown_entry", fmt::format("ref '{}' cannot be anchored at '{}': no such entry", name, *at));
+  }
+  auto rt = std::make_shared<RefRuntime>();
+  rt->name = name;
+  HarnessRecord record{.id = core_->session->new_entry_id(), .ref = name, .timestamp = now_iso8601(),
+                       .body = RefCreated{.name = name, .at = at}};
+  auto appended = core_->session->append(Record{.body = record});
+  if (!appended) {
+    if (appended.error().code == "ref_exists") return std::unexpected(appended.error());
+    core_->enter_fault(appended.error());
+    return std::unexpected(appended.error());
+  }
+  {
+    std::lock_guard lock(core_->mu);
+    core_->refs.emplace(name, rt);
+  }
+  core_->publish(Event{"ref_created", name, std::nullopt, appended->first_seq, {{"at", at ? Json(*at) : Json(nullptr)}}});
+  return AgentRef(core_, name);
+}
+
+Status AgentHarness::delete_ref(const std::string& name) {
+  if (name == "main") return fail("main_ref", "ref main cannot be deleted");
+  auto rt = core_->find_ref(name);
+  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name));
+  std::int64_t seq;
+  {
+    std::lock_guard ref_lock(rt->ref_mu);
+    {
+      std::lock_guard lock(core_->mu);
+      if (core_->closed) return fail("closed", "the harness is closed");
+      if (core_->faulted) return fail("faulted", "the harness is faulted: appends stopped working");
+      if (rt->op || rt->active) {
+        return fail("ref_active", fmt::format("ref '{}' has an {} operation", name, rt->active ? "active" : "suspended"));
+      }
+    }
+    HarnessRecord record{.id = core_->session->new_entry_id(), .ref = name, .timestamp = now_iso8601(),
+                         .body = RefDeleted{.name = name}};
+    auto appended = core_->session->append(Record{.body = record});
+    if (!appended) {
+      core_->enter_fault(appended.error());
+      return std::unexpected(appended.error());
+    }
+    seq = appended->first_seq;
+    std::lock_guard lock(core_->mu);
+    rt->deleted = true;
+    core_->refs.erase(name);
+  }
+  core_->publish(Event{"ref_deleted", name, std::nullopt, seq, Json::object()});
+  return {};
+}
+
+std::vector<RefStatus> AgentHarness::refs() const {
+  std::vector<RefStatus> out;
+  std::vector<std::shared_ptr<RefRuntime>> runtimes;
+  {
+    std::lock_guard lock(core_->mu);
+    for (const auto& [name, rt] : core_->refs) {
+      RefStatus status{.name = name};
+      if (rt->op) status.run = RefStatus::Run{rt->op->id, rt->op->kind, rt->active ? rt->status : (rt->op->cancelled ? OperationStatus::cancelling : OperationStatus::suspended)};
+      out.push_back(std::move(status));
+    }
+  }
+  for (auto& status : out) status.leaf_id = core_->session->leaf(status.name);
+  return out;
+}
+
+std::vector<std::string> AgentHarness::tool_names() const {
+  std::lock_guard lock(core_->mu);
+  std::vector<std::string> names;
+  for (const auto& tool : core_->options.tools) names.push_back(tool.name);
+  return names;
+}
+
+Status AgentHarness::set_tools(std::vector<Tool> tools) {
+  std::map<std::string, std::shared_ptr<const ArgumentValidator>, std::less<>> validators;
+  for (const auto& tool : tools) {
+    auto validator = ArgumentValidator::compile(tool.parameters);
+    if (!validator) return fail("invalid_argument", fmt::format("tool {}: {}", tool.name, validator.error().message));
+    validators[tool.name] = std::make_shared<const ArgumentValidator>(std::move(*validator));
+  }
+  std::lock_guard lock(core_->mu);
+  core_->options.tools = std::move(tools);
+  core_->validators = std::move(validators);
+  return {};
+}
+
+RetryPolicy AgentHarness::retry_policy() const {
+  std::lock_guard lock(core_->mu);
+  return core_->options.retry;
+}
+void AgentHarness::set_retry_policy(RetryPolicy policy) {
+  std::lock_guard lock(core_->mu);
+  core_->options.retry = policy;
+}
+void AgentHarness::set_steering_mode(QueueMode mode) {
+  std::lock_guard lock(core_->mu);
+  core_->options.steering_mode = mode;
+}
+void AgentHarness::set_follow_up_mode(QueueMode mode) {
+  std::lock_guard lock(core_->mu);
+  core_->options.follow_up_mode = mode;
+}
+StreamOptions AgentHarness::stream_options() const {
+  std::lock_guard lock(core_->mu);
+  return core_->options.stream_options;
+}
+void AgentHarness::set_stream_options(StreamOptions options) {
+  std::lock_guard lock(core_->mu);
+  core_->options.stream_options = std::move(options);
+}
+
+Hooks& AgentHarness::hooks() { return core_->hooks; }
+Subscription AgentHarness::on_event(EventListener listener) { return core_->bus.subscribe(std::nullopt, std::move(listener)); }
+bool AgentHarness::faulted() const {
+  std::lock_guard lock(core_->mu);
+  return core_->faulted;
+}
+std::shared_ptr<Session> AgentHarness::session() const { return core_->session; }
+void AgentHarness::close() {
+  std::lock_guard lock(core_->mu);
+  core_->closed = true;
+}
+
+// ---- AgentRef -----------------------------------------------------------------
+
+namespace {
+template <class R>
+R unknown_ref(const std::string& name) {
+  R result;
+  result.outcome = Outcome::rejected;
+  result.error = rejection("unknown_ref", fmt::format("ref '{}' does not exist", name));
+  return result;
+}
+}  // namespace
+
+std::optional<std::string> AgentRef::leaf_id() const { return core_->session->leaf(name_); }
+
+RunResult AgentRef::prompt(std::string text, std::vector<ImageContent> images) {
+  return prompt(std::vector<AgentMessage>{user_message(std::move(text), std::move(images))});
+}
+
+RunResult AgentRef::prompt(std::vector<AgentMessage> messages) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return unknown_ref<RunResult>(name_);
+  return core_->prompt(rt, std::move(messages));
+}
+
+ResumeResult AgentRef::resume() {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return unknown_ref<RunResult>(name_);
+  return core_->resume(rt);
+}
+
+AbortResult AgentRef::abort() {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return unknown_ref<AbortResult>(name_);
+  return core_->abort(rt);
+}
+
+QueueResult AgentRef::steer(std::string text, std::vector<ImageContent> images) {
+  return steer(AgentMessage(user_message(std::move(text), std::move(images))));
+}
+QueueResult AgentRef::steer(AgentMessage message) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return unknown_ref<QueueResult>(name_);
+  return core_->enqueue(rt, "steer", std::move(message));
+}
+QueueResult AgentRef::follow_up(std::string text, std::vector<ImageContent> images) {
+  return follow_up(AgentMessage(user_message(std::move(text), std::move(images))));
+}
+QueueResult AgentRef::follow_up(AgentMessage message) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return unknown_ref<QueueResult>(name_);
+  return core_->enqueue(rt, "followUp", std::move(message));
+}
+QueueResult AgentRef::next_run(std::string text, std::vector<ImageContent> images) {
+  return next_run(AgentMessage(user_message(std::move(text), std::move(images))));
+}
+QueueResult AgentRef::next_run(AgentMessage message) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return unknown_ref<QueueResult>(name_);
+  return core_->enqueue(rt, "nextRun", std::move(message));
+}
+
+void AgentRef::wait_for_idle() const {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return;
+  std::unique_lock lock(core_->mu);
+  core_->idle_cv.wait(lock, [&] { return !rt->active; });
+}
+
+void AgentRef::run_when_idle(std::function<void()> callback) {
+  auto rt = core_->find_ref(name_);
+  {
+    std::lock_guard lock(core_->mu);
+    if (rt && rt->active) {
+      rt->when_idle.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback();
+}
+
+Model AgentRef::model() const {
+  auto config = core_->branch_config(name_);
+  if (!config) {
+    std::lock_guard lock(core_->mu);
+    return core_->options.model;
+  }
+  return config->model;
+}
+
+std::string AgentRef::thinking_level() const {
+  auto config = core_->branch_config(name_);
+  return config ? config->thinking_level : "off";
+}
+
+std::vector<std::string> AgentRef::active_tools() const {
+  auto config = core_->branch_config(name_);
+  return config ? config->active_tools : std::vector<std::string>{};
+}
+
+Result<std::string> AgentRef::set_model(const std::string& provider, const std::string& id) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name_));
+  {
+    std::lock_guard lock(core_->mu);
+    if (!core_->options.models.find(provider, id)) {
+      return fail("unknown_model", fmt::format("model '{}/{}' is not configured", provider, id));
+    }
+  }
+  const Model previous = model();
+  auto written = core_->write(rt, TreeEntry{.body = ModelChange{provider, id}});
+  if (written) {
+    core_->publish(Event{"config_update", name_, std::nullopt, std::nullopt,
+                         {{"property", "model"},
+                          {"value", {{"provider", provider}, {"modelId", id}}},
+                          {"previous", {{"provider", previous.provider}, {"modelId", previous.id}}}}});
+  }
+  return written;
+}
+
+Result<std::string> AgentRef::set_thinking_level(std::string level) {
+  static const std::vector<std::string> levels = {"off", "minimal", "low", "medium", "high", "xhigh"};
+  if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
+    return fail("invalid_argument", fmt::format("unknown thinking level '{}'", level));
+  }
+  auto rt = core_->find_ref(name_);
+  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name_));
+  const std::string previous = thinking_level();
+  auto written = core_->write(rt, TreeEntry{.body = ThinkingLevelChange{level}});
+  if (written) {
+    core_->publish(Event{"config_update", name_, std::nullopt, std::nullopt,
+                         {{"property", "thinkingLevel"}, {"value", level}, {"previous", previous}}});
+  }
+  return written;
+}
+
+Result<std::string> AgentRef::set_active_tools(std::vector<std::string> names) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name_));
+  {
+    std::lock_guard lock(core_->mu);
+    for (const auto& name : names) {
+      const bool known = std::any_of(core_->options.tools.begin(), core_->options.tools.end(),
+                                     [&](const Tool& t) { return t.name == name; });
+      if (!known) return fail("unknown_tool", fmt::format("no tool named '{}' is registered", name));
+    }
+  }
+  const auto previous = active_tools();
+  auto written = core_->write(rt, TreeEntry{.body = ActiveToolsChange{names}});
+  if (written) {
+    core_->publish(Event{"config_update", name_, std::nullopt, std::nullopt,
+                         {{"property", "activeTools"}, {"value", names}, {"previous", previous}}});
+  }
+  return written;
+}
+
+Result<std::string> AgentRef::append_message(AgentMessage message) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name_));
+  return core_->write(rt, TreeEntry{.body = MessageBody{std::move(message)}});
+}
+
+Result<std::string> AgentRef::append_custom_entry(std::string custom_type, std::optional<Json> data) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name_));
+  return core_->write(rt, TreeEntry{.body = Custom{std::move(custom_type), std::move(data)}});
+}
+
+std::vector<TreeEntry> AgentRef::pending_writes() const {
+  auto rt = core_->find_ref(name_);
+  std::lock_guard lock(core_->mu);
+  if (!rt || !rt->op) return {};
+  return rt->op->pending_writes;
+}
+
+Subscription AgentRef::on_event(EventListener listener) const {
+  return core_->bus.subscribe(name_, std::move(listener));
+}
+
+}  // namespace cairn

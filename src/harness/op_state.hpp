@@ -1,0 +1,71 @@
+// The state of one ref's open operation, as its records dictate
+// (durable-harness-design.txt, HarnessState / RefState). The same fold builds
+// it at restore, over the ref's tail after operation_started, and keeps it
+// current while the operation runs, one appended record at a time: a resumed
+// run and a live one decide from the same state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cairn/error.hpp"
+#include "cairn/log/record.hpp"
+
+namespace cairn {
+
+struct ToolCallState {
+  std::int64_t index = 0;
+  std::string call_id;
+  std::string name;
+  Json args;
+  std::optional<ToolStarted> started;
+  bool result_exists = false;
+};
+
+// The run's newest assistant message with tool calls, and where each call is.
+struct ToolBatch {
+  std::string assistant_entry_id;
+  std::vector<ToolCallState> calls;
+  bool unresolved() const;
+};
+
+struct OpState {
+  std::string id;
+  std::string kind;  // run | compaction | navigation
+  std::string ref;
+  std::int64_t start_seq = 0;
+  std::string started_at;
+  std::optional<std::string> source_leaf_id;
+  OperationIntent intent;
+
+  bool cancelled = false;
+  // Attempts made for the current request cycle: +1 per generation_started,
+  // back to 0 whenever a tree entry of this operation commits.
+  std::int64_t request_attempts = 0;
+  std::optional<ToolBatch> tool_batch;
+  // Accepted and not yet applied, in acceptance order.
+  std::vector<ProvisionedEntry> pending_steer;
+  std::vector<ProvisionedEntry> pending_follow_up;
+  std::vector<ProvisionedEntry> pending_writes;
+
+  // The role of the newest message the run itself appended (initial
+  // messages, queue items, responses, tool results; not deferred writes):
+  // anything but "assistant" means the model owes a response.
+  std::optional<std::string> last_role;
+  std::optional<std::string> last_assistant_id;
+  std::optional<AssistantMessage> last_assistant;
+  // This run's message entries, oldest first.
+  std::vector<std::string> message_ids;
+};
+
+// Starts the state of the operation opened by `started` (at `seq`).
+OpState open_operation(const HarnessRecord& started, std::int64_t seq);
+
+// Folds one record that `op.ref` appended after its operation_started.
+// Fails (corrupt_log, naming the seq) on a record the harness could not have
+// written there.
+Status reduce(OpState& op, const Record& record);
+
+}  // namespace cairn

@@ -1,0 +1,1020 @@
+// The run procedure (durable-harness-design.txt: runProcedure, driverLoop,
+// requestAssistant, reconcileToolBatch, cancellationPath), one object per
+// operation, on the thread of the call that runs it (prompt or resume).
+//
+// Two internal exceptions unwind it, both caught in run(): RunFailed (an
+// orderly, durable failure) and AppendFailed (the log stopped accepting: the
+// harness faults). RunCancelled unwinds to the cancellation path. They never
+// leave this file; the API returns results.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core.hpp"
+
+namespace cairn {
+namespace {
+
+struct AppendFailed {
+  Error error;
+};
+struct RunFailed {
+  Error error;
+};
+struct RunCancelled {};
+
+Json encode_blocks(const std::vector<UserBlock>& blocks) {
+  Json out = Json::array();
+  for (const auto& block : blocks) out.push_back(encode(block));
+  return out;
+}
+
+Json encode_result(const ToolResult& result) {
+  Json json = {{"content", encode_blocks(result.content)}, {"isError", result.is_error}};
+  if (result.details) json["details"] = *result.details;
+  return json;
+}
+
+bool has_tool_calls(const AssistantMessage& message) {
+  return std::any_of(message.content.begin(), message.content.end(),
+                     [](const AssistantBlock& b) { return std::holds_alternative<ToolCall>(b); });
+}
+
+std::chrono::milliseconds backoff(const RetryPolicy& policy, std::int64_t attempt,
+                                  std::optional<std::int64_t> retry_after_ms) {
+  if (retry_after_ms) return std::chrono::milliseconds(std::max<std::int64_t>(0, *retry_after_ms));
+  const double base = static_cast<double>(policy.base_delay.count()) * std::pow(2.0, static_cast<double>(attempt - 1));
+  const double capped = std::min(base, static_cast<double>(policy.max_delay.count()));
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> spread(1.0 - policy.jitter, 1.0 + policy.jitter);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, capped * spread(rng))));
+}
+
+// Sleeps unless cancelled first; true when cancelled.
+bool cancellable_sleep(std::chrono::milliseconds delay, std::stop_token cancel) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  cv.wait_for(lock, cancel, delay, [] { return false; });
+  return cancel.stop_requested();
+}
+
+class RunProcedure {
+ public:
+  RunProcedure(HarnessCore& core, std::shared_ptr<RefRuntime> rt, bool recovery)
+      : core_(core), rt_(std::move(rt)), recovery_(recovery) {
+    std::lock_guard lock(core_.mu);
+    run_id_ = rt_->op->id;
+    cancel_ = rt_->cancel.get_token();
+  }
+
+  RunResult run() {
+    try {
+      try {
+        const auto intent = std::get<RunIntent>(op_copy().intent);
+        for (const auto& message : intent.initial_messages) append_if_missing(message, /*after_cancel=*/true);
+        check_cancelled();
+        auto batch = op_copy().tool_batch;
+        if (batch && batch->unresolved()) {
+          execute_tool_batch(*batch);
+          check_cancelled();
+        }
+        recovery_ = false;
+        return driver_loop();
+      } catch (const RunCancelled&) {
+        return cancellation_path();
+      } catch (const RunFailed& failure) {
+        return finish(Outcome::failed, failure.error);
+      }
+    } catch (const AppendFailed& failure) {
+      return fault(failure.error);
+    } catch (const std::exception& e) {
+      return fault(Error{"internal_error", fmt::format("run '{}' stopped on an unexpected error: {}", run_id_, e.what())});
+    }
+  }
+
+ private:
+  // ---- state ---------------------------------------------------------------
+
+  OpState op_copy() {
+    std::lock_guard lock(core_.mu);
+    return *rt_->op;
+  }
+
+  void check_cancelled() {
+    std::lock_guard lock(core_.mu);
+    if (rt_->op->cancelled) throw RunCancelled{};
+  }
+
+  HookContext hook_context() const { return HookContext{rt_->name, run_id_}; }
+
+  Event event(std::string type, Json data = Json::object(), std::optional<std::int64_t> seq = {}) const {
+    if (recovery_) data["recovery"] = true;
+    return Event{std::move(type), rt_->name, run_id_, seq, std::move(data)};
+  }
+
+  // ---- appends -------------------------------------------------------------
+
+  // Appends `record` for this ref and folds it into the operation's state.
+  // Tree entries become children of the ref's leaf. Unless `after_cancel`,
+  // nothing is appended once the operation is cancelled: the cancellation
+  // path takes over from there.
+  std::int64_t append(Record record, bool after_cancel) {
+    std::lock_guard ref_lock(rt_->ref_mu);
+    if (!after_cancel) check_cancelled();
+    if (auto* entry = std::get_if<TreeEntry>(&record.body)) {
+      entry->parent_id = core_.session->leaf(rt_->name);
+      entry->ref = rt_->name;
+      if (entry->timestamp.empty()) entry->timestamp = now_iso8601();
+      if (entry->id.empty()) entry->id = core_.session->new_entry_id();
+    } else {
+      auto& harness = std::get<HarnessRecord>(record.body);
+      harness.ref = rt_->name;
+      if (harness.id.empty()) harness.id = core_.session->new_entry_id();
+      if (harness.timestamp.empty()) harness.timestamp = now_iso8601();
+    }
+    auto appended = core_.session->append(record);
+    if (!appended) throw AppendFailed{appended.error()};
+    record.seq = appended->first_seq;
+    std::lock_guard lock(core_.mu);
+    if (auto folded = reduce(*rt_->op, record); !folded) throw AppendFailed{folded.error()};
+    return record.seq;
+  }
+
+  std::int64_t append_harness(HarnessBody body, bool after_cancel = false) {
+    return append(Record{.body = HarnessRecord{.body = std::move(body)}}, after_cancel);
+  }
+
+  // Appends a tree entry and announces it.
+  TreeEntry append_entry(TreeEntry entry, bool after_cancel = false, bool started = false) {
+    Record record{.body = std::move(entry)};
+    const std::int64_t seq = append(record, after_cancel);
+    auto stored = core_.session->get_record(seq);
+    if (!stored || !*stored) throw AppendFailed{stored ? Error{"corrupt_log", "an appended record vanished"} : stored.error()};
+    TreeEntry committed = std::get<TreeEntry>((*stored)->body);
+    announce(committed, seq, started);
+    return committed;
+  }
+
+  void announce(const TreeEntry& entry, std::int64_t seq, bool started) {
+    if (const auto* body = std::get_if<MessageBody>(&entry.body)) {
+      if (!started) core_.publish(event("message_start", {{"message", encode(body->message)}}));
+      core_.publish(event("message_end", {{"message", encode(body->message)}, {"entryId", entry.id}}, seq));
+    } else {
+      core_.publish(event("entry_added", {{"entry", encode(entry)}}, seq));
+    }
+  }
+
+  // Recovery appends by provisioned id: an entry that exists is not appended
+  // again, which makes resuming twice harmless.
+  void append_if_missing(const ProvisionedEntry& target, bool after_cancel = false) {
+    if (core_.session->seq_of(target.id)) return;
+    append_entry(target, after_cancel);
+  }
+
+  TreeEntry message_entry(AgentMessage message, std::string id = {}) {
+    return TreeEntry{.id = std::move(id), .body = MessageBody{std::move(message)}};
+  }
+
+  // ---- the loop ------------------------------------------------------------
+
+  RunResult driver_loop() {
+    while (true) {
+      checkpoint();
+      if (needs_response()) {
+        step();
+        continue;
+      }
+      auto follow_ups = take_queued(&OpState::pending_follow_up, follow_up_mode());
+      if (!follow_ups.empty()) {
+        for (const auto& message : follow_ups) append_if_missing(message);
+        publish_queue_update();
+        continue;
+      }
+      if (auto follow_up = before_run_end()) {
+        core_.enqueue(rt_, "followUp", UserMessage{.content = *follow_up, .timestamp = now_unix_ms()});
+      }
+      if (auto finished = try_finish()) return *finished;
+    }
+  }
+
+  void checkpoint() {
+    check_cancelled();
+    const OpState op = op_copy();
+    for (const auto& write : op.pending_writes) append_if_missing(write);
+    auto steering = take_queued(&OpState::pending_steer, steering_mode());
+    for (const auto& message : steering) append_if_missing(message);
+    if (!steering.empty()) publish_queue_update();
+  }
+
+  std::vector<ProvisionedEntry> take_queued(std::vector<ProvisionedEntry> OpState::*queue, QueueMode mode) {
+    std::lock_guard lock(core_.mu);
+    const auto& items = (*rt_->op).*queue;
+    if (items.empty()) return {};
+    if (mode == QueueMode::all) return items;
+    return {items.front()};
+  }
+
+  QueueMode steering_mode() {
+    std::lock_guard lock(core_.mu);
+    return core_.options.steering_mode;
+  }
+  QueueMode follow_up_mode() {
+    std::lock_guard lock(core_.mu);
+    return core_.options.follow_up_mode;
+  }
+
+  bool needs_response() {
+    std::lock_guard lock(core_.mu);
+    const auto& role = rt_->op->last_role;
+    return role && *role != "assistant";
+  }
+
+  void publish_queue_update() {
+    Json data;
+    {
+      std::lock_guard lock(core_.mu);
+      auto list = [](const std::vector<ProvisionedEntry>& items) {
+        Json out = Json::array();
+        for (const auto& item : items) {
+          if (const auto* body = std::get_if<MessageBody>(&item.body)) out.push_back(encode(body->message));
+        }
+        return out;
+      };
+      data = {{"steer", list(rt_->op->pending_steer)},
+              {"followUp", list(rt_->op->pending_follow_up)},
+              {"nextRun", list(rt_->next_run)}};
+    }
+    core_.publish(event("queue_update", std::move(data)));
+  }
+
+  void step() {
+    const std::string step_id = core_.session->new_entry_id();
+    core_.publish(event("step_start", {{"stepId", step_id}}));
+    auto [assistant, entry_id] = request_assistant();
+    Json results = Json::array();
+    if (has_tool_calls(assistant)) {
+      auto batch = op_copy().tool_batch;
+      if (batch) results = execute_tool_batch(*batch, step_id);
+    }
+    core_.publish(event("step_end", {{"stepId", step_id}, {"message", encode(AgentMessage(assistant))}, {"toolResults", results}}));
+  }
+
+  // ---- requests ------------------------------------------------------------
+
+  std::pair<AssistantMessage, std::string> request_assistant() {
+    bool retrying = false;
+    while (true) {
+      check_cancelled();
+      std::int64_t attempt;
+      RetryPolicy policy;
+      {
+        std::lock_guard lock(core_.mu);
+        attempt = rt_->op->request_attempts + 1;
+        policy = core_.options.retry;
+      }
+      auto config = core_.branch_config(rt_->name);
+      if (!config) throw AppendFailed{config.error()};
+      if (attempt > policy.max_attempts) {
+        auto message = error_message(config->model, fmt::format("retries exhausted: {} attempts failed", attempt - 1));
+        append_entry(message_entry(message));
+        throw RunFailed{Error{"retries_exhausted", *message.error_message}};
+      }
+      const Models::Entry* served = nullptr;
+      {
+        std::lock_guard lock(core_.mu);
+        served = core_.options.models.find(config->model_ref.provider, config->model_ref.model_id);
+      }
+      if (!served) {
+        throw RunFailed{Error{"unknown_model", fmt::format("model '{}/{}' is not configured", config->model_ref.provider,
+                                                           config->model_ref.model_id)}};
+      }
+      LlmContext context = build_request(*config);
+      StreamOptions options;
+      {
+        std::lock_guard lock(core_.mu);
+        options = core_.options.stream_options;
+      }
+      options.thinking_level = config->thinking_level;
+      for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::before_request)) {
+        try {
+          if (auto out = hook(hook_context(), BeforeRequestEvent{config->model, "step", attempt, options})) options = *out;
+        } catch (const std::exception& e) {
+          core_.report_handler_error(rt_->name, run_id_, "hook", "before_request", e.what());
+        }
+      }
+
+      append_harness(GenerationStarted{.run_id = run_id_, .purpose = "step", .attempt = attempt,
+                                       .model = ModelRef{config->model_ref.provider, config->model_ref.model_id}});
+      bool started = false;
+      auto on_event = [&](const ProviderEvent& e) {
+        if (!started) {
+          started = true;
+          core_.publish(event("message_start", {{"message", encode(AgentMessage(*e.partial))}}));
+        }
+        Json delta = {{"type", to_string(e.type)}};
+        if (e.content_index >= 0) delta["contentIndex"] = e.content_index;
+        if (!e.delta.empty()) delta["delta"] = e.delta;
+        core_.publish(event("message_update", {{"message", encode(AgentMessage(*e.partial))}, {"assistantMessageEvent", delta}}));
+      };
+      PayloadHook payload_hook = [this](const Model& model, Json payload) {
+        for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::before_payload)) {
+          try {
+            if (auto out = hook(hook_context(), model, payload)) payload = std::move(*out);
+          } catch (const std::exception& e) {
+            core_.report_handler_error(rt_->name, run_id_, "hook", "before_payload", e.what());
+          }
+        }
+        return payload;
+      };
+      ProviderResponse response =
+          served->provider->stream(served->model, context, options, payload_hook, on_event, cancel_);
+      AssistantMessage& message = response.message;
+
+      bool cancelled;
+      {
+        std::lock_guard lock(core_.mu);
+        cancelled = rt_->op->cancelled;
+      }
+      if (cancelled) {
+        // The aborted response is the run's closure. Its tool calls were never
+        // answered, and a later request would be invalid with them in it.
+        std::erase_if(message.content, [](const AssistantBlock& b) { return std::holds_alternative<ToolCall>(b); });
+        message.stop_reason = StopReason::aborted;
+        if (!message.error_message) message.error_message = "Operation aborted";
+        append_entry(message_entry(message), /*after_cancel=*/true, started);
+        throw RunCancelled{};
+      }
+      if (message.stop_reason == StopReason::error || message.stop_reason == StopReason::aborted) {
+        const std::string what = message.error_message.value_or("the provider failed");
+        if (response.retryable && attempt < policy.max_attempts) {
+          const auto delay = backoff(policy, attempt, response.retry_after_ms);
+          core_.publish(event("retry_scheduled", {{"purpose", "step"},
+                                                  {"attempt", attempt},
+                                                  {"maxAttempts", policy.max_attempts},
+                                                  {"delayMs", delay.count()},
+                                                  {"errorMessage", what}}));
+          if (cancellable_sleep(delay, cancel_)) throw RunCancelled{};
+          retrying = true;
+          core_.publish(event("retry_start", {{"purpose", "step"}, {"attempt", attempt + 1}}));
+          continue;
+        }
+        append_entry(message_entry(message), false, started);
+        if (retrying) {
+          core_.publish(event("retry_end", {{"purpose", "step"}, {"attempt", attempt}, {"success", false}, {"finalError", what}}));
+        }
+        const std::string code = response.retryable      ? "retries_exhausted"
+                                 : response.context_overflow ? "context_overflow"
+                                                             : "provider_error";
+        throw RunFailed{Error{code, what}};
+      }
+
+      for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::after_response)) {
+        try {
+          if (auto out = hook(hook_context(), AfterResponseEvent{response.status, response.headers, message})) {
+            message = std::move(*out);
+          }
+        } catch (const std::exception& e) {
+          core_.report_handler_error(rt_->name, run_id_, "hook", "after_response", e.what());
+        }
+      }
+      TreeEntry committed = append_entry(message_entry(message), false, started);
+      if (retrying) core_.publish(event("retry_end", {{"purpose", "step"}, {"attempt", attempt}, {"success", true}}));
+      return {message, committed.id};
+    }
+  }
+
+  AssistantMessage error_message(const Model& model, std::string text) {
+    AssistantMessage message;
+    message.api = model.api;
+    message.provider = model.provider;
+    message.model = model.id;
+    message.stop_reason = StopReason::error;
+    message.error_message = std::move(text);
+    message.timestamp = now_unix_ms();
+    return message;
+  }
+
+  LlmContext build_request(const HarnessCore::BranchConfig& config) {
+    auto context = core_.session->build_context(rt_->name);
+    if (!context) throw AppendFailed{context.error()};
+    std::vector<AgentMessage> messages = std::move(context->messages);
+    for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::transform_context)) {
+      try {
+        if (auto out = hook(hook_context(), TransformContextEvent{messages})) messages = std::move(*out);
+      } catch (const std::exception& e) {
+        core_.report_handler_error(rt_->name, run_id_, "hook", "transform_context", e.what());
+      }
+    }
+    // As pi does: a failed or aborted response is in the transcript for the
+    // reader, never sent back to a model.
+    std::erase_if(messages, [](const AgentMessage& m) {
+      const auto* a = std::get_if<AssistantMessage>(&m);
+      return a && (a->stop_reason == StopReason::error || a->stop_reason == StopReason::aborted);
+    });
+    LlmContext request;
+    std::function<std::vector<LlmMessage>(const std::vector<AgentMessage>&)> convert;
+    std::function<std::string(const std::vector<std::string>&)> system_prompt;
+    {
+      std::lock_guard lock(core_.mu);
+      convert = core_.options.convert_to_llm;
+      system_prompt = core_.options.system_prompt;
+      for (const auto& tool : core_.options.tools) {
+        if (std::find(config.active_tools.begin(), config.active_tools.end(), tool.name) != config.active_tools.end()) {
+          request.tools.push_back(ToolDefinition{tool.name, tool.description, tool.parameters});
+        }
+      }
+    }
+    request.messages = convert ? convert(messages) : convert_to_llm(messages);
+    const OpState op = op_copy();
+    const auto& intent = std::get<RunIntent>(op.intent);
+    if (intent.system_prompt_override) {
+      request.system_prompt = *intent.system_prompt_override;
+    } else if (system_prompt) {
+      request.system_prompt = system_prompt(config.active_tools);
+    }
+    return request;
+  }
+
+  // ---- tools ---------------------------------------------------------------
+
+  struct PreparedCall {
+    ToolCallState call;
+    std::optional<Tool> tool;  // set: execute it
+    Json args;
+    std::string result_id;
+    std::optional<ToolResult> result;  // set: the outcome is known without executing
+    bool began = false;                // a tool_start event was published
+  };
+
+  // Answers every call of `batch` that has no result yet, in source order:
+  // calls that never began take the full path (lookup, validation,
+  // before_tool, tool_started, execution); calls that began before a crash
+  // run again if their tool is replay-safe and get a synthetic "interrupted"
+  // result otherwise, with no hooks.
+  Json execute_tool_batch(const ToolBatch& batch, const std::string& step_id = {}) {
+    std::vector<PreparedCall> prepared;
+    try {
+      for (const auto& call : batch.calls) {
+        if (call.result_exists) continue;
+        prepared.push_back(prepare(call, batch.assistant_entry_id, step_id));
+      }
+    } catch (const RunCancelled&) {
+      // Calls prepared so far run to their end below; the rest are answered
+      // by the cancellation path.
+    }
+    run_tools(prepared, step_id);
+    Json results = Json::array();
+    for (auto& p : prepared) {
+      ToolResult result = std::move(*p.result);
+      if (p.tool) result = after_tool(p, std::move(result));
+      if (p.began || p.tool) {
+        core_.publish(event("tool_end", {{"stepId", step_id}, {"toolCallId", p.call.call_id}, {"toolName", p.call.name},
+                                         {"result", encode_result(result)}, {"isError", result.is_error}}));
+      }
+      ToolResultMessage message{.tool_call_id = p.call.call_id, .tool_name = p.call.name, .content = result.content,
+                                .details = result.details, .is_error = result.is_error, .timestamp = now_unix_ms()};
+      results.push_back(encode(AgentMessage(message)));
+      ProvisionedEntry entry = message_entry(std::move(message), p.result_id);
+      append_if_missing(entry, /*after_cancel=*/true);
+    }
+    return results;
+  }
+
+  PreparedCall prepare(const ToolCallState& call, const std::string& assistant_id, const std::string& step_id) {
+    PreparedCall p{.call = call, .args = call.args};
+    if (call.started) {
+      p.result_id = call.started->result_entry_id;
+      p.args = call.started->effective_args;
+      if (call.started->replay == "safe") {
+        p.tool = find_tool(call.name);
+        if (!p.tool) p.result = ToolResult::text(fmt::format("Tool {} is not available to run again", call.name), true);
+      } else {
+        p.result = ToolResult{.content = {TextContent{.text = "Tool execution was interrupted: the process stopped "
+                                                               "while it ran, and the tool is not safe to run again. "
+                                                               "Its effects, if any, are unknown."}},
+                              .details = Json{{"interrupted", true}},
+                              .is_error = true};
+      }
+      return p;
+    }
+    check_cancelled();
+    p.result_id = core_.session->new_entry_id();
+    auto tool = find_active_tool(call.name);
+    if (!tool) {
+      p.result = ToolResult::text(fmt::format("Tool {} not found", call.name), true);
+      return p;
+    }
+    std::shared_ptr<const ArgumentValidator> validator;
+    {
+      std::lock_guard lock(core_.mu);
+      if (auto it = core_.validators.find(call.name); it != core_.validators.end()) validator = it->second;
+    }
+    if (validator) {
+      if (auto valid = validator->validate(call.args); !valid) {
+        p.result = ToolResult::text(fmt::format("Invalid arguments for tool {}: {}", call.name, valid.error().message), true);
+        return p;
+      }
+    }
+    for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::before_tool)) {
+      try {
+        auto out = hook(hook_context(), BeforeToolEvent{call.call_id, call.name, p.args});
+        if (!out) continue;
+        if (out->args) p.args = std::move(*out->args);
+        if (out->block) {
+          p.result = ToolResult::text(fmt::format("Tool call blocked: {}", *out->block), true);
+          return p;
+        }
+      } catch (const std::exception& e) {
+        core_.report_handler_error(rt_->name, run_id_, "hook", "before_tool", e.what());
+      }
+    }
+    const std::int64_t seq = append_harness(ToolStarted{.run_id = run_id_, .assistant_entry_id = assistant_id,
+                                                        .tool_index = call.index, .tool_call_id = call.call_id,
+                                                        .tool_name = call.name, .effective_args = p.args,
+                                                        .result_entry_id = p.result_id,
+                                                        .replay = std::string(to_string(tool->replay))});
+    core_.publish(event("tool_start", {{"stepId", step_id}, {"toolCallId", call.call_id}, {"toolName", call.name}, {"args", p.args}}, seq));
+    p.began = true;
+    p.tool = std::move(tool);
+    return p;
+  }
+
+  std::optional<Tool> find_tool(const std::string& name) {
+    std::lock_guard lock(core_.mu);
+    for (const auto& tool : core_.options.tools) {
+      if (tool.name == name) return tool;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Tool> find_active_tool(const std::string& name) {
+    auto config = core_.branch_config(rt_->name);
+    if (!config) throw AppendFailed{config.error()};
+    if (std::find(config->active_tools.begin(), config->active_tools.end(), name) == config->active_tools.end()) {
+      return std::nullopt;
+    }
+    return find_tool(name);
+  }
+
+  void run_tools(std::vector<PreparedCall>& prepared, const std::string& step_id) {
+    auto run_one = [&](PreparedCall& p) {
+      ToolUpdateSink update = [&](const ToolResult& partial) {
+        core_.publish(event("tool_update", {{"stepId", step_id}, {"toolCallId", p.call.call_id},
+                                            {"toolName", p.call.name}, {"partialResult", encode_result(partial)}}));
+      };
+      try {
+        p.result = p.tool->execute ? p.tool->execute(p.args, cancel_, update)
+                                   : ToolResult::text(fmt::format("Tool {} has no implementation", p.tool->name), true);
+      } catch (const std::exception& e) {
+        p.result = ToolResult::text(fmt::format("Tool {} failed: {}", p.tool->name, e.what()), true);
+      } catch (...) {
+        p.result = ToolResult::text(fmt::format("Tool {} failed", p.tool->name), true);
+      }
+    };
+    std::vector<PreparedCall*> runnable;
+    for (auto& p : prepared) {
+      if (p.tool && !p.result) runnable.push_back(&p);
+    }
+    const bool parallel = runnable.size() > 1 &&
+                          std::all_of(runnable.begin(), runnable.end(), [](PreparedCall* p) { return p->tool->parallel; });
+    if (!parallel) {
+      for (auto* p : runnable) run_one(*p);
+      return;
+    }
+    std::vector<std::jthread> threads;
+    for (auto* p : runnable) threads.emplace_back([&, p] { run_one(*p); });
+  }
+
+  ToolResult after_tool(const PreparedCall& p, ToolResult result) {
+    for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::after_tool)) {
+      try {
+        auto out = hook(hook_context(), AfterToolEvent{p.call.call_id, p.call.name, p.args, result});
+        if (!out) continue;
+        if (out->content) result.content = std::move(*out->content);
+        if (out->details) result.details = std::move(*out->details);
+        if (out->is_error) result.is_error = *out->is_error;
+      } catch (const std::exception& e) {
+        core_.report_handler_error(rt_->name, run_id_, "hook", "after_tool", e.what());
+      }
+    }
+    return result;
+  }
+
+  // ---- ends ----------------------------------------------------------------
+
+  std::optional<std::string> before_run_end() {
+    std::vector<AgentMessage> messages;
+    for (const auto& id : op_copy().message_ids) {
+      auto entry = core_.session->get_entry(id);
+      if (!entry) throw AppendFailed{entry.error()};
+      if (*entry) {
+        if (const auto* body = std::get_if<MessageBody>(&(*entry)->body)) messages.push_back(body->message);
+      }
+    }
+    std::optional<std::string> follow_up;
+    for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::before_run_end)) {
+      try {
+        if (auto out = hook(hook_context(), BeforeRunEndEvent{messages}); out && out->follow_up) follow_up = out->follow_up;
+      } catch (const std::exception& e) {
+        core_.report_handler_error(rt_->name, run_id_, "hook", "before_run_end", e.what());
+      }
+    }
+    return follow_up;
+  }
+
+  // Finishes the run as completed unless work arrived meanwhile; the queues
+  // close for this run the moment the decision is made.
+  std::optional<RunResult> try_finish() {
+    std::unique_lock ref_lock(rt_->ref_mu);
+    {
+      std::lock_guard lock(core_.mu);
+      const OpState& op = *rt_->op;
+      if (op.cancelled) throw RunCancelled{};
+      if (!op.pending_steer.empty() || !op.pending_follow_up.empty() || !op.pending_writes.empty()) return std::nullopt;
+      rt_->finishing = true;
+    }
+    ref_lock.unlock();
+    return finish(Outcome::ok, std::nullopt);
+  }
+
+  RunResult cancellation_path() {
+    const OpState op = op_copy();
+    if (op.tool_batch) {
+      for (const auto& call : op.tool_batch->calls) {
+        if (call.result_exists) continue;
+        const bool started = call.started.has_value();
+        ToolResultMessage message{
+            .tool_call_id = call.call_id,
+            .tool_name = call.name,
+            .content = {TextContent{.text = started ? "Tool execution was interrupted by an abort."
+                                                    : "Tool call was aborted before it started."}},
+            .details = Json{{started ? "interrupted" : "aborted", true}},
+            .is_error = true,
+            .timestamp = now_unix_ms()};
+        append_if_missing(message_entry(std::move(message), started ? call.started->result_entry_id : std::string()),
+                          true);
+      }
+    }
+    for (const auto& write : op.pending_writes) append_if_missing(write, true);
+    const OpState now = op_copy();
+    if (!now.last_assistant || now.last_assistant->stop_reason != StopReason::aborted) {
+      auto config = core_.branch_config(rt_->name);
+      if (!config) throw AppendFailed{config.error()};
+      AssistantMessage closure = error_message(config->model, "Operation aborted");
+      closure.stop_reason = StopReason::aborted;
+      append_entry(message_entry(std::move(closure)), true);
+    }
+    {
+      std::lock_guard lock(rt_->ref_mu);
+      std::lock_guard state(core_.mu);
+      rt_->finishing = true;
+    }
+    return finish(Outcome::aborted, std::nullopt);
+  }
+
+  RunResult finish(Outcome outcome, std::optional<Error> error) {
+    const std::string text = outcome == Outcome::ok ? "completed" : std::string(to_string(outcome));
+    OperationFinished body{.run_id = run_id_, .outcome = text, .error = error};
+    std::int64_t seq;
+    try {
+      seq = append_harness(std::move(body), /*after_cancel=*/true);
+    } catch (const AppendFailed& failure) {
+      return fault(failure.error);
+    }
+    RunResult result{.outcome = outcome, .run_id = run_id_, .error = error};
+    {
+      std::lock_guard lock(core_.mu);
+      result.final_message = rt_->op->last_assistant;
+    }
+    Json data = {{"outcome", text}};
+    if (result.final_message) data["finalMessage"] = encode(AgentMessage(*result.final_message));
+    if (error) data["error"] = {{"code", error->code}, {"message", error->message}};
+    std::vector<std::function<void()>> callbacks;
+    {
+      std::lock_guard lock(core_.mu);
+      rt_->op.reset();
+      rt_->finishing = false;
+      rt_->active = false;
+      core_.became_idle(*rt_, callbacks);
+    }
+    core_.publish(event("run_end", std::move(data), seq));
+    for (auto& callback : callbacks) callback();
+    core_.bus.flush();
+    return result;
+  }
+
+  RunResult fault(const Error& error) {
+    core_.enter_fault(error);
+    std::vector<std::function<void()>> callbacks;
+    {
+      std::lock_guard lock(core_.mu);
+      rt_->active = false;
+      rt_->finishing = false;
+      rt_->status = OperationStatus::suspended;
+      core_.became_idle(*rt_, callbacks);
+    }
+    for (auto& callback : callbacks) callback();
+    core_.bus.flush();
+    return RunResult{.outcome = Outcome::faulted, .run_id = run_id_, .error = error};
+  }
+
+  HarnessCore& core_;
+  std::shared_ptr<RefRuntime> rt_;
+  bool recovery_;
+  std::string run_id_;
+  std::stop_token cancel_;
+};
+
+bool user_side(const AgentMessage& message) {
+  const std::string_view role = role_of(message);
+  return role == "user" || role == "custom";
+}
+
+}  // namespace
+
+RunResult HarnessCore::prompt(const std::shared_ptr<RefRuntime>& rt, std::vector<AgentMessage> messages) {
+  for (const auto& message : messages) {
+    if (!user_side(message)) {
+      return RunResult{.outcome = Outcome::rejected,
+                       .error = rejection("invalid_message", fmt::format("a prompt takes user or custom messages, not "
+                                                                         "'{}'", role_of(message)))};
+    }
+  }
+  {
+    std::lock_guard lock(mu);
+    if (closed) return RunResult{.outcome = Outcome::rejected, .error = rejection("closed", "the harness is closed")};
+    if (faulted) return RunResult{.outcome = Outcome::faulted, .error = rejection("faulted", "the harness is faulted: appends stopped working")};
+    if (rt->deleted) return RunResult{.outcome = Outcome::rejected, .error = rejection("unknown_ref", fmt::format("ref '{}' was deleted", rt->name))};
+    if (rt->op || rt->active) {
+      return RunResult{.outcome = Outcome::rejected,
+                       .error = rejection("busy", fmt::format("ref '{}' already has an {} operation", rt->name,
+                                                              rt->active ? "active" : "suspended"))};
+    }
+    rt->active = true;  // reserved: a second prompt is refused from here on
+  }
+  auto release = [&] {
+    std::vector<std::function<void()>> callbacks;
+    {
+      std::lock_guard lock(mu);
+      rt->active = false;
+      became_idle(*rt, callbacks);
+    }
+    for (auto& callback : callbacks) callback();
+  };
+
+  // before_run: once, before acceptance; its output is persisted.
+  std::vector<UserBlock> prompt_blocks;
+  if (!messages.empty()) {
+    if (const auto* user = std::get_if<UserMessage>(&messages.front())) {
+      if (const auto* text = std::get_if<std::string>(&user->content)) {
+        prompt_blocks.push_back(TextContent{.text = *text});
+      } else {
+        prompt_blocks = std::get<std::vector<UserBlock>>(user->content);
+      }
+    }
+  }
+  std::string system_prompt;
+  {
+    std::function<std::string(const std::vector<std::string>&)> fn;
+    {
+      std::lock_guard lock(mu);
+      fn = options.system_prompt;
+    }
+    if (fn) {
+      auto config = branch_config(rt->name);
+      system_prompt = fn(config ? config->active_tools : std::vector<std::string>{});
+    }
+  }
+  RunIntent intent;
+  std::vector<AgentMessage> injected;
+  for (const auto& hook : hooks.handlers(&Hooks::Lists::before_run)) {
+    try {
+      auto out = hook(HookContext{rt->name, ""}, BeforeRunEvent{prompt_blocks, system_prompt});
+      if (!out) continue;
+      for (auto& message : out->messages) injected.push_back(std::move(message));
+      if (out->system_prompt) intent.system_prompt_override = out->system_prompt;
+      if (out->resume_data) intent.resume_data = out->resume_data;
+    } catch (const std::exception& e) {
+      report_handler_error(rt->name, std::nullopt, "hook", "before_run", e.what());
+    }
+  }
+
+  std::int64_t seq;
+  std::string run_id;
+  {
+    std::lock_guard ref_lock(rt->ref_mu);
+    {
+      std::lock_guard lock(mu);
+      intent.initial_messages = rt->next_run;
+    }
+    for (auto* list : {&messages, &injected}) {
+      for (auto& message : *list) {
+        intent.initial_messages.push_back(
+            ProvisionedEntry{.id = session->new_entry_id(), .body = MessageBody{std::move(message)}});
+      }
+    }
+    HarnessRecord started{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
+                          .body = OperationStarted{.source_leaf_id = session->leaf(rt->name), .intent = intent}};
+    auto appended = session->append(Record{.body = started});
+    if (!appended) {
+      enter_fault(appended.error());
+      release();
+      return RunResult{.outcome = Outcome::faulted, .error = appended.error()};
+    }
+    seq = appended->first_seq;
+    run_id = started.id;
+    std::lock_guard lock(mu);
+    rt->op = open_operation(started, seq);
+    rt->status = OperationStatus::running;
+    rt->cancel = std::stop_source();
+    rt->next_run.clear();
+  }
+  publish(Event{"run_start", rt->name, run_id, seq, Json::object()});
+  return RunProcedure(*this, rt, false).run();
+}
+
+RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
+  BeforeResumeEvent hook_event;
+  std::string run_id;
+  {
+    std::lock_guard lock(mu);
+    if (closed) return RunResult{.outcome = Outcome::rejected, .error = rejection("closed", "the harness is closed")};
+    if (faulted) return RunResult{.outcome = Outcome::faulted, .error = rejection("faulted", "the harness is faulted: appends stopped working")};
+    if (!rt->op || rt->active) {
+      return RunResult{.outcome = Outcome::rejected,
+                       .error = rejection(rt->active ? "busy" : "not_suspended",
+                                          fmt::format("ref '{}' has no suspended operation", rt->name))};
+    }
+    if (rt->suspended && (!rt->suspended->missing.tools.empty() || !rt->suspended->missing.models.empty())) {
+      std::string missing;
+      for (const auto& t : rt->suspended->missing.tools) missing += fmt::format("{}tool {}", missing.empty() ? "" : ", ", t);
+      for (const auto& m : rt->suspended->missing.models) missing += fmt::format("{}model {}", missing.empty() ? "" : ", ", m);
+      return RunResult{.outcome = Outcome::rejected, .kind = rt->op->kind, .run_id = rt->op->id,
+                       .error = rejection("missing_identities",
+                                          fmt::format("the log of run '{}' names what this harness lacks: {}",
+                                                      rt->op->id, missing))};
+    }
+    if (rt->op->kind != "run") {
+      return RunResult{.outcome = Outcome::rejected, .kind = rt->op->kind, .run_id = rt->op->id,
+                       .error = rejection("unsupported_operation",
+                                          fmt::format("resuming a {} operation is not supported yet", rt->op->kind))};
+    }
+    rt->active = true;
+    rt->status = rt->op->cancelled ? OperationStatus::cancelling : OperationStatus::running;
+    rt->cancel = std::stop_source();
+    rt->suspended.reset();
+    run_id = rt->op->id;
+    const auto& intent = std::get<RunIntent>(rt->op->intent);
+    hook_event.kind = rt->op->kind;
+    hook_event.system_prompt_override = intent.system_prompt_override;
+    hook_event.resume_data = intent.resume_data;
+    for (const auto& message : intent.initial_messages) {
+      const auto* body = std::get_if<MessageBody>(&message.body);
+      const auto* user = body ? std::get_if<UserMessage>(&body->message) : nullptr;
+      if (!user) continue;
+      if (const auto* text = std::get_if<std::string>(&user->content)) {
+        hook_event.prompt.push_back(TextContent{.text = *text});
+      } else {
+        hook_event.prompt = std::get<std::vector<UserBlock>>(user->content);
+      }
+      break;
+    }
+  }
+  for (const auto& hook : hooks.handlers(&Hooks::Lists::before_resume)) {
+    try {
+      hook(HookContext{rt->name, run_id}, hook_event);
+    } catch (const std::exception& e) {
+      report_handler_error(rt->name, run_id, "hook", "before_resume", e.what());
+    }
+  }
+  publish(Event{"run_resume", rt->name, run_id, std::nullopt, {{"recovery", true}}});
+  return RunProcedure(*this, rt, true).run();
+}
+
+AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
+  AbortResult result;
+  bool suspended_op = false;
+  std::int64_t seq = -1;
+  {
+    std::lock_guard ref_lock(rt->ref_mu);
+    std::string run_id;
+    {
+      std::lock_guard lock(mu);
+      if (faulted) return AbortResult{.outcome = Outcome::faulted, .error = rejection("faulted", "the harness is faulted: appends stopped working")};
+      if (!rt->op || rt->finishing) return result;  // idle: nothing to abort
+      result.run_id = rt->op->id;
+      if (rt->op->cancelled) return result;  // already cancelling
+      run_id = rt->op->id;
+      suspended_op = !rt->active;
+      if (suspended_op) {
+        if (closed) return AbortResult{.outcome = Outcome::rejected, .error = rejection("closed", "the harness is closed")};
+        rt->active = true;
+        rt->suspended.reset();
+      }
+    }
+    HarnessRecord record{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
+                         .body = OperationCancelled{.run_id = run_id, .reason = "user"}};
+    auto appended = session->append(Record{.body = record});
+    if (!appended) {
+      enter_fault(appended.error());
+      std::lock_guard lock(mu);
+      if (suspended_op) rt->active = false;
+      return AbortResult{.outcome = Outcome::faulted, .run_id = run_id, .error = appended.error()};
+    }
+    seq = appended->first_seq;
+    std::lock_guard lock(mu);
+    (void)reduce(*rt->op, Record{.seq = seq, .body = record});
+    rt->status = OperationStatus::cancelling;
+    auto messages = [](const std::vector<ProvisionedEntry>& items) {
+      std::vector<AgentMessage> out;
+      for (const auto& item : items) {
+        if (const auto* body = std::get_if<MessageBody>(&item.body)) out.push_back(body->message);
+      }
+      return out;
+    };
+    result.cleared_steer = messages(rt->op->pending_steer);
+    result.cleared_follow_up = messages(rt->op->pending_follow_up);
+    rt->cancel.request_stop();
+  }
+  Json cleared_steer = Json::array(), cleared_follow_up = Json::array();
+  for (const auto& m : result.cleared_steer) cleared_steer.push_back(encode(m));
+  for (const auto& m : result.cleared_follow_up) cleared_follow_up.push_back(encode(m));
+  publish(Event{"run_cancel", rt->name, result.run_id, seq,
+                {{"clearedSteer", cleared_steer}, {"clearedFollowUp", cleared_follow_up}}});
+  if (suspended_op) {
+    // Nobody runs a suspended operation: finish its cancellation here.
+    {
+      std::lock_guard lock(mu);
+      rt->cancel = std::stop_source();
+      rt->cancel.request_stop();
+    }
+    auto ended = RunProcedure(*this, rt, true).run();
+    if (ended.outcome == Outcome::faulted) {
+      result.outcome = Outcome::faulted;
+      result.error = ended.error;
+    }
+  }
+  return result;
+}
+
+QueueResult HarnessCore::enqueue(const std::shared_ptr<RefRuntime>& rt, const std::string& queue, AgentMessage message) {
+  if (!user_side(message)) {
+    return QueueResult{Outcome::rejected,
+                       rejection("invalid_message", fmt::format("queues take user or custom messages, not '{}'", role_of(message)))};
+  }
+  std::int64_t seq;
+  Json data;
+  std::optional<std::string> run_id;
+  {
+    std::lock_guard ref_lock(rt->ref_mu);
+    {
+      std::lock_guard lock(mu);
+      if (closed) return QueueResult{Outcome::rejected, rejection("closed", "the harness is closed")};
+      if (faulted) return QueueResult{Outcome::faulted, rejection("faulted", "the harness is faulted: appends stopped working")};
+      if (rt->deleted) return QueueResult{Outcome::rejected, rejection("unknown_ref", fmt::format("ref '{}' was deleted", rt->name))};
+      if (queue != "nextRun") {
+        if (!rt->op || !rt->active || rt->op->cancelled || rt->finishing || rt->op->kind != "run") {
+          return QueueResult{Outcome::rejected,
+                             rejection("no_active_run", fmt::format("ref '{}' has no active run to {}", rt->name,
+                                                                    queue == "steer" ? "steer" : "follow up"))};
+        }
+        run_id = rt->op->id;
+      }
+    }
+    HarnessRecord record{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
+                         .body = QueueEnqueued{.queue = queue, .run_id = run_id,
+                                               .target = ProvisionedEntry{.id = session->new_entry_id(),
+                                                                          .body = MessageBody{std::move(message)}}}};
+    auto appended = session->append(Record{.body = record});
+    if (!appended) {
+      enter_fault(appended.error());
+      return QueueResult{Outcome::faulted, appended.error()};
+    }
+    seq = appended->first_seq;
+    std::lock_guard lock(mu);
+    if (run_id) {
+      (void)reduce(*rt->op, Record{.seq = seq, .body = record});
+    } else {
+      rt->next_run.push_back(std::get<QueueEnqueued>(record.body).target);
+    }
+    auto list = [](const std::vector<ProvisionedEntry>& items) {
+      Json out = Json::array();
+      for (const auto& item : items) {
+        if (const auto* body = std::get_if<MessageBody>(&item.body)) out.push_back(encode(body->message));
+      }
+      return out;
+    };
+    const bool running = rt->op && rt->op->kind == "run";
+    data = {{"steer", running ? list(rt->op->pending_steer) : Json::array()},
+            {"followUp", running ? list(rt->op->pending_follow_up) : Json::array()},
+            {"nextRun", list(rt->next_run)}};
+  }
+  publish(Event{"queue_update", rt->name, run_id, seq, std::move(data)});
+  return QueueResult{};
+}
+
+}  // namespace cairn

@@ -1,0 +1,133 @@
+#include "harness/harness_support.hpp"
+
+#include <condition_variable>
+#include <thread>
+
+namespace cairn::testing {
+
+std::vector<Tool> test_tools(std::shared_ptr<ToolEffects> effects) {
+  const Json schema = {{"type", "object"},
+                       {"properties", {{"id", {{"type", "string"}}}, {"text", {{"type", "string"}}}, {"ms", {{"type", "integer"}}}}},
+                       {"required", {"id"}}};
+  std::vector<Tool> tools;
+  tools.push_back(Tool{.name = "echo", .description = "Echoes text", .parameters = schema, .replay = Replay::safe,
+                       .execute = [effects](const Json& args, std::stop_token, const ToolUpdateSink& update) {
+                         effects->note("echo", args);
+                         update(ToolResult::text("echoing"));
+                         return ToolResult::text(args.value("text", std::string("echo")));
+                       }});
+  tools.push_back(Tool{.name = "effect", .description = "Has an effect", .parameters = schema, .replay = Replay::never,
+                       .execute = [effects](const Json& args, std::stop_token, const ToolUpdateSink&) {
+                         effects->note("effect", args);
+                         return ToolResult::text("done");
+                       }});
+  tools.push_back(Tool{.name = "slow", .description = "Waits", .parameters = schema, .replay = Replay::never,
+                       .execute = [effects](const Json& args, std::stop_token cancel, const ToolUpdateSink&) {
+                         effects->note("slow", args);
+                         std::mutex mu;
+                         std::condition_variable_any cv;
+                         std::unique_lock lock(mu);
+                         const auto ms = std::chrono::milliseconds(args.value("ms", 60000));
+                         if (cv.wait_for(lock, cancel, ms, [] { return false; }), cancel.stop_requested()) {
+                           return ToolResult::text("stopped", true);
+                         }
+                         return ToolResult::text("slept");
+                       }});
+  tools.push_back(Tool{.name = "serial", .description = "Runs alone", .parameters = schema, .replay = Replay::safe,
+                       .parallel = false,
+                       .execute = [effects](const Json& args, std::stop_token, const ToolUpdateSink&) {
+                         effects->note("serial", args);
+                         return ToolResult::text("serial");
+                       }});
+  return tools;
+}
+
+std::vector<std::string> EventLog::types(bool with_updates) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& e : events_) {
+    if (!with_updates && (e.type == "message_update" || e.type == "tool_update")) continue;
+    out.push_back(e.type);
+  }
+  return out;
+}
+
+std::size_t EventLog::count(const std::string& type) const {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (const auto& e : events_) n += e.type == type;
+  return n;
+}
+
+HarnessTest::HarnessTest() : store_(make_memory_store(StoreOptions{.sync = SyncPolicy::none})) {
+  auto session = store_->create(CreateOptions{.cwd = "/work"});
+  EXPECT_TRUE(session.has_value());
+  session_ = *session;
+  session_id_ = session_->id();
+}
+
+HarnessOptions HarnessTest::options() {
+  HarnessOptions options;
+  options.session = session_;
+  options.models.add(FauxProvider::model(), faux_);
+  options.model = FauxProvider::model();
+  options.tools = test_tools(effects_);
+  options.retry = retry_;
+  options.system_prompt = [](const std::vector<std::string>& tools) {
+    return "You are a test. Tools: " + std::to_string(tools.size());
+  };
+  return options;
+}
+
+AgentHarness& HarnessTest::make_harness() {
+  listener_.reset();
+  harness_.reset();
+  auto created = AgentHarness::create(options());
+  if (!created) {
+    ADD_FAILURE() << "AgentHarness::create: " << created.error().code << ": " << created.error().message;
+    std::abort();
+  }
+  harness_.emplace(std::move(created->harness));
+  suspended_ = std::move(created->suspended);
+  listener_ = harness_->on_event([this](const Event& e) { events_.add(e); });
+  return *harness_;
+}
+
+void HarnessTest::reopen() {
+  listener_.reset();
+  harness_.reset();
+  session_.reset();
+  memory_store_fail_after(*store_, -1);
+  auto session = store_->open(session_id_);
+  if (!session) {
+    ADD_FAILURE() << "reopen: " << session.error().message;
+    std::abort();
+  }
+  session_ = *session;
+}
+
+std::vector<Record> HarnessTest::records() const {
+  std::vector<Record> out;
+  auto log = session_->get_log();
+  EXPECT_TRUE(log.has_value());
+  for (const auto& line : *log) {
+    auto record = decode_record(Json::parse(line.json));
+    EXPECT_TRUE(record.has_value()) << line.json;
+    out.push_back(*record);
+  }
+  return out;
+}
+
+std::vector<std::string> HarnessTest::record_types() const {
+  std::vector<std::string> out;
+  for (const auto& record : records()) {
+    std::string type(to_string(type_of(record)));
+    if (const auto* entry = std::get_if<TreeEntry>(&record.body)) {
+      if (const auto* body = std::get_if<MessageBody>(&entry->body)) type += ":" + std::string(role_of(body->message));
+    }
+    out.push_back(type);
+  }
+  return out;
+}
+
+}  // namespace cairn::testing
