@@ -39,6 +39,10 @@ struct RefRuntime {
   std::vector<ProvisionedEntry> next_run;  // accepted next-run items, not yet consumed
   std::stop_source cancel;
   std::vector<std::function<void()>> when_idle;
+  // Live progress, for snapshots.
+  std::optional<AssistantMessage> streaming;
+  std::vector<RunningTool> running_tools;
+  std::optional<RunSnapshot::Retry> retry;
 };
 
 class HarnessCore : public std::enable_shared_from_this<HarnessCore> {

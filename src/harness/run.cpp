@@ -8,6 +8,7 @@
 // leave this file; the API returns results.
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <random>
 #include <thread>
 
@@ -51,6 +52,16 @@ std::chrono::milliseconds backoff(const RetryPolicy& policy, std::int64_t attemp
   thread_local std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> spread(1.0 - policy.jitter, 1.0 + policy.jitter);
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, capped * spread(rng))));
+}
+
+std::string iso8601_in(std::chrono::milliseconds delay) {
+  const auto at = std::chrono::system_clock::now() + delay;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
+                     utc.tm_hour, utc.tm_min, utc.tm_sec, ms % 1000);
 }
 
 // Sleeps unless cancelled first; true when cancelled.
@@ -311,6 +322,10 @@ class RunProcedure {
                                        .model = ModelRef{config->model_ref.provider, config->model_ref.model_id}});
       bool started = false;
       auto on_event = [&](const ProviderEvent& e) {
+        {
+          std::lock_guard lock(core_.mu);
+          rt_->streaming = *e.partial;
+        }
         if (!started) {
           started = true;
           core_.publish(event("message_start", {{"message", encode(AgentMessage(*e.partial))}}));
@@ -333,6 +348,11 @@ class RunProcedure {
       ProviderResponse response =
           served->provider->stream(served->model, context, options, payload_hook, on_event, cancel_);
       AssistantMessage& message = response.message;
+      {
+        std::lock_guard lock(core_.mu);
+        rt_->streaming.reset();
+        rt_->retry.reset();
+      }
 
       bool cancelled;
       {
@@ -352,6 +372,10 @@ class RunProcedure {
         const std::string what = message.error_message.value_or("the provider failed");
         if (response.retryable && attempt < policy.max_attempts) {
           const auto delay = backoff(policy, attempt, response.retry_after_ms);
+          {
+            std::lock_guard lock(core_.mu);
+            rt_->retry = RunSnapshot::Retry{attempt + 1, policy.max_attempts, iso8601_in(delay)};
+          }
           core_.publish(event("retry_scheduled", {{"purpose", "step"},
                                                   {"attempt", attempt},
                                                   {"maxAttempts", policy.max_attempts},
@@ -472,6 +496,10 @@ class RunProcedure {
       ToolResult result = std::move(*p.result);
       if (p.tool) result = after_tool(p, std::move(result));
       if (p.began || p.tool) {
+        {
+          std::lock_guard lock(core_.mu);
+          std::erase_if(rt_->running_tools, [&](const RunningTool& r) { return r.tool_call_id == p.call.call_id; });
+        }
         core_.publish(event("tool_end", {{"stepId", step_id}, {"toolCallId", p.call.call_id}, {"toolName", p.call.name},
                                          {"result", encode_result(result)}, {"isError", result.is_error}}));
       }
@@ -537,6 +565,10 @@ class RunProcedure {
                                                         .tool_name = call.name, .effective_args = p.args,
                                                         .result_entry_id = p.result_id,
                                                         .replay = std::string(to_string(tool->replay))});
+    {
+      std::lock_guard lock(core_.mu);
+      rt_->running_tools.push_back(RunningTool{call.call_id, call.name, p.args, std::nullopt});
+    }
     core_.publish(event("tool_start", {{"stepId", step_id}, {"toolCallId", call.call_id}, {"toolName", call.name}, {"args", p.args}}, seq));
     p.began = true;
     p.tool = std::move(tool);
@@ -563,6 +595,12 @@ class RunProcedure {
   void run_tools(std::vector<PreparedCall>& prepared, const std::string& step_id) {
     auto run_one = [&](PreparedCall& p) {
       ToolUpdateSink update = [&](const ToolResult& partial) {
+        {
+          std::lock_guard lock(core_.mu);
+          for (auto& running : rt_->running_tools) {
+            if (running.tool_call_id == p.call.call_id) running.partial_result = partial;
+          }
+        }
         core_.publish(event("tool_update", {{"stepId", step_id}, {"toolCallId", p.call.call_id},
                                             {"toolName", p.call.name}, {"partialResult", encode_result(partial)}}));
       };
@@ -699,6 +737,9 @@ class RunProcedure {
       rt_->op.reset();
       rt_->finishing = false;
       rt_->active = false;
+      rt_->streaming.reset();
+      rt_->running_tools.clear();
+      rt_->retry.reset();
       core_.became_idle(*rt_, callbacks);
     }
     core_.publish(event("run_end", std::move(data), seq));
@@ -715,6 +756,9 @@ class RunProcedure {
       rt_->active = false;
       rt_->finishing = false;
       rt_->status = OperationStatus::suspended;
+      rt_->streaming.reset();
+      rt_->running_tools.clear();
+      rt_->retry.reset();
       core_.became_idle(*rt_, callbacks);
     }
     for (auto& callback : callbacks) callback();

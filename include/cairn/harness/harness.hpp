@@ -17,94 +17,13 @@
 #include "cairn/error.hpp"
 #include "cairn/harness/events.hpp"
 #include "cairn/harness/hooks.hpp"
+#include "cairn/harness/results.hpp"
 #include "cairn/harness/tool.hpp"
+#include "cairn/harness/watch.hpp"
 #include "cairn/llm/provider.hpp"
 #include "cairn/store/session.hpp"
 
 namespace cairn {
-
-// How an operation or a call ended. Error codes (ErrorInfo::code) are stable:
-//
-//   rejected — the call changed nothing, the log is untouched:
-//     busy               the ref already has an active or suspended operation
-//     no_active_run      steer / follow_up with no run on the ref
-//     not_suspended      resume with no suspended operation on the ref
-//     missing_identities resume while the log names tools or models this harness lacks
-//     unknown_tool       an active tool name that is not registered
-//     unknown_model      a model that `models` does not have
-//     unknown_ref        a ref that does not exist (or was deleted)
-//     ref_exists         create_ref of an existing ref
-//     ref_active         delete_ref of a ref whose operation is active or suspended
-//     main_ref           delete_ref("main")
-//     invalid_message    a queued or prompted message that is not a user-side message
-//     unknown_entry      an anchor that names no entry
-//     closed             the harness was closed
-//   failed — the operation ended in order, durably:
-//     retries_exhausted  every allowed attempt of a request failed
-//     provider_error     the provider failed in a way retrying cannot fix
-//     context_overflow   the request was larger than the model's context window
-//   faulted — appends stopped working; the operation restores as suspended:
-//     the store's own code (io_error, stale_writer, faulted, …)
-enum class Outcome { ok, rejected, failed, aborted, cancelled, faulted };
-std::string_view to_string(Outcome outcome);
-
-struct RunResult {
-  Outcome outcome = Outcome::ok;
-  std::string kind = "run";  // run | compaction | navigation
-  std::string run_id;        // empty when rejected, or faulted before acceptance
-  std::optional<AssistantMessage> final_message;
-  std::optional<Error> error;
-  bool ok() const { return outcome == Outcome::ok; }
-};
-using ResumeResult = RunResult;
-
-struct QueueResult {
-  Outcome outcome = Outcome::ok;
-  std::optional<Error> error;
-  bool ok() const { return outcome == Outcome::ok; }
-};
-
-struct AbortResult {
-  Outcome outcome = Outcome::ok;  // ok also when the ref was idle (a no-op)
-  std::string run_id;             // empty when the ref was idle
-  std::vector<AgentMessage> cleared_steer;
-  std::vector<AgentMessage> cleared_follow_up;
-  std::optional<Error> error;
-  bool ok() const { return outcome == Outcome::ok; }
-};
-
-enum class OperationStatus { running, suspended, cancelling };
-std::string_view to_string(OperationStatus status);
-
-struct SuspendedOperation {
-  std::string ref;
-  std::string kind;
-  std::string id;
-  std::string started_at;
-  std::vector<UserBlock> prompt;  // runs: the prompt, for display
-  // Cancelled before the crash: resume() completes the abort. The undelivered
-  // queue items, so a client can offer to requeue them.
-  struct Cancelled {
-    std::vector<AgentMessage> cleared_steer;
-    std::vector<AgentMessage> cleared_follow_up;
-  };
-  std::optional<Cancelled> cancelled;
-  struct Missing {
-    std::vector<std::string> tools;
-    std::vector<std::string> models;  // "provider/id"
-  } missing;
-};
-
-struct RefStatus {
-  std::string name;
-  std::optional<std::string> leaf_id;
-  struct Run {
-    std::string id;
-    std::string kind;
-    OperationStatus status = OperationStatus::running;
-  };
-  std::optional<Run> run;
-};
 
 struct RetryPolicy {
   int max_attempts = 4;  // attempts per request cycle, the first included
@@ -178,6 +97,8 @@ class AgentRef {
   std::vector<TreeEntry> pending_writes() const;
 
   Subscription on_event(EventListener listener) const;  // this ref's events only
+  // This ref's transcript, run state and queues, then its events from there.
+  Result<RefWatch> watch() const;
 
   AgentRef(std::shared_ptr<HarnessCore> core, std::string name) : core_(std::move(core)), name_(std::move(name)) {}
 
@@ -216,6 +137,8 @@ class AgentHarness {
 
   Hooks& hooks();
   Subscription on_event(EventListener listener);  // every ref's events
+  // The refs inventory, then every event from there.
+  SessionWatch watch_session();
   bool faulted() const;
   std::shared_ptr<Session> session() const;
 
