@@ -177,7 +177,7 @@ TEST_F(HarnessTest, ACorruptTailIsRefusedNotGuessed) {
 //   main: prompt → [echo e1 (safe), effect x1 (never)] in parallel → [serial s1,
 //   steerer st1 (never; steers "focus")] → the first request of the third
 //   step fails once (retryable) → "done" → before_run_end follows up once →
-//   "tests done"; then ref r2: prompt → "other done".
+//   "tests done"; then ref r2: prompt → [aborter a1 (safe), which aborts r2's run].
 class CrashScenario {
  public:
   explicit CrashScenario(HarnessTest& test) : test_(test) {}
@@ -190,11 +190,14 @@ class CrashScenario {
     return std::make_shared<FauxProvider>([this](const LlmContext& context) {
       int assistants = 0;
       bool follow_up_seen = false;
+      for (const auto& m : context.messages) assistants += std::holds_alternative<AssistantMessage>(m);
       for (const auto& m : context.messages) {
-        if (std::holds_alternative<AssistantMessage>(m)) ++assistants;
         if (const auto* u = std::get_if<UserMessage>(&m)) {
           if (const auto* text = std::get_if<std::string>(&u->content); text && *text == "and tests") follow_up_seen = true;
-          if (const auto* text = std::get_if<std::string>(&u->content); text && *text == "other") return FauxResponse::text("other done");
+          if (const auto* text = std::get_if<std::string>(&u->content); text && *text == "other") {
+            return assistants == 0 ? FauxResponse::tool_call("a1", "aborter", args("a1"))
+                                   : FauxResponse::text("not reached: the run was aborted");
+          }
         }
       }
       switch (assistants) {
@@ -227,6 +230,14 @@ class CrashPointTest : public HarnessTest {
                    return ToolResult::text("steered");
                  }};
     opts.tools.push_back(steerer);
+    // Aborts its own run from inside the tool; replay safe, so a crash before
+    // the abort was durable runs it (and the abort) again.
+    opts.tools.push_back(Tool{.name = "aborter", .description = "aborts", .parameters = {{"type", "object"}},
+                              .replay = Replay::safe,
+                              .execute = [this](const Json&, std::stop_token, const ToolUpdateSink&) {
+                                if (harness_) harness_->ref("r2")->abort();
+                                return ToolResult::text("aborted the run");
+                              }});
     return opts;
   }
 
@@ -263,7 +274,7 @@ class CrashPointTest : public HarnessTest {
           crashed = true;
           break;
         }
-        EXPECT_TRUE(result.outcome == Outcome::ok || result.outcome == Outcome::failed) << to_string(result.outcome);
+        EXPECT_TRUE(result.outcome == Outcome::ok || result.outcome == Outcome::aborted) << to_string(result.outcome);
       }
       memory_store_fail_after(*store_, -1);
       if (!crashed) return;
@@ -391,7 +402,8 @@ TEST_F(CrashPointTest, EveryCrashPointConvergesToTheCrashFreeLog) {
   const auto appends = static_cast<std::int64_t>(records().size());
   ASSERT_GE(appends, 30);
   EXPECT_EQ(reference.transcripts.at("main").back(), "assistant:tests done:stop");
-  EXPECT_EQ(reference.transcripts.at("r2").back(), "assistant:other done:stop");
+  EXPECT_EQ(reference.transcripts.at("r2"),
+            (std::vector<std::string>{"user:other", "assistant:call a1:toolUse", "toolResult:a1", "assistant:aborted"}));
 
   for (std::int64_t k = 0; k < appends; ++k) {
     SCOPED_TRACE(fmt::format("crash after {} appends", k));
