@@ -446,3 +446,38 @@ TEST_F(CrashPointTest, CrashesDuringResumeConvergeToo) {
 }
 
 }  // namespace cairn::testing
+
+namespace cairn::testing {
+namespace {
+
+TEST_F(HarnessTest, BeforeRunOutputIsPersistedAndHandedToBeforeResume) {
+  auto& harness = make_harness();
+  auto hook = harness.hooks().before_run([](const HookContext&, const BeforeRunEvent& e) -> std::optional<BeforeRunResult> {
+    EXPECT_EQ(std::get<TextContent>(e.prompt[0]).text, "go");
+    EXPECT_EQ(e.system_prompt, "You are a test. Tools: 4");
+    return BeforeRunResult{.messages = {CustomMessage{.custom_type = "context", .content = std::string("AGENTS.md says hi"), .timestamp = 1}},
+                           .system_prompt = "overridden",
+                           .resume_data = Json{{"ext", {{"job", 42}}}}};
+  });
+  faux_->push(FauxResponse::text("lost"));
+  memory_store_fail_after(*store_, 4);  // operation_started, user, custom, generation_started
+  EXPECT_EQ(harness.main().prompt("go").outcome, Outcome::faulted);
+  reopen();
+  auto& again = make_harness();
+  std::optional<BeforeResumeEvent> seen;
+  auto resume_hook = again.hooks().before_resume([&](const HookContext&, const BeforeResumeEvent& e) { seen = e; });
+  faux_->push(FauxResponse::text("found"));
+  ASSERT_TRUE(again.main().resume().ok());
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->system_prompt_override, "overridden");
+  EXPECT_EQ(seen->resume_data, (Json{{"ext", {{"job", 42}}}}));
+  auto requests = faux_->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].system_prompt, "overridden");  // fixed for the run, resume included
+  EXPECT_EQ(requests[1].messages.size(), 2u);          // the prompt and the injected message
+  EXPECT_EQ(record_types(), (Types{"operation_started", "message:user", "message:custom", "generation_started",
+                                   "generation_started", "message:assistant", "operation_finished"}));
+}
+
+}  // namespace
+}  // namespace cairn::testing

@@ -421,3 +421,32 @@ TEST_F(HarnessTest, NextRunItemsAreConsumedByTheNextRunAndSurviveARestart) {
 
 }  // namespace
 }  // namespace cairn::testing
+
+namespace cairn::testing {
+namespace {
+
+TEST(PromptTemplates, SubstitutePositionalAndAllArguments) {
+  EXPECT_EQ(expand_template("fix $1 in $2", {"the bug", "main.cpp"}), "fix the bug in main.cpp");
+  EXPECT_EQ(expand_template("args: $@ / $ARGUMENTS", {"a", "b"}), "args: a b / a b");
+  EXPECT_EQ(expand_template("missing $3, cost $ 5", {"a"}), "missing , cost $ 5");
+}
+
+TEST_F(HarnessTest, SkillsAndTemplatesBecomePrompts) {
+  auto& harness = make_harness();
+  harness.set_resources(Resources{.skills = {Skill{.name = "review", .content = "Review carefully.", .location = "/s/review/SKILL.md"}},
+                                  .prompt_templates = {PromptTemplate{.name = "fix", .content = "Fix $1."}}});
+  faux_->push(FauxResponse::text("reviewed"));
+  faux_->push(FauxResponse::text("fixed"));
+  ASSERT_TRUE(harness.main().skill("review", "Focus on errors.").ok());
+  ASSERT_TRUE(harness.main().prompt_from_template("fix", {"the parser"}).ok());
+  auto requests = faux_->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(std::get<std::string>(std::get<UserMessage>(requests[0].messages[0]).content),
+            "<skill name=\"review\" location=\"/s/review/SKILL.md\">\nReview carefully.\n</skill>\n\nFocus on errors.");
+  EXPECT_EQ(std::get<std::string>(std::get<UserMessage>(requests[1].messages.back()).content), "Fix the parser.");
+  EXPECT_EQ(harness.main().skill("nope").error->code, "unknown_skill");
+  EXPECT_EQ(harness.main().prompt_from_template("nope").error->code, "unknown_template");
+}
+
+}  // namespace
+}  // namespace cairn::testing

@@ -34,6 +34,31 @@ struct RetryPolicy {
 
 enum class QueueMode { one_at_a_time, all };
 
+// A skill: instructions the model reads when the user invokes it (pi's
+// SKILL.md). `location` is where it came from, for relative references.
+struct Skill {
+  std::string name;
+  std::string description;
+  std::string content;
+  std::string location;
+};
+
+// A prompt with arguments: $1 … $9 are the positional arguments, $@ and
+// $ARGUMENTS all of them joined by spaces.
+struct PromptTemplate {
+  std::string name;
+  std::string description;
+  std::string content;
+};
+
+struct Resources {
+  std::vector<Skill> skills;
+  std::vector<PromptTemplate> prompt_templates;
+};
+
+// A template's text with `args` substituted.
+std::string expand_template(const std::string& content, const std::vector<std::string>& args);
+
 struct HarnessOptions {
   std::shared_ptr<Session> session;
   Models models;
@@ -43,6 +68,7 @@ struct HarnessOptions {
   std::optional<std::vector<std::string>> active_tool_names;  // default: every tool
   // A string, or a function evaluated per request (it sees the active tools).
   std::function<std::string(const std::vector<std::string>& active_tools)> system_prompt;
+  Resources resources;
   StreamOptions stream_options;
   RetryPolicy retry;
   QueueMode steering_mode = QueueMode::one_at_a_time;
@@ -62,6 +88,10 @@ class AgentRef {
 
   RunResult prompt(std::string text, std::vector<ImageContent> images = {});
   RunResult prompt(std::vector<AgentMessage> messages);
+  // A prompt that invokes a skill (rejected with unknown_skill when there is
+  // no such skill), or a prompt template with its arguments (unknown_template).
+  RunResult skill(const std::string& name, const std::string& additional_instructions = {});
+  RunResult prompt_from_template(const std::string& name, const std::vector<std::string>& args = {});
   // Continues this ref's suspended operation to its durable end.
   ResumeResult resume();
   // Durable the moment it returns: operation_cancelled is in the log, the run
@@ -128,6 +158,8 @@ class AgentHarness {
   // Registries shared by every ref.
   std::vector<std::string> tool_names() const;
   Status set_tools(std::vector<Tool> tools);
+  Resources resources() const;
+  void set_resources(Resources resources);
   RetryPolicy retry_policy() const;
   void set_retry_policy(RetryPolicy policy);
   void set_steering_mode(QueueMode mode);

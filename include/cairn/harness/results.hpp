@@ -25,6 +25,8 @@ namespace cairn {
 //     main_ref           delete_ref("main")
 //     invalid_message    a queued or prompted message that is not a user-side message
 //     unknown_entry      an anchor that names no entry
+//     unknown_skill      skill() of a skill the resources do not have
+//     unknown_template   prompt_from_template() of a template they do not have
 //     closed             the harness was closed
 //     unsupported_operation resume of a compaction or navigation (not built yet)
 //   failed — the operation ended in order, durably:
