@@ -90,7 +90,10 @@ class RunProcedure {
         check_cancelled();
         auto batch = op_copy().tool_batch;
         if (batch && batch->unresolved()) {
-          execute_tool_batch(*batch);
+          Json results = execute_tool_batch(*batch);
+          const OpState op = op_copy();
+          Json data = {{"message", op.last_assistant ? encode(AgentMessage(*op.last_assistant)) : Json()}, {"toolResults", results}};
+          core_.publish(event("step_end", std::move(data)));
           check_cancelled();
         }
         recovery_ = false;
@@ -98,7 +101,7 @@ class RunProcedure {
       } catch (const RunCancelled&) {
         return cancellation_path();
       } catch (const RunFailed& failure) {
-        return finish(Outcome::failed, failure.error);
+        return *finish(Outcome::failed, failure.error);
       }
     } catch (const AppendFailed& failure) {
       return fault(failure.error);
@@ -136,6 +139,11 @@ class RunProcedure {
   std::int64_t append(Record record, bool after_cancel) {
     std::lock_guard ref_lock(rt_->ref_mu);
     if (!after_cancel) check_cancelled();
+    return append_locked(std::move(record));
+  }
+
+  // The same, with ref_mu already held.
+  std::int64_t append_locked(Record record) {
     if (auto* entry = std::get_if<TreeEntry>(&record.body)) {
       entry->parent_id = core_.session->leaf(rt_->name);
       entry->ref = rt_->name;
@@ -664,20 +672,11 @@ class RunProcedure {
     return follow_up;
   }
 
-  // Finishes the run as completed unless work arrived meanwhile; the queues
-  // close for this run the moment the decision is made.
-  std::optional<RunResult> try_finish() {
-    std::unique_lock ref_lock(rt_->ref_mu);
-    {
-      std::lock_guard lock(core_.mu);
-      const OpState& op = *rt_->op;
-      if (op.cancelled) throw RunCancelled{};
-      if (!op.pending_steer.empty() || !op.pending_follow_up.empty() || !op.pending_writes.empty()) return std::nullopt;
-      rt_->finishing = true;
-    }
-    ref_lock.unlock();
-    return finish(Outcome::ok, std::nullopt);
-  }
+  // Finishes the run as completed unless work arrived meanwhile. The
+  // decision and operation_finished are one step under the ref's lock: a
+  // steer, follow-up or write either lands before it (and is seen pending
+  // here) or is refused / applied after the operation closed.
+  std::optional<RunResult> try_finish() { return finish(Outcome::ok, std::nullopt, /*unless_pending=*/true); }
 
   RunResult cancellation_path() {
     const OpState op = op_copy();
@@ -706,22 +705,30 @@ class RunProcedure {
       closure.stop_reason = StopReason::aborted;
       append_entry(message_entry(std::move(closure)), true);
     }
-    {
-      std::lock_guard lock(rt_->ref_mu);
-      std::lock_guard state(core_.mu);
-      rt_->finishing = true;
-    }
-    return finish(Outcome::aborted, std::nullopt);
+    return *finish(Outcome::aborted, std::nullopt);
   }
 
-  RunResult finish(Outcome outcome, std::optional<Error> error) {
+  std::optional<RunResult> finish(Outcome outcome, std::optional<Error> error, bool unless_pending = false) {
     const std::string text = outcome == Outcome::ok ? "completed" : std::string(to_string(outcome));
-    OperationFinished body{.run_id = run_id_, .outcome = text, .error = error};
     std::int64_t seq;
-    try {
-      seq = append_harness(std::move(body), /*after_cancel=*/true);
-    } catch (const AppendFailed& failure) {
-      return fault(failure.error);
+    {
+      std::lock_guard ref_lock(rt_->ref_mu);
+      {
+        std::lock_guard lock(core_.mu);
+        const OpState& op = *rt_->op;
+        if (unless_pending) {
+          if (op.cancelled) throw RunCancelled{};
+          if (!op.pending_steer.empty() || !op.pending_follow_up.empty() || !op.pending_writes.empty()) {
+            return std::nullopt;
+          }
+        }
+        rt_->finishing = true;
+      }
+      try {
+        seq = append_locked(Record{.body = HarnessRecord{.body = OperationFinished{.run_id = run_id_, .outcome = text, .error = error}}});
+      } catch (const AppendFailed& failure) {
+        return fault(failure.error);
+      }
     }
     RunResult result{.outcome = outcome, .run_id = run_id_, .error = error};
     {
