@@ -70,7 +70,7 @@ std::shared_ptr<RefRuntime> HarnessCore::find_ref(std::string_view name) {
 }
 
 Result<HarnessCore::BranchConfig> HarnessCore::branch_config(const std::string& ref) {
-  auto context = session->build_context(ref);
+  auto context = session->branch_settings(ref);
   if (!context) return std::unexpected(context.error());
   std::lock_guard lock(mu);
   BranchConfig config;

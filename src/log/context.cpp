@@ -46,7 +46,7 @@ bool projects(const IndexedRecord& record) {
 
 }  // namespace
 
-Result<SessionContext> SessionIndex::build_context(std::optional<std::string_view> leaf_id) const {
+Result<SessionContext> SessionIndex::build_context(std::optional<std::string_view> leaf_id, bool with_messages) const {
   SessionContext context;
   if (!leaf_id) return context;  // before the first entry: nothing
   auto leaf_seq = seq_of(*leaf_id);
@@ -78,6 +78,8 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
       context.model = ModelRef{assistant.provider, assistant.model};
     }
   }
+
+  if (!with_messages) return context;
 
   // After the last compaction: its summary, the entries it kept (from
   // firstKeptEntryId up to it, if that entry is on the path) and every entry
@@ -131,11 +133,11 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
   return context;
 }
 
-Result<SessionContext> SessionIndex::build_context_for_ref(std::string_view ref_name) const {
+Result<SessionContext> SessionIndex::build_context_for_ref(std::string_view ref_name, bool with_messages) const {
   auto slot = ref(ref_name);
   if (!slot) return fail("unknown_ref", fmt::format("ref '{}' does not exist", ref_name));
   if (!slot->leaf) return SessionContext{};
-  return build_context(std::string_view(*slot->leaf));
+  return build_context(std::string_view(*slot->leaf), with_messages);
 }
 
 }  // namespace cairn

@@ -349,6 +349,9 @@ Result<std::optional<std::string>> Session::name() const { CAIRN_READ(name()); }
 Result<std::optional<std::string>> Session::label(std::string_view entry_id) const { CAIRN_READ(label(entry_id)); }
 std::vector<std::string> Session::path_to(std::optional<std::string_view> leaf) const { CAIRN_READ(path_to(leaf)); }
 Result<SessionContext> Session::build_context(std::string_view ref) const { CAIRN_READ(build_context_for_ref(ref)); }
+Result<SessionContext> Session::branch_settings(std::string_view ref) const {
+  CAIRN_READ(build_context_for_ref(ref, false));
+}
 Result<SessionContext> Session::build_context_at(std::optional<std::string_view> leaf) const {
   CAIRN_READ(build_context(leaf));
 }

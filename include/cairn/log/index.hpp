@@ -198,8 +198,10 @@ class SessionIndex : public MutableLogState {
   Result<std::optional<std::string>> label(std::string_view entry_id) const;
   // The branch from `leaf` (nullopt: empty) to the root, root first.
   std::vector<std::string> path_to(std::optional<std::string_view> leaf) const;
-  Result<SessionContext> build_context(std::optional<std::string_view> leaf) const;
-  Result<SessionContext> build_context_for_ref(std::string_view ref) const;
+  // `with_messages` false: only the settings in force (model, thinking level,
+  // active tools), which the index finds without walking the branch.
+  Result<SessionContext> build_context(std::optional<std::string_view> leaf, bool with_messages = true) const;
+  Result<SessionContext> build_context_for_ref(std::string_view ref, bool with_messages = true) const;
 
   std::int64_t size() const { return next_seq(); }
   const IndexedRecord& at(std::int64_t seq) const { return records_[static_cast<std::size_t>(seq)]; }

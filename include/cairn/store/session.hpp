@@ -111,6 +111,8 @@ class Session {
   std::vector<std::string> path_to(std::optional<std::string_view> leaf) const;
   Result<SessionContext> build_context(std::string_view ref = "main") const;
   Result<SessionContext> build_context_at(std::optional<std::string_view> leaf) const;
+  // The model, thinking level and active tools in force at the ref's leaf.
+  Result<SessionContext> branch_settings(std::string_view ref = "main") const;
   std::int64_t size() const;
 
  private:
