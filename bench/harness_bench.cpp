@@ -77,14 +77,14 @@ std::string prompt_text(const LlmContext& context) {
   return {};
 }
 
-// A fresh memory session with its own harness and faux provider. The provider
-// keeps a copy of every request's context, so it is replaced with the session.
+// A fresh memory session with its own harness and faux provider.
 struct Rig {
   std::shared_ptr<FauxProvider> faux;
   std::optional<AgentHarness> harness;
 
   Rig(Store& store, FauxProvider::Script script, std::vector<Tool> tools)
       : faux(std::make_shared<FauxProvider>(std::move(script))) {
+    faux->record_requests(false);  // a copy of the context per request is the provider's cost, not the harness's
     auto session = store.create(CreateOptions{.cwd = "/tmp"});
     if (!session) die("create session: " + session.error().message);
     HarnessOptions options;
@@ -112,7 +112,9 @@ struct StepSample {
 // Prompts of `steps` model responses: steps - 1 answered with one noop call,
 // the last with text. A new session every `per_session` prompts bounds the
 // context, which the harness rebuilds from the log for every request.
-std::vector<StepSample> step_times(Store& store, int steps, int prompts, int per_session) {
+// `watched`: a listener that ignores every event is subscribed, so the
+// harness builds the events it otherwise skips.
+std::vector<StepSample> step_times(Store& store, int steps, int prompts, int per_session, bool watched = false) {
   auto context_messages = std::make_shared<std::size_t>(0);
   auto script = [steps, context_messages](const LlmContext& context) {
     *context_messages = context.messages.size();  // prompt() runs the script on the calling thread
@@ -124,10 +126,13 @@ std::vector<StepSample> step_times(Store& store, int steps, int prompts, int per
   };
   std::vector<StepSample> samples;
   std::optional<Rig> rig;
+  Subscription listener;
   for (int p = 0; p < prompts; ++p) {
     if (p % per_session == 0) {
+      listener = {};
       rig.reset();
       rig.emplace(store, script, std::vector<Tool>{noop_tool()});
+      if (watched) listener = rig->harness->on_event([](const Event&) {});
     }
     const auto start = Clock::now();
     RunResult result = rig->harness->main().prompt(fmt::format("prompt {}", p));
@@ -269,11 +274,14 @@ int main(int argc, char** argv) {
     print_step_row(fmt::format("{}-step prompt, #{} in its session", kSteps, position), long_runs, position);
   }
   print_step_row(fmt::format("{}-step prompt, all", kSteps), long_runs, 0);
+  const auto watched_runs = step_times(*store, kSteps, long_prompts, kPerSession, /*watched=*/true);
+  print_step_row(fmt::format("{}-step prompt, all, watched", kSteps), watched_runs, 0);
   const auto short_runs = step_times(*store, 1, short_prompts, kPerSession);
   print_step_row("1-step prompt (text only), #1", short_runs, 1);
   print_step_row("1-step prompt (text only), all", short_runs, 0);
   std::printf("a %d-step prompt is %d noop tool steps and a text answer; a new session every %d prompts;\n"
-              "ctx msgs: the largest context a prompt of the row sent to the provider\n",
+              "ctx msgs: the largest context a prompt of the row sent to the provider;\n"
+              "watched: a listener is subscribed, so every event is built and delivered\n",
               kSteps, kSteps - 1, kPerSession);
   std::printf("target: median per step <= 50 us\n\n");
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cairn/harness/harness.hpp"
+#include "context_cache.hpp"
 #include "event_bus.hpp"
 #include "op_state.hpp"
 
@@ -28,6 +29,8 @@ namespace cairn {
 struct RefRuntime {
   std::string name;
   std::mutex ref_mu;
+  // Touched only by the thread running the ref's operation (see `active`).
+  ContextCache context;
 
   // Guarded by HarnessCore::mu from here on.
   std::optional<OpState> op;
@@ -40,7 +43,7 @@ struct RefRuntime {
   std::stop_source cancel;
   std::vector<std::function<void()>> when_idle;
   // Live progress, for snapshots.
-  std::optional<AssistantMessage> streaming;
+  std::shared_ptr<const AgentMessage> streaming;  // an AssistantMessage
   std::vector<RunningTool> running_tools;
   std::optional<RunSnapshot::Retry> retry;
 };
@@ -64,6 +67,8 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
     std::vector<std::string> active_tools;
   };
   Result<BranchConfig> branch_config(const std::string& ref);
+  // The same from the settings at the branch's leaf.
+  BranchConfig config_from(const SessionContext& settings);
 
   // Operations (run.cpp).
   RunResult prompt(const std::shared_ptr<RefRuntime>& rt, std::vector<AgentMessage> messages);

@@ -12,6 +12,7 @@ Json encode(const Event& event) {
   Json json = {{"type", event.type}, {"ref", event.ref}};
   if (event.run_id) json["runId"] = *event.run_id;
   if (event.seq) json["seq"] = *event.seq;
+  if (event.message) json["message"] = encode(*event.message);
   for (const auto& [key, value] : event.data.items()) json[key] = value;
   return json;
 }
@@ -20,10 +21,12 @@ Subscription EventBus::subscribe(std::optional<std::string> ref, EventListener l
   std::lock_guard lock(listeners_->mu);
   const std::uint64_t id = listeners_->next++;
   listeners_->map.emplace(id, Listener{std::move(ref), std::move(listener)});
+  listeners_->count.store(listeners_->map.size(), std::memory_order_release);
   return Subscription([weak = std::weak_ptr<Listeners>(listeners_), id] {
     if (auto listeners = weak.lock()) {
       std::lock_guard lock(listeners->mu);
       listeners->map.erase(id);
+      listeners->count.store(listeners->map.size(), std::memory_order_release);
     }
   });
 }

@@ -4,6 +4,7 @@
 // returns, by whichever thread is delivering.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -22,6 +23,9 @@ class EventBus {
   // `ref`: only that ref's events (and harness-wide ones such as fault).
   Subscription subscribe(std::optional<std::string> ref, EventListener listener);
   void publish(Event event);
+  // Whether anyone is subscribed; an event published without listeners goes
+  // nowhere, so a publisher may skip building it.
+  bool has_listeners() const { return listeners_->count.load(std::memory_order_acquire) > 0; }
   // Waits until every event published so far is delivered, unless this thread
   // is the one delivering (a listener calling back), which would wait on itself.
   void flush();
@@ -38,6 +42,7 @@ class EventBus {
     std::mutex mu;
     std::map<std::uint64_t, Listener> map;
     std::uint64_t next = 1;
+    std::atomic<std::size_t> count = 0;  // map.size(), readable without mu
   };
   void drain(std::unique_lock<std::mutex>& lock);
 

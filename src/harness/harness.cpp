@@ -72,6 +72,11 @@ std::shared_ptr<RefRuntime> HarnessCore::find_ref(std::string_view name) {
 Result<HarnessCore::BranchConfig> HarnessCore::branch_config(const std::string& ref) {
   auto context = session->branch_settings(ref);
   if (!context) return std::unexpected(context.error());
+  return config_from(*context);
+}
+
+HarnessCore::BranchConfig HarnessCore::config_from(const SessionContext& settings) {
+  const SessionContext* context = &settings;
   std::lock_guard lock(mu);
   BranchConfig config;
   config.model = options.model;
@@ -237,8 +242,9 @@ Result<std::string> HarnessCore::write(const std::shared_ptr<RefRuntime>& rt, Tr
   if (run_id) {
     publish(Event{"write_pending", rt->name, run_id, seq, {{"entryId", entry.id}, {"entry", encode_provisioned(entry)}}});
   } else if (const auto* body = std::get_if<MessageBody>(&entry.body)) {
-    publish(Event{"message_start", rt->name, std::nullopt, std::nullopt, {{"message", encode(body->message)}}});
-    publish(Event{"message_end", rt->name, std::nullopt, seq, {{"message", encode(body->message)}, {"entryId", entry.id}}});
+    auto message = std::make_shared<const AgentMessage>(body->message);
+    publish(Event{"message_start", rt->name, std::nullopt, std::nullopt, Json::object(), message});
+    publish(Event{"message_end", rt->name, std::nullopt, seq, {{"entryId", entry.id}}, message});
   } else {
     publish(Event{"entry_added", rt->name, std::nullopt, seq, {{"entry", encode(entry)}}});
   }

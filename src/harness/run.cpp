@@ -92,8 +92,9 @@ class RunProcedure {
         if (batch && batch->unresolved()) {
           Json results = execute_tool_batch(*batch);
           const OpState op = op_copy();
-          Json data = {{"message", op.last_assistant ? encode(AgentMessage(*op.last_assistant)) : Json()}, {"toolResults", results}};
-          core_.publish(event("step_end", std::move(data)));
+          Event ended = event("step_end", {{"toolResults", results}});
+          if (op.last_assistant) ended.message = std::make_shared<const AgentMessage>(*op.last_assistant);
+          core_.publish(std::move(ended));
           check_cancelled();
         }
         recovery_ = false;
@@ -125,9 +126,22 @@ class RunProcedure {
 
   HookContext hook_context() const { return HookContext{rt_->name, run_id_}; }
 
-  Event event(std::string type, Json data = Json::object(), std::optional<std::int64_t> seq = {}) const {
+  // The model, thinking level and active tools at the ref's leaf, from the
+  // context cache (brought to the leaf first).
+  Result<HarnessCore::BranchConfig> branch_config() {
+    if (auto synced = rt_->context.sync(*core_.session, rt_->name); !synced) return std::unexpected(synced.error());
+    return core_.config_from(rt_->context.settings());
+  }
+
+  // Whether anyone listens. The hot events (a message encoded for every
+  // streamed chunk, tool progress, steps) are not even built otherwise: when
+  // nobody watches they are most of a step's cost.
+  bool watched() const { return core_.bus.has_listeners(); }
+
+  Event event(std::string type, Json data = Json::object(), std::optional<std::int64_t> seq = {},
+              std::shared_ptr<const AgentMessage> message = nullptr) const {
     if (recovery_) data["recovery"] = true;
-    return Event{std::move(type), rt_->name, run_id_, seq, std::move(data)};
+    return Event{std::move(type), rt_->name, run_id_, seq, std::move(data), std::move(message)};
   }
 
   // ---- appends -------------------------------------------------------------
@@ -136,15 +150,20 @@ class RunProcedure {
   // Tree entries become children of the ref's leaf. Unless `after_cancel`,
   // nothing is appended once the operation is cancelled: the cancellation
   // path takes over from there.
-  std::int64_t append(Record record, bool after_cancel) {
+  std::int64_t append(Record record, bool after_cancel) { return append_record(std::move(record), after_cancel).seq; }
+
+  // The same, returning the record as appended (ids, parent, timestamp and
+  // seq filled in).
+  Record append_record(Record record, bool after_cancel) {
     std::lock_guard ref_lock(rt_->ref_mu);
     if (!after_cancel) check_cancelled();
     return append_locked(std::move(record));
   }
 
   // The same, with ref_mu already held.
-  std::int64_t append_locked(Record record) {
-    if (auto* entry = std::get_if<TreeEntry>(&record.body)) {
+  Record append_locked(Record record) {
+    auto* entry = std::get_if<TreeEntry>(&record.body);
+    if (entry) {
       entry->parent_id = core_.session->leaf(rt_->name);
       entry->ref = rt_->name;
       if (entry->timestamp.empty()) entry->timestamp = now_iso8601();
@@ -158,9 +177,10 @@ class RunProcedure {
     auto appended = core_.session->append(record);
     if (!appended) throw AppendFailed{appended.error()};
     record.seq = appended->first_seq;
+    if (entry) rt_->context.extend(*entry);
     std::lock_guard lock(core_.mu);
     if (auto folded = reduce(*rt_->op, record); !folded) throw AppendFailed{folded.error()};
-    return record.seq;
+    return record;
   }
 
   std::int64_t append_harness(HarnessBody body, bool after_cancel = false) {
@@ -169,19 +189,18 @@ class RunProcedure {
 
   // Appends a tree entry and announces it.
   TreeEntry append_entry(TreeEntry entry, bool after_cancel = false, bool started = false) {
-    Record record{.body = std::move(entry)};
-    const std::int64_t seq = append(record, after_cancel);
-    auto stored = core_.session->get_record(seq);
-    if (!stored || !*stored) throw AppendFailed{stored ? Error{"corrupt_log", "an appended record vanished"} : stored.error()};
-    TreeEntry committed = std::get<TreeEntry>((*stored)->body);
-    announce(committed, seq, started);
-    return committed;
+    Record record = append_record(Record{.body = std::move(entry)}, after_cancel);
+    TreeEntry& committed = std::get<TreeEntry>(record.body);
+    announce(committed, record.seq, started);
+    return std::move(committed);
   }
 
   void announce(const TreeEntry& entry, std::int64_t seq, bool started) {
+    if (!watched()) return;
     if (const auto* body = std::get_if<MessageBody>(&entry.body)) {
-      if (!started) core_.publish(event("message_start", {{"message", encode(body->message)}}));
-      core_.publish(event("message_end", {{"message", encode(body->message)}, {"entryId", entry.id}}, seq));
+      auto message = std::make_shared<const AgentMessage>(body->message);
+      if (!started) core_.publish(event("message_start", Json::object(), std::nullopt, message));
+      core_.publish(event("message_end", {{"entryId", entry.id}}, seq, message));
     } else {
       core_.publish(event("entry_added", {{"entry", encode(entry)}}, seq));
     }
@@ -272,14 +291,17 @@ class RunProcedure {
 
   void step() {
     const std::string step_id = core_.session->new_entry_id();
-    core_.publish(event("step_start", {{"stepId", step_id}}));
+    if (watched()) core_.publish(event("step_start", {{"stepId", step_id}}));
     auto [assistant, entry_id] = request_assistant();
     Json results = Json::array();
     if (has_tool_calls(assistant)) {
       auto batch = op_copy().tool_batch;
       if (batch) results = execute_tool_batch(*batch, step_id);
     }
-    core_.publish(event("step_end", {{"stepId", step_id}, {"message", encode(AgentMessage(assistant))}, {"toolResults", results}}));
+    if (watched()) {
+      core_.publish(event("step_end", {{"stepId", step_id}, {"toolResults", results}}, std::nullopt,
+                          std::make_shared<const AgentMessage>(std::move(assistant))));
+    }
   }
 
   // ---- requests ------------------------------------------------------------
@@ -295,7 +317,7 @@ class RunProcedure {
         attempt = rt_->op->request_attempts + 1;
         policy = core_.options.retry;
       }
-      auto config = core_.branch_config(rt_->name);
+      auto config = branch_config();
       if (!config) throw AppendFailed{config.error()};
       if (attempt > policy.max_attempts) {
         auto message = error_message(config->model, fmt::format("retries exhausted: {} attempts failed", attempt - 1));
@@ -311,7 +333,8 @@ class RunProcedure {
         throw RunFailed{Error{"unknown_model", fmt::format("model '{}/{}' is not configured", config->model_ref.provider,
                                                            config->model_ref.model_id)}};
       }
-      LlmContext context = build_request(*config);
+      LlmContext scratch;
+      const LlmContext& context = build_request(*config, scratch);
       StreamOptions options;
       {
         std::lock_guard lock(core_.mu);
@@ -330,21 +353,32 @@ class RunProcedure {
                                        .model = ModelRef{config->model_ref.provider, config->model_ref.model_id}});
       bool started = false;
       auto on_event = [&](const ProviderEvent& e) {
+        // One copy of the partial message per chunk, shared by the snapshot
+        // and the events.
+        auto partial = std::make_shared<const AgentMessage>(*e.partial);
         {
           std::lock_guard lock(core_.mu);
-          rt_->streaming = *e.partial;
+          rt_->streaming = partial;
+        }
+        if (!watched()) {
+          started = true;
+          return;
         }
         if (!started) {
           started = true;
-          core_.publish(event("message_start", {{"message", encode(AgentMessage(*e.partial))}}));
+          core_.publish(event("message_start", Json::object(), std::nullopt, partial));
         }
         Json delta = {{"type", to_string(e.type)}};
         if (e.content_index >= 0) delta["contentIndex"] = e.content_index;
         if (!e.delta.empty()) delta["delta"] = e.delta;
-        core_.publish(event("message_update", {{"message", encode(AgentMessage(*e.partial))}, {"assistantMessageEvent", delta}}));
+        core_.publish(event("message_update", {{"assistantMessageEvent", std::move(delta)}}, std::nullopt, std::move(partial)));
       };
-      PayloadHook payload_hook = [this](const Model& model, Json payload) {
-        for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::before_payload)) {
+      // No handlers, no hook: a provider then need not build a payload
+      // value for nobody to see.
+      auto payload_handlers = core_.hooks.handlers(&Hooks::Lists::before_payload);
+      PayloadHook payload_hook;
+      if (!payload_handlers.empty()) payload_hook = [this, handlers = std::move(payload_handlers)](const Model& model, Json payload) {
+        for (const auto& hook : handlers) {
           try {
             if (auto out = hook(hook_context(), model, payload)) payload = std::move(*out);
           } catch (const std::exception& e) {
@@ -430,45 +464,53 @@ class RunProcedure {
     return message;
   }
 
-  LlmContext build_request(const HarnessCore::BranchConfig& config) {
-    auto context = core_.session->build_context(rt_->name);
-    if (!context) throw AppendFailed{context.error()};
-    std::vector<AgentMessage> messages = std::move(context->messages);
-    for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::transform_context)) {
-      try {
-        if (auto out = hook(hook_context(), TransformContextEvent{messages})) messages = std::move(*out);
-      } catch (const std::exception& e) {
-        core_.report_handler_error(rt_->name, run_id_, "hook", "transform_context", e.what());
-      }
-    }
-    // As pi does: a failed or aborted response is in the transcript for the
-    // reader, never sent back to a model.
-    std::erase_if(messages, [](const AgentMessage& m) {
-      const auto* a = std::get_if<AssistantMessage>(&m);
-      return a && (a->stop_reason == StopReason::error || a->stop_reason == StopReason::aborted);
-    });
-    LlmContext request;
+  // The request for the ref's context at its leaf. With no transform_context
+  // hook and the default conversion it is the context cache's own request,
+  // extended by each step's appends; otherwise it is built into `scratch`
+  // from the cached messages, which costs a copy of the context.
+  const LlmContext& build_request(const HarnessCore::BranchConfig& config, LlmContext& scratch) {
+    if (auto synced = rt_->context.sync(*core_.session, rt_->name); !synced) throw AppendFailed{synced.error()};
     std::function<std::vector<LlmMessage>(const std::vector<AgentMessage>&)> convert;
     std::function<std::string(const std::vector<std::string>&)> system_prompt;
+    std::vector<ToolDefinition> tools;
     {
       std::lock_guard lock(core_.mu);
       convert = core_.options.convert_to_llm;
       system_prompt = core_.options.system_prompt;
       for (const auto& tool : core_.options.tools) {
         if (std::find(config.active_tools.begin(), config.active_tools.end(), tool.name) != config.active_tools.end()) {
-          request.tools.push_back(ToolDefinition{tool.name, tool.description, tool.parameters});
+          tools.push_back(ToolDefinition{tool.name, tool.description, tool.parameters});
         }
       }
     }
-    request.messages = convert ? convert(messages) : convert_to_llm(messages);
-    const OpState op = op_copy();
-    const auto& intent = std::get<RunIntent>(op.intent);
-    if (intent.system_prompt_override) {
-      request.system_prompt = *intent.system_prompt_override;
-    } else if (system_prompt) {
-      request.system_prompt = system_prompt(config.active_tools);
+    const auto transforms = core_.hooks.handlers(&Hooks::Lists::transform_context);
+    LlmContext* request = &rt_->context.request();
+    if (convert || !transforms.empty()) {
+      std::vector<AgentMessage> messages = rt_->context.messages();
+      for (const auto& hook : transforms) {
+        try {
+          if (auto out = hook(hook_context(), TransformContextEvent{messages})) messages = std::move(*out);
+        } catch (const std::exception& e) {
+          core_.report_handler_error(rt_->name, run_id_, "hook", "transform_context", e.what());
+        }
+      }
+      std::erase_if(messages, is_failed_response);
+      scratch.messages = convert ? convert(messages) : convert_to_llm(messages);
+      request = &scratch;
     }
-    return request;
+    request->tools = std::move(tools);
+    request->system_prompt.clear();
+    std::optional<std::string> override_prompt;
+    {
+      std::lock_guard lock(core_.mu);
+      override_prompt = std::get<RunIntent>(rt_->op->intent).system_prompt_override;
+    }
+    if (override_prompt) {
+      request->system_prompt = std::move(*override_prompt);
+    } else if (system_prompt) {
+      request->system_prompt = system_prompt(config.active_tools);
+    }
+    return *request;
   }
 
   // ---- tools ---------------------------------------------------------------
@@ -508,12 +550,12 @@ class RunProcedure {
           std::lock_guard lock(core_.mu);
           std::erase_if(rt_->running_tools, [&](const RunningTool& r) { return r.tool_call_id == p.call.call_id; });
         }
-        core_.publish(event("tool_end", {{"stepId", step_id}, {"toolCallId", p.call.call_id}, {"toolName", p.call.name},
+        if (watched()) core_.publish(event("tool_end", {{"stepId", step_id}, {"toolCallId", p.call.call_id}, {"toolName", p.call.name},
                                          {"result", encode_result(result)}, {"isError", result.is_error}}));
       }
       ToolResultMessage message{.tool_call_id = p.call.call_id, .tool_name = p.call.name, .content = result.content,
                                 .details = result.details, .is_error = result.is_error, .timestamp = now_unix_ms()};
-      results.push_back(encode(AgentMessage(message)));
+      if (watched()) results.push_back(encode(AgentMessage(message)));
       ProvisionedEntry entry = message_entry(std::move(message), p.result_id);
       append_if_missing(entry, /*after_cancel=*/true);
     }
@@ -577,7 +619,7 @@ class RunProcedure {
       std::lock_guard lock(core_.mu);
       rt_->running_tools.push_back(RunningTool{call.call_id, call.name, p.args, std::nullopt});
     }
-    core_.publish(event("tool_start", {{"stepId", step_id}, {"toolCallId", call.call_id}, {"toolName", call.name}, {"args", p.args}}, seq));
+    if (watched()) core_.publish(event("tool_start", {{"stepId", step_id}, {"toolCallId", call.call_id}, {"toolName", call.name}, {"args", p.args}}, seq));
     p.began = true;
     p.tool = std::move(tool);
     return p;
@@ -592,7 +634,7 @@ class RunProcedure {
   }
 
   std::optional<Tool> find_active_tool(const std::string& name) {
-    auto config = core_.branch_config(rt_->name);
+    auto config = branch_config();
     if (!config) throw AppendFailed{config.error()};
     if (std::find(config->active_tools.begin(), config->active_tools.end(), name) == config->active_tools.end()) {
       return std::nullopt;
@@ -609,7 +651,7 @@ class RunProcedure {
             if (running.tool_call_id == p.call.call_id) running.partial_result = partial;
           }
         }
-        core_.publish(event("tool_update", {{"stepId", step_id}, {"toolCallId", p.call.call_id},
+        if (watched()) core_.publish(event("tool_update", {{"stepId", step_id}, {"toolCallId", p.call.call_id},
                                             {"toolName", p.call.name}, {"partialResult", encode_result(partial)}}));
       };
       try {
@@ -653,6 +695,8 @@ class RunProcedure {
   // ---- ends ----------------------------------------------------------------
 
   std::optional<std::string> before_run_end() {
+    const auto handlers = core_.hooks.handlers(&Hooks::Lists::before_run_end);
+    if (handlers.empty()) return std::nullopt;  // nobody to read the run's messages back for
     std::vector<AgentMessage> messages;
     for (const auto& id : op_copy().message_ids) {
       auto entry = core_.session->get_entry(id);
@@ -662,7 +706,7 @@ class RunProcedure {
       }
     }
     std::optional<std::string> follow_up;
-    for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::before_run_end)) {
+    for (const auto& hook : handlers) {
       try {
         if (auto out = hook(hook_context(), BeforeRunEndEvent{messages}); out && out->follow_up) follow_up = out->follow_up;
       } catch (const std::exception& e) {
@@ -699,7 +743,7 @@ class RunProcedure {
     for (const auto& write : op.pending_writes) append_if_missing(write, true);
     const OpState now = op_copy();
     if (!now.last_assistant || now.last_assistant->stop_reason != StopReason::aborted) {
-      auto config = core_.branch_config(rt_->name);
+      auto config = branch_config();
       if (!config) throw AppendFailed{config.error()};
       AssistantMessage closure = error_message(config->model, "Operation aborted");
       closure.stop_reason = StopReason::aborted;
@@ -725,7 +769,7 @@ class RunProcedure {
         rt_->finishing = true;
       }
       try {
-        seq = append_locked(Record{.body = HarnessRecord{.body = OperationFinished{.run_id = run_id_, .outcome = text, .error = error}}});
+        seq = append_locked(Record{.body = HarnessRecord{.body = OperationFinished{.run_id = run_id_, .outcome = text, .error = error}}}).seq;
       } catch (const AppendFailed& failure) {
         return fault(failure.error);
       }

@@ -22,7 +22,7 @@ std::optional<RunSnapshot> run_snapshot(const RefRuntime& rt) {
   RunSnapshot run{.id = rt.op->id, .kind = rt.op->kind, .started_at = rt.op->started_at};
   run.status = rt.active ? rt.status : (rt.op->cancelled ? OperationStatus::cancelling : OperationStatus::suspended);
   if (!rt.active) run.suspended = rt.suspended;
-  run.streaming_message = rt.streaming;
+  if (rt.streaming) run.streaming_message = std::get<AssistantMessage>(*rt.streaming);
   run.running_tools = rt.running_tools;
   run.retry = rt.retry;
   return run;

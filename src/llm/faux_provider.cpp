@@ -59,6 +59,11 @@ std::vector<LlmContext> FauxProvider::requests() const {
   return requests_;
 }
 
+void FauxProvider::record_requests(bool on) {
+  std::lock_guard lock(mu_);
+  record_requests_ = on;
+}
+
 std::size_t FauxProvider::remaining() const {
   std::lock_guard lock(mu_);
   return queue_.size();
@@ -75,7 +80,7 @@ ProviderResponse FauxProvider::stream(const Model& model, const LlmContext& cont
   std::optional<FauxResponse> scripted;
   {
     std::lock_guard lock(mu_);
-    requests_.push_back(context);
+    if (record_requests_) requests_.push_back(context);
     if (!queue_.empty()) {
       scripted = std::move(queue_.front());
       queue_.pop_front();

@@ -26,8 +26,9 @@ std::int64_t iso_to_unix_ms(const std::string& iso) {
   return ((days * 24 + h) * 60 + mi) * 60000 + static_cast<std::int64_t>(s * 1000 + 0.5);
 }
 
-// What one entry contributes to the context: nothing, or one message.
-std::optional<AgentMessage> project(const TreeEntry& entry) {
+}  // namespace
+
+std::optional<AgentMessage> project_entry(const TreeEntry& entry) {
   if (const auto* message = std::get_if<MessageBody>(&entry.body)) return message->message;
   if (const auto* custom = std::get_if<CustomMessageBody>(&entry.body)) {
     return CustomMessage{custom->custom_type, custom->content, custom->display, custom->details,
@@ -38,6 +39,8 @@ std::optional<AgentMessage> project(const TreeEntry& entry) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 bool projects(const IndexedRecord& record) {
   return record.type == RecordType::message || record.type == RecordType::custom_message ||
@@ -105,7 +108,7 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
     if (!projects(at(seq))) return {};
     auto entry = decode_entry(seq);
     if (!entry) return std::unexpected(entry.error());
-    if (auto message = project(*entry)) {
+    if (auto message = project_entry(*entry)) {
       context.messages.push_back(std::move(*message));
       context.entry_ids.push_back(entry->id);
     }

@@ -482,6 +482,8 @@ UserMessage user_message(std::vector<UserBlock> blocks, const M& source) {
 
 std::vector<UserBlock> one_text(std::string text) { return {TextContent{std::move(text), std::nullopt}}; }
 
+}  // namespace
+
 std::optional<LlmMessage> to_llm(const AgentMessage& message) {
   return std::visit(
       Overloaded{
@@ -506,8 +508,6 @@ std::optional<LlmMessage> to_llm(const AgentMessage& message) {
       },
       message);
 }
-
-}  // namespace
 
 std::vector<LlmMessage> convert_to_llm(const std::vector<AgentMessage>& messages) {
   std::vector<LlmMessage> out;

@@ -95,6 +95,7 @@ TEST_F(HarnessTest, WatchersSeeEveryEntryExactlyOnce) {
   };
   std::vector<std::unique_ptr<Seen>> watchers;
   std::atomic<bool> done{false};
+  std::atomic<int> attached{0};
   std::jthread attacher([&] {
     std::mt19937 rng(7);
     while (!done) {
@@ -109,10 +110,15 @@ TEST_F(HarnessTest, WatchersSeeEveryEntryExactlyOnce) {
         if (e.type == "entry_added") raw->ids.push_back(e.data["entry"]["id"].get<std::string>());
       });
       watchers.push_back(std::move(seen));
+      ++attached;
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
     }
   });
-  for (int run = 0; run < 3; ++run) ASSERT_TRUE(harness.main().prompt("run " + std::to_string(run)).ok());
+  // Runs go on until watchers have attached during them (a run of 12 steps
+  // takes well under a millisecond, which an attaching thread can miss).
+  for (int run = 0; run < 3 || (attached < 8 && run < 10000); ++run) {
+    ASSERT_TRUE(harness.main().prompt("run " + std::to_string(run)).ok());
+  }
   done = true;
   attacher.join();
 

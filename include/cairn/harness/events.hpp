@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cairn/json.hpp"
+#include "cairn/log/message.hpp"
 
 namespace cairn {
 
@@ -24,9 +25,13 @@ struct Event {
   std::optional<std::string> run_id;
   std::optional<std::int64_t> seq;
   Json data = Json::object();  // the type's own fields, named as in the design document
+  // message_start, message_update, message_end and step_end: the message,
+  // typed and shared (a stream publishes one per chunk; encoding each to
+  // JSON would cost more than the step). encode() writes it as "message".
+  std::shared_ptr<const AgentMessage> message;
 };
 
-// {"type":…, "ref":…, "runId"?:…, "seq"?:…, …data}
+// {"type":…, "ref":…, "runId"?:…, "seq"?:…, "message"?:…, …data}
 Json encode(const Event& event);
 
 using EventListener = std::function<void(const Event& event)>;

@@ -43,8 +43,10 @@ class FauxProvider : public Provider {
   explicit FauxProvider(Script script) : script_(std::move(script)) {}
 
   void push(FauxResponse response);
-  // Requests seen so far (their contexts), oldest first.
+  // Requests seen so far (their contexts), oldest first. Each is a copy of
+  // the whole context: a long benchmark turns this off.
   std::vector<LlmContext> requests() const;
+  void record_requests(bool on);
   std::size_t remaining() const;
 
   ProviderResponse stream(const Model& model, const LlmContext& context, const StreamOptions& options,
@@ -59,6 +61,7 @@ class FauxProvider : public Provider {
   std::deque<FauxResponse> queue_;
   Script script_;
   std::vector<LlmContext> requests_;
+  bool record_requests_ = true;
 };
 
 }  // namespace cairn

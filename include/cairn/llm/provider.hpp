@@ -79,7 +79,8 @@ struct ProviderResponse {
   std::map<std::string, std::string> headers;
 };
 
-// Sees and may replace the wire payload just before it is sent.
+// Sees and may replace the wire payload just before it is sent. Empty when
+// nobody listens: a provider need not build a payload value then.
 using PayloadHook = std::function<Json(const Model& model, Json payload)>;
 using ProviderEventSink = std::function<void(const ProviderEvent& event)>;
 

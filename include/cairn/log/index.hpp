@@ -81,6 +81,11 @@ void apply_record(const RecordMeta& record, MutableLogState& state);
 // Per-type field rules on a typed record (valid enums, non-empty ids, ...).
 Status check_fields(const Record& record);
 
+// What one tree entry contributes to a ref's context (pi's projection): its
+// message, a custom message, a branch summary, or nothing. Compactions are
+// not projected entry by entry: they replace what precedes them.
+std::optional<AgentMessage> project_entry(const TreeEntry& entry);
+
 // Copies of short strings (ids, names) in large blocks: one allocation per
 // block instead of one per string, and views that stay valid as it grows.
 class StringArena {

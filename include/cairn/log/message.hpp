@@ -168,6 +168,8 @@ Result<UserContent> decode_user_content(const Json& json, std::string_view path)
 // pi's convertToLlm: custom, branch summary, compaction summary and bash
 // execution messages become user messages; the rest pass through.
 std::vector<LlmMessage> convert_to_llm(const std::vector<AgentMessage>& messages);
+// The same for one message; nullopt: the model never sees it.
+std::optional<LlmMessage> to_llm(const AgentMessage& message);
 
 extern const char* const kCompactionSummaryPrefix;
 extern const char* const kCompactionSummarySuffix;
