@@ -100,7 +100,7 @@ struct Rig {
 
 Tool noop_tool() {
   return Tool{.name = "noop", .description = "Does nothing", .parameters = {{"type", "object"}}, .replay = Replay::safe,
-              .execute = [](const Json&, std::stop_token, const ToolUpdateSink&) { return ToolResult::text("ok"); }};
+              .execute = [](const Json&, const ToolContext&) { return ToolResult::text("ok"); }};
 }
 
 struct StepSample {
@@ -201,11 +201,11 @@ AbortTimes abort_times(Store& store, int rounds) {
   };
   Tool wait_tool{.name = "wait", .description = "Waits to be cancelled", .parameters = {{"type", "object"}},
                  .replay = Replay::never,
-                 .execute = [](const Json&, std::stop_token cancel, const ToolUpdateSink&) {
+                 .execute = [](const Json&, const ToolContext& context) {
                    std::mutex mu;
                    std::condition_variable_any cv;
                    std::unique_lock lock(mu);
-                   cv.wait_for(lock, cancel, std::chrono::seconds(60), [] { return false; });
+                   cv.wait_for(lock, context.cancel, std::chrono::seconds(60), [] { return false; });
                    return ToolResult::text("stopped", true);
                  }};
   Rig rig(store, script, {wait_tool});

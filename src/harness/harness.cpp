@@ -409,6 +409,14 @@ void AgentHarness::set_retry_policy(RetryPolicy policy) {
   std::lock_guard lock(core_->mu);
   core_->options.retry = policy;
 }
+QueueMode AgentHarness::steering_mode() const {
+  std::lock_guard lock(core_->mu);
+  return core_->options.steering_mode;
+}
+QueueMode AgentHarness::follow_up_mode() const {
+  std::lock_guard lock(core_->mu);
+  return core_->options.follow_up_mode;
+}
 void AgentHarness::set_steering_mode(QueueMode mode) {
   std::lock_guard lock(core_->mu);
   core_->options.steering_mode = mode;
@@ -591,25 +599,6 @@ Result<std::string> AgentRef::set_active_tools(std::vector<std::string> names) {
                          {{"property", "activeTools"}, {"value", names}, {"previous", previous}}});
   }
   return written;
-}
-
-Result<std::string> AgentRef::append_message(AgentMessage message) {
-  auto rt = core_->find_ref(name_);
-  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name_));
-  return core_->write(rt, TreeEntry{.body = MessageBody{std::move(message)}});
-}
-
-Result<std::string> AgentRef::append_custom_entry(std::string custom_type, std::optional<Json> data) {
-  auto rt = core_->find_ref(name_);
-  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name_));
-  return core_->write(rt, TreeEntry{.body = Custom{std::move(custom_type), std::move(data)}});
-}
-
-std::vector<TreeEntry> AgentRef::pending_writes() const {
-  auto rt = core_->find_ref(name_);
-  std::lock_guard lock(core_->mu);
-  if (!rt || !rt->op) return {};
-  return rt->op->pending_writes;
 }
 
 Subscription AgentRef::on_event(EventListener listener) const {

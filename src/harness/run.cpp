@@ -471,7 +471,7 @@ class RunProcedure {
   const LlmContext& build_request(const HarnessCore::BranchConfig& config, LlmContext& scratch) {
     if (auto synced = rt_->context.sync(*core_.session, rt_->name); !synced) throw AppendFailed{synced.error()};
     std::function<std::vector<LlmMessage>(const std::vector<AgentMessage>&)> convert;
-    std::function<std::string(const std::vector<std::string>&)> system_prompt;
+    SystemPrompt system_prompt;
     std::vector<ToolDefinition> tools;
     {
       std::lock_guard lock(core_.mu);
@@ -643,8 +643,10 @@ class RunProcedure {
   }
 
   void run_tools(std::vector<PreparedCall>& prepared, const std::string& step_id) {
-    auto run_one = [&](PreparedCall& p) {
-      ToolUpdateSink update = [&](const ToolResult& partial) {
+    auto run_one = [&](PreparedCall& p, std::any app) {
+      ToolContext context{.ref = rt_->name, .run_id = run_id_, .tool_call_id = p.call.call_id, .cancel = cancel_,
+                          .app = std::move(app)};
+      context.update = [&](const ToolResult& partial) {
         {
           std::lock_guard lock(core_.mu);
           for (auto& running : rt_->running_tools) {
@@ -655,7 +657,7 @@ class RunProcedure {
                                             {"toolName", p.call.name}, {"partialResult", encode_result(partial)}}));
       };
       try {
-        p.result = p.tool->execute ? p.tool->execute(p.args, cancel_, update)
+        p.result = p.tool->execute ? p.tool->execute(p.args, context)
                                    : ToolResult::text(fmt::format("Tool {} has no implementation", p.tool->name), true);
       } catch (const std::exception& e) {
         p.result = ToolResult::text(fmt::format("Tool {} failed: {}", p.tool->name, e.what()), true);
@@ -663,18 +665,34 @@ class RunProcedure {
         p.result = ToolResult::text(fmt::format("Tool {} failed", p.tool->name), true);
       }
     };
-    std::vector<PreparedCall*> runnable;
+    std::function<std::any()> make_context;
+    {
+      std::lock_guard lock(core_.mu);
+      make_context = core_.options.tool_context;
+    }
+    // The application's context for each call, made here on the run's
+    // thread, so that the factory need not be thread-safe. A factory that
+    // throws fails that call, not the run.
+    std::vector<std::pair<PreparedCall*, std::any>> runnable;
     for (auto& p : prepared) {
-      if (p.tool && !p.result) runnable.push_back(&p);
+      if (!p.tool || p.result) continue;
+      std::any app;
+      try {
+        if (make_context) app = make_context();
+      } catch (const std::exception& e) {
+        p.result = ToolResult::text(fmt::format("Tool {} could not start: its context failed: {}", p.tool->name, e.what()), true);
+        continue;
+      }
+      runnable.emplace_back(&p, std::move(app));
     }
     const bool parallel = runnable.size() > 1 &&
-                          std::all_of(runnable.begin(), runnable.end(), [](PreparedCall* p) { return p->tool->parallel; });
+                          std::all_of(runnable.begin(), runnable.end(), [](const auto& r) { return r.first->tool->parallel; });
     if (!parallel) {
-      for (auto* p : runnable) run_one(*p);
+      for (auto& [p, app] : runnable) run_one(*p, std::move(app));
       return;
     }
     std::vector<std::jthread> threads;
-    for (auto* p : runnable) threads.emplace_back([&, p] { run_one(*p); });
+    for (auto& [p, app] : runnable) threads.emplace_back([&run_one, p = p, app = std::move(app)]() mutable { run_one(*p, std::move(app)); });
   }
 
   ToolResult after_tool(const PreparedCall& p, ToolResult result) {
@@ -874,7 +892,7 @@ RunResult HarnessCore::prompt(const std::shared_ptr<RefRuntime>& rt, std::vector
   }
   std::string system_prompt;
   {
-    std::function<std::string(const std::vector<std::string>&)> fn;
+    SystemPrompt fn;
     {
       std::lock_guard lock(mu);
       fn = options.system_prompt;

@@ -34,7 +34,7 @@ TEST_F(HarnessTest, SixteenRefsRunConcurrentlyWithToolsAndSteering) {
   std::mutex mu;
   std::set<std::string> steered;
   AgentHarness* current = nullptr;
-  opts.tools[0].execute = [&](const Json& args, std::stop_token, const ToolUpdateSink&) {
+  opts.tools[0].execute = [&](const Json& args, const ToolContext&) {
     const std::string ref = args.value("text", std::string()).substr(0, args.value("text", std::string()).find(' '));
     bool first = false;
     {

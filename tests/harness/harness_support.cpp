@@ -11,31 +11,31 @@ std::vector<Tool> test_tools(std::shared_ptr<ToolEffects> effects) {
                        {"required", {"id"}}};
   std::vector<Tool> tools;
   tools.push_back(Tool{.name = "echo", .description = "Echoes text", .parameters = schema, .replay = Replay::safe,
-                       .execute = [effects](const Json& args, std::stop_token, const ToolUpdateSink& update) {
+                       .execute = [effects](const Json& args, const ToolContext& context) {
                          effects->note("echo", args);
-                         update(ToolResult::text("echoing"));
+                         context.update(ToolResult::text("echoing"));
                          return ToolResult::text(args.value("text", std::string("echo")));
                        }});
   tools.push_back(Tool{.name = "effect", .description = "Has an effect", .parameters = schema, .replay = Replay::never,
-                       .execute = [effects](const Json& args, std::stop_token, const ToolUpdateSink&) {
+                       .execute = [effects](const Json& args, const ToolContext&) {
                          effects->note("effect", args);
                          return ToolResult::text("done");
                        }});
   tools.push_back(Tool{.name = "slow", .description = "Waits", .parameters = schema, .replay = Replay::never,
-                       .execute = [effects](const Json& args, std::stop_token cancel, const ToolUpdateSink&) {
+                       .execute = [effects](const Json& args, const ToolContext& context) {
                          effects->note("slow", args);
                          std::mutex mu;
                          std::condition_variable_any cv;
                          std::unique_lock lock(mu);
                          const auto ms = std::chrono::milliseconds(args.value("ms", 60000));
-                         if (cv.wait_for(lock, cancel, ms, [] { return false; }), cancel.stop_requested()) {
+                         if (cv.wait_for(lock, context.cancel, ms, [] { return false; }), context.cancel.stop_requested()) {
                            return ToolResult::text("stopped", true);
                          }
                          return ToolResult::text("slept");
                        }});
   tools.push_back(Tool{.name = "serial", .description = "Runs alone", .parameters = schema, .replay = Replay::safe,
                        .parallel = false,
-                       .execute = [effects](const Json& args, std::stop_token, const ToolUpdateSink&) {
+                       .execute = [effects](const Json& args, const ToolContext&) {
                          effects->note("serial", args);
                          return ToolResult::text("serial");
                        }});

@@ -224,7 +224,7 @@ class CrashPointTest : public HarnessTest {
     opts.models = Models{};
     opts.models.add(FauxProvider::model(), provider);
     Tool steerer{.name = "steerer", .description = "steers", .parameters = {{"type", "object"}}, .replay = Replay::never,
-                 .execute = [this, &scenario](const Json& a, std::stop_token, const ToolUpdateSink&) {
+                 .execute = [this, &scenario](const Json& a, const ToolContext&) {
                    effects_->note("steerer", a);
                    if (harness_ && harness_->main().steer("focus").ok()) scenario.steer_accepted_ = true;
                    return ToolResult::text("steered");
@@ -234,7 +234,7 @@ class CrashPointTest : public HarnessTest {
     // the abort was durable runs it (and the abort) again.
     opts.tools.push_back(Tool{.name = "aborter", .description = "aborts", .parameters = {{"type", "object"}},
                               .replay = Replay::safe,
-                              .execute = [this](const Json&, std::stop_token, const ToolUpdateSink&) {
+                              .execute = [this](const Json&, const ToolContext&) {
                                 if (harness_) harness_->ref("r2")->abort();
                                 return ToolResult::text("aborted the run");
                               }});

@@ -76,7 +76,7 @@ TEST_F(HarnessTest, SteeringIsDurableMidStepAndConsumedAtTheCheckpoint) {
   std::optional<QueueResult> steered;
   harness.set_tools([&] {
     auto tools = test_tools(effects_);
-    tools[0].execute = [&](const Json&, std::stop_token, const ToolUpdateSink&) {
+    tools[0].execute = [&](const Json&, const ToolContext&) {
       steered = harness.main().steer("focus on tests");
       return ToolResult::text("ran");
     };
@@ -243,7 +243,7 @@ TEST_F(HarnessTest, DeferredWriteDuringARequestLandsAfterTheStepsMessages) {
   std::optional<Result<std::string>> deferred;
   auto sub = harness.hooks().before_payload([&](const HookContext&, const Model&, const Json&) -> std::optional<Json> {
     if (!deferred) {
-      deferred = harness.main().append_message(CustomMessage{.custom_type = "note", .content = std::string("M"), .timestamp = 1});
+      deferred = harness.main().session().append_message(CustomMessage{.custom_type = "note", .content = std::string("M"), .timestamp = 1});
     }
     return std::nullopt;
   });

@@ -105,7 +105,7 @@ inline std::vector<Tool> tools(const std::filesystem::path& marker_dir) {
   auto make = [&](std::string name, Replay replay) {
     return Tool{.name = name, .description = fmt::format("{} for the crash test", name), .parameters = schema,
                 .replay = replay,
-                .execute = [marker_dir, name](const Json& args, std::stop_token, const ToolUpdateSink&) {
+                .execute = [marker_dir, name](const Json& args, const ToolContext&) {
                   // The sleeps on both sides of the effect widen the windows in
                   // which a kill lands mid-tool, before and after the effect.
                   const std::string id = args.value("id", std::string());

@@ -12,12 +12,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cairn/error.hpp"
 #include "cairn/harness/events.hpp"
 #include "cairn/harness/hooks.hpp"
 #include "cairn/harness/results.hpp"
+#include "cairn/harness/session_tree.hpp"
 #include "cairn/harness/tool.hpp"
 #include "cairn/harness/watch.hpp"
 #include "cairn/llm/provider.hpp"
@@ -59,6 +61,29 @@ struct Resources {
 // A template's text with `args` substituted.
 std::string expand_template(const std::string& content, const std::vector<std::string>& args);
 
+// The system prompt: a fixed text, or a function evaluated for every request.
+// The function sees the active tools, so a tool change mid-run rebuilds it.
+class SystemPrompt {
+ public:
+  using Fn = std::function<std::string(const std::vector<std::string>& active_tools)>;
+
+  SystemPrompt() = default;
+  SystemPrompt(std::string text) : fn_([text = std::move(text)](const std::vector<std::string>&) { return text; }) {}
+  SystemPrompt(const char* text) : SystemPrompt(std::string(text)) {}
+  template <class F>
+    requires std::is_invocable_r_v<std::string, F&, const std::vector<std::string>&>
+  SystemPrompt(F fn) : fn_(std::move(fn)) {}
+
+  explicit operator bool() const { return static_cast<bool>(fn_); }
+  // Empty when none is configured.
+  std::string operator()(const std::vector<std::string>& active_tools) const {
+    return fn_ ? fn_(active_tools) : std::string();
+  }
+
+ private:
+  Fn fn_;
+};
+
 struct HarnessOptions {
   std::shared_ptr<Session> session;
   Models models;
@@ -66,8 +91,10 @@ struct HarnessOptions {
   std::string thinking_level = "off";
   std::vector<Tool> tools;
   std::optional<std::vector<std::string>> active_tool_names;  // default: every tool
-  // A string, or a function evaluated per request (it sees the active tools).
-  std::function<std::string(const std::vector<std::string>& active_tools)> system_prompt;
+  // Made for each tool call and handed to the tool as ToolContext::app (the
+  // working directory, a client, whatever the application's tools share).
+  std::function<std::any()> tool_context;
+  SystemPrompt system_prompt;
   Resources resources;
   StreamOptions stream_options;
   RetryPolicy retry;
@@ -119,12 +146,9 @@ class AgentRef {
   std::vector<std::string> active_tools() const;
   Result<std::string> set_active_tools(std::vector<std::string> names);
 
-  // This ref's writes: immediate while idle, deferred (write_deferred) while it
-  // runs. Return the entry id the entry has or will have.
-  Result<std::string> append_message(AgentMessage message);
-  Result<std::string> append_custom_entry(std::string custom_type, std::optional<Json> data = {});
-  // Writes accepted but not applied yet, in acceptance order.
-  std::vector<TreeEntry> pending_writes() const;
+  // This ref's view of the session: reads default to its leaf, writes chain
+  // to it (deferred while it runs).
+  SessionTree session() const { return SessionTree(core_, name_); }
 
   Subscription on_event(EventListener listener) const;  // this ref's events only
   // This ref's transcript, run state and queues, then its events from there.
@@ -162,7 +186,9 @@ class AgentHarness {
   void set_resources(Resources resources);
   RetryPolicy retry_policy() const;
   void set_retry_policy(RetryPolicy policy);
+  QueueMode steering_mode() const;
   void set_steering_mode(QueueMode mode);
+  QueueMode follow_up_mode() const;
   void set_follow_up_mode(QueueMode mode);
   StreamOptions stream_options() const;
   void set_stream_options(StreamOptions options);

@@ -3,6 +3,7 @@
 // that began, a tool_started record with its effective arguments.
 #pragma once
 
+#include <any>
 #include <functional>
 #include <optional>
 #include <stop_token>
@@ -31,6 +32,21 @@ struct ToolResult {
 
 using ToolUpdateSink = std::function<void(const ToolResult& partial)>;
 
+// What a running call has besides its arguments.
+struct ToolContext {
+  std::string ref;  // the ref whose run made the call
+  std::string run_id;
+  std::string tool_call_id;
+  // A stop request asks the tool to end promptly (abort, or the harness
+  // closing the run).
+  std::stop_token cancel;
+  // Streams partial results to observers (tool_update events, snapshots).
+  ToolUpdateSink update;
+  // The application's context (HarnessOptions::tool_context), evaluated for
+  // this call; empty when none is configured. Read it with std::any_cast.
+  std::any app;
+};
+
 struct Tool {
   std::string name;
   std::string description;
@@ -38,9 +54,9 @@ struct Tool {
   Replay replay = Replay::never;
   // May run at the same time as the other calls of its batch.
   bool parallel = true;
-  // Runs the call. A stop request on `cancel` asks it to end promptly. An
-  // exception becomes an error result.
-  std::function<ToolResult(const Json& args, std::stop_token cancel, const ToolUpdateSink& update)> execute;
+  // Runs the call, on the run's thread or, for a parallel batch, on one of
+  // its own. An exception becomes an error result.
+  std::function<ToolResult(const Json& args, const ToolContext& context)> execute;
 };
 
 // Checks `args` against a tool's JSON schema (draft 7); the error names the
