@@ -10,7 +10,28 @@ bool is_failed_response(const AgentMessage& message) {
   return assistant && (assistant->stop_reason == StopReason::error || assistant->stop_reason == StopReason::aborted);
 }
 
+ContextSize ContextCache::size() const {
+  ContextSize size;
+  if (counted_ > 0) {
+    size.counted = counted_;
+    size.estimated = trailing_;
+  } else {
+    size.estimated = all_;
+  }
+  size.tokens = size.counted + size.estimated;
+  return size;
+}
+
 void ContextCache::add(AgentMessage message) {
+  const std::int64_t tokens = estimate_tokens(message);
+  all_ += tokens;
+  const auto* assistant = std::get_if<AssistantMessage>(&message);
+  if (assistant && !is_failed_response(message)) {
+    counted_ = context_tokens(assistant->usage);
+    trailing_ = 0;
+  } else {
+    trailing_ += tokens;
+  }
   if (!is_failed_response(message)) {
     if (auto converted = to_llm(message)) request_.messages.push_back(std::move(*converted));
   }
@@ -55,6 +76,7 @@ Status ContextCache::sync(const Session& session, std::string_view ref) {
   if (!context) return std::unexpected(context.error());
   messages_.clear();
   request_.messages.clear();
+  counted_ = trailing_ = all_ = 0;
   messages_.reserve(context->messages.size());
   for (auto& message : context->messages) add(std::move(message));
   settings_ = std::move(*context);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cairn/error.hpp"
+#include "cairn/harness/compaction.hpp"
 #include "cairn/llm/provider.hpp"
 #include "cairn/log/query.hpp"
 #include "cairn/log/record.hpp"
@@ -39,6 +40,9 @@ class ContextCache {
   const SessionContext& settings() const { return settings_; }
   // The projected messages at the leaf.
   const std::vector<AgentMessage>& messages() const { return messages_; }
+  // The context's size as measure_context() gives it, kept as messages are
+  // added (the checkpoint asks at every step).
+  ContextSize size() const;
   // A request whose messages are the default conversion of messages()
   // (convert_to_llm), without failed or aborted responses: they stay in the
   // transcript for the reader and are never sent back to a model, as in pi.
@@ -54,6 +58,9 @@ class ContextCache {
   SessionContext settings_;
   std::vector<AgentMessage> messages_;
   LlmContext request_;
+  std::int64_t counted_ = 0;   // the newest successful response's provider-counted total
+  std::int64_t trailing_ = 0;  // estimated, of the messages after it
+  std::int64_t all_ = 0;       // estimated, of every message
 };
 
 // True for an assistant message that failed or was aborted.

@@ -409,6 +409,14 @@ void AgentHarness::set_retry_policy(RetryPolicy policy) {
   std::lock_guard lock(core_->mu);
   core_->options.retry = policy;
 }
+CompactionSettings AgentHarness::compaction_settings() const {
+  std::lock_guard lock(core_->mu);
+  return core_->options.compaction;
+}
+void AgentHarness::set_compaction_settings(CompactionSettings settings) {
+  std::lock_guard lock(core_->mu);
+  core_->options.compaction = settings;
+}
 QueueMode AgentHarness::steering_mode() const {
   std::lock_guard lock(core_->mu);
   return core_->options.steering_mode;
@@ -468,6 +476,12 @@ RunResult AgentRef::prompt(std::vector<AgentMessage> messages) {
   auto rt = core_->find_ref(name_);
   if (!rt) return unknown_ref<RunResult>(name_);
   return core_->prompt(rt, std::move(messages));
+}
+
+RunResult AgentRef::compact(std::optional<std::string> custom_instructions) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return unknown_ref<RunResult>(name_);
+  return core_->compact(rt, std::move(custom_instructions));
 }
 
 ResumeResult AgentRef::resume() {

@@ -79,12 +79,14 @@ class RunProcedure {
       : core_(core), rt_(std::move(rt)), recovery_(recovery) {
     std::lock_guard lock(core_.mu);
     run_id_ = rt_->op->id;
+    kind_ = rt_->op->kind;
     cancel_ = rt_->cancel.get_token();
   }
 
   RunResult run() {
     try {
       try {
+        if (kind_ == "compaction") return compaction_procedure();
         const auto intent = std::get<RunIntent>(op_copy().intent);
         for (const auto& message : intent.initial_messages) append_if_missing(message, /*after_cancel=*/true);
         check_cancelled();
@@ -100,8 +102,13 @@ class RunProcedure {
         recovery_ = false;
         return driver_loop();
       } catch (const RunCancelled&) {
+        if (kind_ != "run") {
+          apply_pending_writes();
+          return *finish(Outcome::aborted, std::nullopt);
+        }
         return cancellation_path();
       } catch (const RunFailed& failure) {
+        if (kind_ != "run") apply_pending_writes();
         return *finish(Outcome::failed, failure.error);
       }
     } catch (const AppendFailed& failure) {
@@ -246,6 +253,7 @@ class RunProcedure {
     auto steering = take_queued(&OpState::pending_steer, steering_mode());
     for (const auto& message : steering) append_if_missing(message);
     if (!steering.empty()) publish_queue_update();
+    compact_if_over_threshold();
   }
 
   std::vector<ProvisionedEntry> take_queued(std::vector<ProvisionedEntry> OpState::*queue, QueueMode mode) {
@@ -412,6 +420,12 @@ class RunProcedure {
       }
       if (message.stop_reason == StopReason::error || message.stop_reason == StopReason::aborted) {
         const std::string what = message.error_message.value_or("the provider failed");
+        // Too big for the model: nothing leaves the log, the context is
+        // compacted and the step tried once more.
+        if (response.context_overflow && !overflow_compacted_ && compaction_settings().enabled) {
+          overflow_compacted_ = true;
+          if (auto_compact("overflow")) continue;
+        }
         if (response.retryable && attempt < policy.max_attempts) {
           const auto delay = backoff(policy, attempt, response.retry_after_ms);
           {
@@ -710,6 +724,239 @@ class RunProcedure {
     return result;
   }
 
+  // ---- compaction ----------------------------------------------------------
+
+  CompactionSettings compaction_settings() {
+    std::lock_guard lock(core_.mu);
+    return core_.options.compaction;
+  }
+
+  // The manual operation (AgentRef::compact): its compaction entry has a
+  // provisioned id, so a resumed operation that finds it skips to the end.
+  RunResult compaction_procedure() {
+    const auto intent = std::get<CompactionIntent>(op_copy().intent);
+    core_.publish(event("compaction_start", {{"reason", "manual"}}));  // again on resume
+    check_cancelled();
+    auto seq = core_.session->seq_of(intent.result_entry_id);
+    if (!seq) {
+      Compacted done = compact_branch("manual", intent.custom_instructions, intent.result_entry_id);
+      if (done.cancelled) {
+        apply_pending_writes();
+        return *finish(Outcome::cancelled, std::nullopt);
+      }
+      compaction_entry_ = std::move(done.entry);
+      from_hook_ = done.from_hook;
+    } else {
+      auto record = core_.session->get_record(*seq);
+      if (!record || !*record) throw AppendFailed{record ? Error{"corrupt_log", "the compaction entry vanished"} : record.error()};
+      compaction_entry_ = std::get<TreeEntry>((*record)->body);
+      from_hook_ = std::get<Compaction>(compaction_entry_->body).from_hook.value_or(false);
+    }
+    apply_pending_writes();
+    return *finish(Outcome::ok, std::nullopt);
+  }
+
+  // Deferred writes are facts: an operation that ends in any way applies them.
+  void apply_pending_writes() {
+    const OpState op = op_copy();
+    for (const auto& write : op.pending_writes) append_if_missing(write, /*after_cancel=*/true);
+  }
+
+  // At a run's checkpoint: compacts when the context is over the threshold.
+  // A refusal (nothing to shed) is reported once and not retried in this run.
+  void compact_if_over_threshold() {
+    if (kind_ != "run" || threshold_refused_) return;
+    const CompactionSettings settings = compaction_settings();
+    if (!settings.enabled) return;
+    auto config = branch_config();
+    if (!config) throw AppendFailed{config.error()};
+    if (!should_compact(rt_->context.size().tokens, config->model.context_window, settings)) return;
+    auto_compact("threshold");
+  }
+
+  // Compaction inside a run, bracketed by compaction_start / compaction_end.
+  // True when the context was compacted. A refusal or a hook's cancel leaves
+  // the context as it was and the run going; a summary that cannot be had
+  // fails the run (RunFailed).
+  bool auto_compact(const std::string& reason) {
+    core_.publish(event("compaction_start", {{"reason", reason}}));
+    try {
+      Compacted done = compact_branch(reason, std::nullopt, core_.session->new_entry_id());
+      if (done.cancelled) {
+        core_.publish(event("compaction_end", {{"reason", reason}, {"outcome", "cancelled"}, {"fromHook", false}}));
+        return false;
+      }
+      core_.publish(event("compaction_end", {{"reason", reason},
+                                             {"outcome", "completed"},
+                                             {"entry", encode(*done.entry)},
+                                             {"fromHook", done.from_hook}}));
+      return true;
+    } catch (const RunFailed& failure) {
+      core_.publish(event("compaction_end", {{"reason", reason},
+                                             {"outcome", "failed"},
+                                             {"fromHook", false},
+                                             {"error", {{"code", failure.error.code}, {"message", failure.error.message}}}}));
+      if (failure.error.code == "nothing_to_compact" || failure.error.code == "would_split_tool_call") {
+        threshold_refused_ = true;
+        return false;
+      }
+      throw;
+    }
+  }
+
+  struct Compacted {
+    bool cancelled = false;  // before_compaction declined
+    std::optional<TreeEntry> entry;
+    bool from_hook = false;
+  };
+
+  // Prepares, asks before_compaction, summarises (or takes the hook's
+  // summary) and appends the compaction entry as `entry_id`. A refusal or a
+  // failed summary throws RunFailed with its cause; the log then holds no
+  // compaction entry and the context is unchanged.
+  Compacted compact_branch(const std::string& reason, const std::optional<std::string>& instructions,
+                           const std::string& entry_id) {
+    const CompactionSettings settings = compaction_settings();
+    auto path = compaction_path();
+    auto prep = prepare_compaction(path, settings);
+    if (!prep) throw RunFailed{prep.error()};
+
+    std::optional<SuppliedSummary> supplied;
+    for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::before_compaction)) {
+      try {
+        auto out = hook(hook_context(), BeforeCompactionEvent{reason, *prep, instructions});
+        if (!out) continue;
+        if (out->cancel) return Compacted{.cancelled = true};
+        if (out->compaction) supplied = std::move(out->compaction);
+      } catch (const std::exception& e) {
+        core_.report_handler_error(rt_->name, run_id_, "hook", "before_compaction", e.what());
+      }
+    }
+    Compaction body{.first_kept_entry_id = prep->first_kept_entry_id, .tokens_before = prep->tokens_before};
+    if (supplied) {
+      body.summary = std::move(supplied->summary);
+      body.details = supplied->details;
+      body.from_hook = true;
+    } else {
+      body.summary = summarise(*prep, settings, instructions);
+      body.details = compaction_details(*prep);
+    }
+    TreeEntry entry = append_entry(TreeEntry{.id = entry_id, .body = std::move(body)});
+    return Compacted{.entry = std::move(entry), .from_hook = supplied.has_value()};
+  }
+
+  // The branch a compaction looks at, oldest first: from the newest
+  // compaction's kept entry (or the root) to the leaf. Decoded from the leaf
+  // back, so an often-compacted session reads only its recent part.
+  std::vector<TreeEntry> compaction_path() {
+    const auto ids = core_.session->path_to(core_.session->leaf(rt_->name));
+    std::vector<TreeEntry> path;
+    std::optional<std::string> kept;
+    for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+      auto entry = core_.session->get_entry(*it);
+      if (!entry) throw AppendFailed{entry.error()};
+      if (!*entry) throw AppendFailed{Error{"corrupt_log", fmt::format("entry '{}' on the branch cannot be read", *it)}};
+      path.push_back(std::move(**entry));
+      if (kept && path.back().id == *kept) break;
+      if (const auto* compaction = std::get_if<Compaction>(&path.back().body); compaction && !kept) {
+        kept = compaction->first_kept_entry_id;
+      }
+    }
+    std::reverse(path.begin(), path.end());
+    return path;
+  }
+
+  // The summary text: one generation cycle (one generation_started, however
+  // many requests a split turn needs), retried as steps are.
+  std::string summarise(const CompactionPreparation& prep, const CompactionSettings& settings,
+                        const std::optional<std::string>& instructions) {
+    bool retrying = false;
+    while (true) {
+      check_cancelled();
+      std::int64_t attempt;
+      RetryPolicy policy;
+      StreamOptions options;
+      {
+        std::lock_guard lock(core_.mu);
+        attempt = rt_->op->request_attempts + 1;
+        policy = core_.options.retry;
+        options = core_.options.stream_options;
+      }
+      auto config = branch_config();
+      if (!config) throw AppendFailed{config.error()};
+      if (attempt > policy.max_attempts) {
+        throw RunFailed{Error{"compaction_failed", fmt::format("retries exhausted: {} attempts at the summary failed", attempt - 1)}};
+      }
+      const Models::Entry* served = nullptr;
+      {
+        std::lock_guard lock(core_.mu);
+        served = core_.options.models.find(config->model_ref.provider, config->model_ref.model_id);
+      }
+      if (!served) {
+        throw RunFailed{Error{"unknown_model", fmt::format("model '{}/{}' is not configured", config->model_ref.provider,
+                                                           config->model_ref.model_id)}};
+      }
+      options.thinking_level = config->thinking_level;
+      append_harness(GenerationStarted{.run_id = run_id_, .purpose = "compaction", .attempt = attempt,
+                                       .model = ModelRef{config->model_ref.provider, config->model_ref.model_id}});
+      auto ask = [&](const SummaryRequest& request) {
+        LlmContext context{.system_prompt = request.system_prompt};
+        context.messages.push_back(UserMessage{.content = std::vector<UserBlock>{TextContent{.text = request.prompt}},
+                                               .timestamp = now_unix_ms()});
+        StreamOptions these = options;
+        these.max_tokens = request.max_tokens;
+        return served->provider->stream(served->model, context, these, {}, {}, cancel_);
+      };
+      std::optional<ProviderResponse> failed;
+      std::string history = "No prior history.";
+      std::optional<std::string> prefix;
+      if (!prep.messages_to_summarize.empty()) {
+        ProviderResponse response = ask(history_summary_request(prep, settings, instructions));
+        if (response_failed(response)) failed = std::move(response);
+        else history = text_of(response.message);
+      }
+      if (!failed && prep.split_turn && !prep.turn_prefix_messages.empty()) {
+        ProviderResponse response = ask(turn_prefix_summary_request(prep, settings));
+        if (response_failed(response)) failed = std::move(response);
+        else prefix = text_of(response.message);
+      }
+      if (!failed) {
+        if (retrying) core_.publish(event("retry_end", {{"purpose", "compaction"}, {"attempt", attempt}, {"success", true}}));
+        return compose_summary(prep, history, prefix);
+      }
+      check_cancelled();
+      const std::string what = failed->message.error_message.value_or("the provider failed");
+      if (failed->retryable && attempt < policy.max_attempts) {
+        const auto delay = backoff(policy, attempt, failed->retry_after_ms);
+        core_.publish(event("retry_scheduled", {{"purpose", "compaction"},
+                                                {"attempt", attempt},
+                                                {"maxAttempts", policy.max_attempts},
+                                                {"delayMs", delay.count()},
+                                                {"errorMessage", what}}));
+        if (cancellable_sleep(delay, cancel_)) throw RunCancelled{};
+        retrying = true;
+        core_.publish(event("retry_start", {{"purpose", "compaction"}, {"attempt", attempt + 1}}));
+        continue;
+      }
+      if (retrying) {
+        core_.publish(event("retry_end", {{"purpose", "compaction"}, {"attempt", attempt}, {"success", false}, {"finalError", what}}));
+      }
+      throw RunFailed{Error{"compaction_failed", fmt::format("the summary request failed: {}", what)}};
+    }
+  }
+
+  static bool response_failed(const ProviderResponse& response) {
+    return response.message.stop_reason == StopReason::error || response.message.stop_reason == StopReason::aborted;
+  }
+
+  static std::string text_of(const AssistantMessage& message) {
+    std::string out;
+    for (const auto& block : message.content) {
+      if (const auto* text = std::get_if<TextContent>(&block)) out += (out.empty() ? "" : "\n") + text->text;
+    }
+    return out;
+  }
+
   // ---- ends ----------------------------------------------------------------
 
   std::optional<std::string> before_run_end() {
@@ -792,13 +1039,22 @@ class RunProcedure {
         return fault(failure.error);
       }
     }
-    RunResult result{.outcome = outcome, .run_id = run_id_, .error = error};
-    {
-      std::lock_guard lock(core_.mu);
-      result.final_message = rt_->op->last_assistant;
-    }
+    RunResult result{.outcome = outcome, .kind = kind_, .run_id = run_id_, .error = error};
     Json data = {{"outcome", text}};
-    if (result.final_message) data["finalMessage"] = encode(AgentMessage(*result.final_message));
+    if (kind_ == "run") {
+      {
+        std::lock_guard lock(core_.mu);
+        result.final_message = rt_->op->last_assistant;
+      }
+      if (result.final_message) data["finalMessage"] = encode(AgentMessage(*result.final_message));
+    } else {
+      data["reason"] = "manual";
+      data["fromHook"] = from_hook_;
+      if (outcome == Outcome::ok && compaction_entry_) {
+        result.entry = compaction_entry_;
+        data["entry"] = encode(*compaction_entry_);
+      }
+    }
     if (error) data["error"] = {{"code", error->code}, {"message", error->message}};
     std::vector<std::function<void()>> callbacks;
     {
@@ -811,7 +1067,7 @@ class RunProcedure {
       rt_->retry.reset();
       core_.became_idle(*rt_, callbacks);
     }
-    core_.publish(event("run_end", std::move(data), seq));
+    core_.publish(event(kind_ == "run" ? "run_end" : "compaction_end", std::move(data), seq));
     for (auto& callback : callbacks) callback();
     core_.bus.flush();
     return result;
@@ -839,7 +1095,12 @@ class RunProcedure {
   std::shared_ptr<RefRuntime> rt_;
   bool recovery_;
   std::string run_id_;
+  std::string kind_;  // run | compaction
   std::stop_token cancel_;
+  bool overflow_compacted_ = false;  // a run compacts on overflow once
+  bool threshold_refused_ = false;   // a run whose threshold compaction was refused does not retry it
+  std::optional<TreeEntry> compaction_entry_;  // the manual compaction's entry
+  bool from_hook_ = false;
 };
 
 bool user_side(const AgentMessage& message) {
@@ -950,6 +1211,53 @@ RunResult HarnessCore::prompt(const std::shared_ptr<RefRuntime>& rt, std::vector
   return RunProcedure(*this, rt, false).run();
 }
 
+RunResult HarnessCore::compact(const std::shared_ptr<RefRuntime>& rt, std::optional<std::string> custom_instructions) {
+  {
+    std::lock_guard lock(mu);
+    if (closed) return RunResult{.outcome = Outcome::rejected, .kind = "compaction", .error = rejection("closed", "the harness is closed")};
+    if (faulted) {
+      return RunResult{.outcome = Outcome::faulted, .kind = "compaction",
+                       .error = rejection("faulted", "the harness is faulted: appends stopped working")};
+    }
+    if (rt->deleted) {
+      return RunResult{.outcome = Outcome::rejected, .kind = "compaction",
+                       .error = rejection("unknown_ref", fmt::format("ref '{}' was deleted", rt->name))};
+    }
+    if (rt->op || rt->active) {
+      return RunResult{.outcome = Outcome::rejected, .kind = "compaction",
+                       .error = rejection("busy", fmt::format("ref '{}' already has an {} operation", rt->name,
+                                                              rt->active ? "active" : "suspended"))};
+    }
+    rt->active = true;
+  }
+  std::int64_t seq;
+  {
+    std::lock_guard ref_lock(rt->ref_mu);
+    HarnessRecord started{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
+                          .body = OperationStarted{.source_leaf_id = session->leaf(rt->name),
+                                                   .intent = CompactionIntent{.custom_instructions = std::move(custom_instructions),
+                                                                              .result_entry_id = session->new_entry_id()}}};
+    auto appended = session->append(Record{.body = started});
+    if (!appended) {
+      enter_fault(appended.error());
+      std::vector<std::function<void()>> callbacks;
+      {
+        std::lock_guard lock(mu);
+        rt->active = false;
+        became_idle(*rt, callbacks);
+      }
+      for (auto& callback : callbacks) callback();
+      return RunResult{.outcome = Outcome::faulted, .kind = "compaction", .error = appended.error()};
+    }
+    seq = appended->first_seq;
+    std::lock_guard lock(mu);
+    rt->op = open_operation(started, seq);
+    rt->status = OperationStatus::running;
+    rt->cancel = std::stop_source();
+  }
+  return RunProcedure(*this, rt, false).run();
+}
+
 RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
   BeforeResumeEvent hook_event;
   std::string run_id;
@@ -971,7 +1279,7 @@ RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
                                           fmt::format("the log of run '{}' names what this harness lacks: {}",
                                                       rt->op->id, missing))};
     }
-    if (rt->op->kind != "run") {
+    if (rt->op->kind == "navigation") {
       return RunResult{.outcome = Outcome::rejected, .kind = rt->op->kind, .run_id = rt->op->id,
                        .error = rejection("unsupported_operation",
                                           fmt::format("resuming a {} operation is not supported yet", rt->op->kind))};
@@ -981,11 +1289,13 @@ RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
     rt->cancel = std::stop_source();
     rt->suspended.reset();
     run_id = rt->op->id;
-    const auto& intent = std::get<RunIntent>(rt->op->intent);
     hook_event.kind = rt->op->kind;
-    hook_event.system_prompt_override = intent.system_prompt_override;
-    hook_event.resume_data = intent.resume_data;
-    for (const auto& message : intent.initial_messages) {
+    const auto* run_intent = std::get_if<RunIntent>(&rt->op->intent);
+    if (run_intent) {
+      hook_event.system_prompt_override = run_intent->system_prompt_override;
+      hook_event.resume_data = run_intent->resume_data;
+    }
+    for (const auto& message : run_intent ? run_intent->initial_messages : std::vector<ProvisionedEntry>{}) {
       const auto* body = std::get_if<MessageBody>(&message.body);
       const auto* user = body ? std::get_if<UserMessage>(&body->message) : nullptr;
       if (!user) continue;

@@ -98,6 +98,7 @@ struct HarnessOptions {
   Resources resources;
   StreamOptions stream_options;
   RetryPolicy retry;
+  CompactionSettings compaction;
   QueueMode steering_mode = QueueMode::one_at_a_time;
   QueueMode follow_up_mode = QueueMode::one_at_a_time;
   // AgentMessages to provider messages, before each request.
@@ -119,6 +120,11 @@ class AgentRef {
   // no such skill), or a prompt template with its arguments (unknown_template).
   RunResult skill(const std::string& name, const std::string& additional_instructions = {});
   RunResult prompt_from_template(const std::string& name, const std::vector<std::string>& args = {});
+  // Summarises the ref's older context into a compaction entry, as its own
+  // operation (kind "compaction"): the log keeps every entry, the context
+  // the model sees starts at the summary. Fails, durably and with the cause,
+  // when there is nothing to shed or the summary cannot be had.
+  RunResult compact(std::optional<std::string> custom_instructions = std::nullopt);
   // Continues this ref's suspended operation to its durable end.
   ResumeResult resume();
   // Durable the moment it returns: operation_cancelled is in the log, the run
@@ -186,6 +192,8 @@ class AgentHarness {
   void set_resources(Resources resources);
   RetryPolicy retry_policy() const;
   void set_retry_policy(RetryPolicy policy);
+  CompactionSettings compaction_settings() const;
+  void set_compaction_settings(CompactionSettings settings);
   QueueMode steering_mode() const;
   void set_steering_mode(QueueMode mode);
   QueueMode follow_up_mode() const;

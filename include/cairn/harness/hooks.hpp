@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cairn/harness/compaction.hpp"
 #include "cairn/harness/events.hpp"
 #include "cairn/harness/tool.hpp"
 #include "cairn/llm/provider.hpp"
@@ -88,6 +89,22 @@ struct AfterToolResult {
   std::optional<bool> is_error;
 };
 
+// Before a compaction summarises anything: may cancel it, or supply the
+// summary (no model request is made then).
+struct BeforeCompactionEvent {
+  std::string reason;  // manual | threshold | overflow
+  CompactionPreparation preparation;
+  std::optional<std::string> custom_instructions;
+};
+struct SuppliedSummary {
+  std::string summary;
+  std::optional<Json> details;
+};
+struct BeforeCompactionResult {
+  bool cancel = false;
+  std::optional<SuppliedSummary> compaction;
+};
+
 template <class Event, class Out>
 using HookFn = std::function<std::optional<Out>(const HookContext&, const Event&)>;
 
@@ -107,6 +124,7 @@ class Hooks {
     List<HookFn<AfterResponseEvent, AssistantMessage>> after_response;
     List<HookFn<BeforeToolEvent, BeforeToolResult>> before_tool;
     List<HookFn<AfterToolEvent, AfterToolResult>> after_tool;
+    List<HookFn<BeforeCompactionEvent, BeforeCompactionResult>> before_compaction;
   };
 
   Subscription before_run(HookFn<BeforeRunEvent, BeforeRunResult> fn) { return add(&Lists::before_run, std::move(fn)); }
@@ -130,6 +148,9 @@ class Hooks {
   }
   Subscription before_tool(HookFn<BeforeToolEvent, BeforeToolResult> fn) { return add(&Lists::before_tool, std::move(fn)); }
   Subscription after_tool(HookFn<AfterToolEvent, AfterToolResult> fn) { return add(&Lists::after_tool, std::move(fn)); }
+  Subscription before_compaction(HookFn<BeforeCompactionEvent, BeforeCompactionResult> fn) {
+    return add(&Lists::before_compaction, std::move(fn));
+  }
 
   // The handlers of one hook, copied, for calling without the lock.
   template <class Fn>

@@ -7,6 +7,7 @@
 
 #include "cairn/error.hpp"
 #include "cairn/log/message.hpp"
+#include "cairn/log/record.hpp"
 
 namespace cairn {
 
@@ -28,11 +29,15 @@ namespace cairn {
 //     unknown_skill      skill() of a skill the resources do not have
 //     unknown_template   prompt_from_template() of a template they do not have
 //     closed             the harness was closed
-//     unsupported_operation resume of a compaction or navigation (not built yet)
+//     unsupported_operation resume of a navigation (not built yet)
 //   failed — the operation ended in order, durably:
 //     retries_exhausted  every allowed attempt of a request failed
 //     provider_error     the provider failed in a way retrying cannot fix
-//     context_overflow   the request was larger than the model's context window
+//     context_overflow   the request was larger than the model's context window,
+//                        and compacting it did not help or was not possible
+//     nothing_to_compact a compaction that would shed nothing
+//     would_split_tool_call a compaction whose cut would orphan a tool result
+//     compaction_failed  the summary request failed in a way retrying cannot fix
 //   faulted — appends stopped working; the operation restores as suspended:
 //     the store's own code (io_error, stale_writer, faulted, …); `faulted` for
 //     calls made after the fault; internal_error for a bug that stopped a run
@@ -43,7 +48,8 @@ struct RunResult {
   Outcome outcome = Outcome::ok;
   std::string kind = "run";  // run | compaction | navigation
   std::string run_id;        // empty when rejected, or faulted before acceptance
-  std::optional<AssistantMessage> final_message;
+  std::optional<AssistantMessage> final_message;  // run
+  std::optional<TreeEntry> entry;  // compaction: the compaction entry, when completed
   std::optional<Error> error;
   bool ok() const { return outcome == Outcome::ok; }
 };
