@@ -142,6 +142,42 @@ constexpr const char* kTurnPrefixInstructions =
     "## Context for the Rest\n- [What is needed to understand the kept part]\n\n"
     "Be brief.";
 
+constexpr const char* kBranchSummaryPreamble =
+    "The user explored another branch of this conversation before coming back here. What happened there:\n\n";
+
+constexpr const char* kBranchSummaryFormat =
+    "Summarise this branch of the conversation, to be read when the user comes back to where it started. "
+    "Use exactly this format:\n\n"
+    "## Goal\n[What the user tried to achieve on this branch]\n\n"
+    "## Constraints & Preferences\n- [Requirements and preferences stated, or \"(none)\"]\n\n"
+    "## Progress\n### Done\n- [x] [Finished work]\n### In Progress\n- [ ] [Work started and not finished]\n"
+    "### Blocked\n- [What prevented progress, if anything]\n\n"
+    "## Key Decisions\n- **[Decision]**: [Why]\n\n"
+    "## Next Steps\n1. [What would continue this work]\n\n"
+    "Keep every section short. Keep file paths, function names and error messages exactly as written.";
+
+// What an abandoned entry says in a branch summary: tool results are left
+// out (the calls say what ran); compactions and summaries count.
+std::optional<AgentMessage> branch_message(const TreeEntry& entry) {
+  if (const auto* compaction = std::get_if<Compaction>(&entry.body)) {
+    return CompactionSummaryMessage{.summary = compaction->summary, .tokens_before = compaction->tokens_before};
+  }
+  auto message = project_entry(entry);
+  if (message && std::holds_alternative<ToolResultMessage>(*message)) return std::nullopt;
+  return message;
+}
+
+void note_details(const std::optional<Json>& details, std::set<std::string>& read, std::set<std::string>& modified) {
+  if (!details || !details->is_object()) return;
+  for (const char* key : {"readFiles", "modifiedFiles"}) {
+    auto list = details->find(key);
+    if (list == details->end() || !list->is_array()) continue;
+    for (const auto& file : *list) {
+      if (file.is_string()) (std::string(key) == "readFiles" ? read : modified).insert(file.get<std::string>());
+    }
+  }
+}
+
 }  // namespace
 
 std::int64_t estimate_tokens(const AgentMessage& message) {
@@ -322,6 +358,68 @@ Result<CompactionPreparation> prepare_compaction(const std::vector<TreeEntry>& p
   }
   prep.modified_files.assign(modified.begin(), modified.end());
   return prep;
+}
+
+BranchPreparation prepare_branch_summary(const std::vector<TreeEntry>& abandoned, std::int64_t token_budget) {
+  BranchPreparation prep;
+  std::set<std::string> read, modified;
+  // Files named by earlier summaries of the branch count even when their
+  // text does not fit the budget.
+  for (const auto& entry : abandoned) {
+    if (const auto* summary = std::get_if<BranchSummary>(&entry.body); summary && !summary->from_hook.value_or(false)) {
+      note_details(summary->details, read, modified);
+    }
+  }
+  std::vector<AgentMessage> newest_first;
+  for (auto it = abandoned.rbegin(); it != abandoned.rend(); ++it) {
+    auto message = branch_message(*it);
+    if (!message) continue;
+    note_file_ops(*message, read, modified);
+    const std::int64_t tokens = estimate_tokens(*message);
+    if (token_budget > 0 && prep.tokens + tokens > token_budget) {
+      const bool summary = std::holds_alternative<Compaction>(it->body) || std::holds_alternative<BranchSummary>(it->body);
+      if (summary && prep.tokens < token_budget * 9 / 10) {
+        newest_first.push_back(std::move(*message));
+        prep.tokens += tokens;
+      }
+      break;
+    }
+    newest_first.push_back(std::move(*message));
+    prep.tokens += tokens;
+  }
+  prep.messages.assign(std::make_move_iterator(newest_first.rbegin()), std::make_move_iterator(newest_first.rend()));
+  for (const auto& file : read) {
+    if (!modified.contains(file)) prep.read_files.push_back(file);
+  }
+  prep.modified_files.assign(modified.begin(), modified.end());
+  return prep;
+}
+
+SummaryRequest branch_summary_request(const BranchPreparation& preparation,
+                                      const std::optional<std::string>& custom_instructions) {
+  SummaryRequest request;
+  request.system_prompt = kSummarySystemPrompt;
+  request.max_tokens = 2048;
+  const std::string instructions =
+      custom_instructions && !custom_instructions->empty() ? *custom_instructions : std::string(kBranchSummaryFormat);
+  request.prompt = fmt::format("<conversation>\n{}\n</conversation>\n\n{}",
+                               serialize_conversation(convert_to_llm(preparation.messages)), instructions);
+  return request;
+}
+
+std::string compose_branch_summary(const BranchPreparation& preparation, const std::string& text) {
+  std::string summary = kBranchSummaryPreamble + text;
+  if (!preparation.read_files.empty()) {
+    summary += fmt::format("\n\n<read-files>\n{}\n</read-files>", fmt::join(preparation.read_files, "\n"));
+  }
+  if (!preparation.modified_files.empty()) {
+    summary += fmt::format("\n\n<modified-files>\n{}\n</modified-files>", fmt::join(preparation.modified_files, "\n"));
+  }
+  return summary;
+}
+
+Json branch_summary_details(const BranchPreparation& preparation) {
+  return Json{{"readFiles", preparation.read_files}, {"modifiedFiles", preparation.modified_files}};
 }
 
 std::string serialize_conversation(const std::vector<LlmMessage>& messages) {

@@ -73,6 +73,8 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
   // Operations (run.cpp).
   RunResult prompt(const std::shared_ptr<RefRuntime>& rt, std::vector<AgentMessage> messages);
   RunResult compact(const std::shared_ptr<RefRuntime>& rt, std::optional<std::string> custom_instructions);
+  RunResult navigate(const std::shared_ptr<RefRuntime>& rt, const std::string& target_id, NavigateOptions options);
+  RunResult run_structural(const std::shared_ptr<RefRuntime>& rt, OperationIntent intent);
   RunResult resume(const std::shared_ptr<RefRuntime>& rt);
   AbortResult abort(const std::shared_ptr<RefRuntime>& rt);
   QueueResult enqueue(const std::shared_ptr<RefRuntime>& rt, const std::string& queue, AgentMessage message);

@@ -484,6 +484,12 @@ RunResult AgentRef::compact(std::optional<std::string> custom_instructions) {
   return core_->compact(rt, std::move(custom_instructions));
 }
 
+RunResult AgentRef::navigate_tree(const std::string& target_id, NavigateOptions options) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return unknown_ref<RunResult>(name_);
+  return core_->navigate(rt, target_id, std::move(options));
+}
+
 ResumeResult AgentRef::resume() {
   auto rt = core_->find_ref(name_);
   if (!rt) return unknown_ref<RunResult>(name_);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <ctime>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -87,6 +88,7 @@ class RunProcedure {
     try {
       try {
         if (kind_ == "compaction") return compaction_procedure();
+        if (kind_ == "navigation") return navigation_procedure();
         const auto intent = std::get<RunIntent>(op_copy().intent);
         for (const auto& message : intent.initial_messages) append_if_missing(message, /*after_cancel=*/true);
         check_cancelled();
@@ -866,10 +868,23 @@ class RunProcedure {
     return path;
   }
 
-  // The summary text: one generation cycle (one generation_started, however
-  // many requests a split turn needs), retried as steps are.
+  // The compaction summary: one generation cycle for the history and, when
+  // the turn was split, its prefix.
   std::string summarise(const CompactionPreparation& prep, const CompactionSettings& settings,
                         const std::optional<std::string>& instructions) {
+    std::vector<SummaryRequest> requests;
+    if (!prep.messages_to_summarize.empty()) requests.push_back(history_summary_request(prep, settings, instructions));
+    const bool prefix = prep.split_turn && !prep.turn_prefix_messages.empty();
+    if (prefix) requests.push_back(turn_prefix_summary_request(prep, settings));
+    auto texts = generate("compaction", requests);
+    const std::string history = prep.messages_to_summarize.empty() ? "No prior history." : texts.front();
+    return compose_summary(prep, history, prefix ? std::optional<std::string>(texts.back()) : std::nullopt);
+  }
+
+  // Summary texts: one generation cycle (one generation_started, however many
+  // requests it makes), retried as steps are. Throws RunFailed
+  // (`<purpose>_failed`) when retrying cannot help.
+  std::vector<std::string> generate(const std::string& purpose, const std::vector<SummaryRequest>& requests) {
     bool retrying = false;
     while (true) {
       check_cancelled();
@@ -884,8 +899,9 @@ class RunProcedure {
       }
       auto config = branch_config();
       if (!config) throw AppendFailed{config.error()};
+      const std::string failed_code = purpose + "_failed";
       if (attempt > policy.max_attempts) {
-        throw RunFailed{Error{"compaction_failed", fmt::format("retries exhausted: {} attempts at the summary failed", attempt - 1)}};
+        throw RunFailed{Error{failed_code, fmt::format("retries exhausted: {} attempts at the summary failed", attempt - 1)}};
       }
       const Models::Entry* served = nullptr;
       {
@@ -897,52 +913,149 @@ class RunProcedure {
                                                            config->model_ref.model_id)}};
       }
       options.thinking_level = config->thinking_level;
-      append_harness(GenerationStarted{.run_id = run_id_, .purpose = "compaction", .attempt = attempt,
+      if (requests.empty()) return {};
+      append_harness(GenerationStarted{.run_id = run_id_, .purpose = purpose, .attempt = attempt,
                                        .model = ModelRef{config->model_ref.provider, config->model_ref.model_id}});
-      auto ask = [&](const SummaryRequest& request) {
+      std::optional<ProviderResponse> failed;
+      std::vector<std::string> texts;
+      for (const auto& request : requests) {
         LlmContext context{.system_prompt = request.system_prompt};
         context.messages.push_back(UserMessage{.content = std::vector<UserBlock>{TextContent{.text = request.prompt}},
                                                .timestamp = now_unix_ms()});
         StreamOptions these = options;
         these.max_tokens = request.max_tokens;
-        return served->provider->stream(served->model, context, these, {}, {}, cancel_);
-      };
-      std::optional<ProviderResponse> failed;
-      std::string history = "No prior history.";
-      std::optional<std::string> prefix;
-      if (!prep.messages_to_summarize.empty()) {
-        ProviderResponse response = ask(history_summary_request(prep, settings, instructions));
-        if (response_failed(response)) failed = std::move(response);
-        else history = text_of(response.message);
-      }
-      if (!failed && prep.split_turn && !prep.turn_prefix_messages.empty()) {
-        ProviderResponse response = ask(turn_prefix_summary_request(prep, settings));
-        if (response_failed(response)) failed = std::move(response);
-        else prefix = text_of(response.message);
+        ProviderResponse response = served->provider->stream(served->model, context, these, {}, {}, cancel_);
+        if (response_failed(response)) {
+          failed = std::move(response);
+          break;
+        }
+        texts.push_back(text_of(response.message));
       }
       if (!failed) {
-        if (retrying) core_.publish(event("retry_end", {{"purpose", "compaction"}, {"attempt", attempt}, {"success", true}}));
-        return compose_summary(prep, history, prefix);
+        if (retrying) core_.publish(event("retry_end", {{"purpose", purpose}, {"attempt", attempt}, {"success", true}}));
+        return texts;
       }
       check_cancelled();
       const std::string what = failed->message.error_message.value_or("the provider failed");
       if (failed->retryable && attempt < policy.max_attempts) {
         const auto delay = backoff(policy, attempt, failed->retry_after_ms);
-        core_.publish(event("retry_scheduled", {{"purpose", "compaction"},
+        core_.publish(event("retry_scheduled", {{"purpose", purpose},
                                                 {"attempt", attempt},
                                                 {"maxAttempts", policy.max_attempts},
                                                 {"delayMs", delay.count()},
                                                 {"errorMessage", what}}));
         if (cancellable_sleep(delay, cancel_)) throw RunCancelled{};
         retrying = true;
-        core_.publish(event("retry_start", {{"purpose", "compaction"}, {"attempt", attempt + 1}}));
+        core_.publish(event("retry_start", {{"purpose", purpose}, {"attempt", attempt + 1}}));
         continue;
       }
       if (retrying) {
-        core_.publish(event("retry_end", {{"purpose", "compaction"}, {"attempt", attempt}, {"success", false}, {"finalError", what}}));
+        core_.publish(event("retry_end", {{"purpose", purpose}, {"attempt", attempt}, {"success", false}, {"finalError", what}}));
       }
-      throw RunFailed{Error{"compaction_failed", fmt::format("the summary request failed: {}", what)}};
+      throw RunFailed{Error{failed_code, fmt::format("the summary request failed: {}", what)}};
     }
+  }
+
+  // ---- navigation ----------------------------------------------------------
+
+  // navigate_tree: the leaf moves once, by its provisioned leaf entry; the
+  // branch summary and the label follow it, each by provisioned id, so a
+  // resumed navigation adds what is missing and nothing twice.
+  RunResult navigation_procedure() {
+    const OpState op = op_copy();
+    const auto intent = std::get<NavigationIntent>(op.intent);
+    old_leaf_ = op.source_leaf_id;
+    new_leaf_ = intent.destination_leaf_id;
+    core_.publish(event("navigation_start", {{"targetId", intent.target_id}}));  // again on resume
+    check_cancelled();
+    std::optional<std::string> summary_text;
+    std::optional<Json> summary_details;
+    bool from_hook = false;
+    std::optional<std::string> label = intent.label;
+    BranchPreparation prep;
+    if (!core_.session->seq_of(intent.leaf_entry_id)) {
+      const CompactionSettings settings = compaction_settings();
+      auto config = branch_config();
+      if (!config) throw AppendFailed{config.error()};
+      prep = prepare_branch_summary(abandoned_branch(old_leaf_, new_leaf_),
+                                    std::max<std::int64_t>(0, config->model.context_window - settings.reserve_tokens));
+      for (const auto& hook : core_.hooks.handlers(&Hooks::Lists::before_navigation)) {
+        try {
+          auto out = hook(hook_context(), BeforeNavigationEvent{intent.target_id, prep});
+          if (!out) continue;
+          if (out->cancel) {
+            apply_pending_writes();
+            return *finish(Outcome::cancelled, std::nullopt);
+          }
+          if (out->summary) {
+            summary_text = out->summary->summary;
+            summary_details = out->summary->details;
+            from_hook = true;
+          }
+        } catch (const std::exception& e) {
+          core_.report_handler_error(rt_->name, run_id_, "hook", "before_navigation", e.what());
+        }
+      }
+      if (intent.summarize && !summary_text) {
+        summary_text = summarise_branch(prep, intent.custom_instructions);
+        summary_details = branch_summary_details(prep);
+      }
+      append_entry(TreeEntry{.id = intent.leaf_entry_id, .body = Leaf{new_leaf_}});  // the cursor moves here
+    }
+    if (intent.summarize && intent.summary_entry_id) {
+      if (auto seq = core_.session->seq_of(*intent.summary_entry_id)) {
+        nav_summary_ = entry_at(*seq);
+      } else {
+        if (!summary_text) {
+          // The leaf moved before a crash and the summary was lost with it.
+          auto config = branch_config();
+          if (!config) throw AppendFailed{config.error()};
+          prep = prepare_branch_summary(abandoned_branch(old_leaf_, new_leaf_),
+                                        std::max<std::int64_t>(0, config->model.context_window - compaction_settings().reserve_tokens));
+          summary_text = summarise_branch(prep, intent.custom_instructions);
+          summary_details = branch_summary_details(prep);
+        }
+        nav_summary_ = append_entry(TreeEntry{.id = *intent.summary_entry_id,
+                                              .body = BranchSummary{.from_id = old_leaf_.value_or("root"),
+                                                                    .summary = *summary_text,
+                                                                    .details = summary_details,
+                                                                    .from_hook = from_hook ? std::optional<bool>(true) : std::nullopt}});
+      }
+    }
+    if (label && intent.label_entry_id && !core_.session->seq_of(*intent.label_entry_id)) {
+      append_entry(TreeEntry{.id = *intent.label_entry_id, .body = Label{.target_id = intent.target_id, .label = label}});
+    }
+    apply_pending_writes();
+    return *finish(Outcome::ok, std::nullopt);
+  }
+
+  std::string summarise_branch(const BranchPreparation& prep, const std::optional<std::string>& instructions) {
+    if (prep.messages.empty()) return compose_branch_summary(prep, "No content to summarise.");
+    return compose_branch_summary(prep, generate("branch_summary", {branch_summary_request(prep, instructions)}).front());
+  }
+
+  TreeEntry entry_at(std::int64_t seq) {
+    auto record = core_.session->get_record(seq);
+    if (!record || !*record) throw AppendFailed{record ? Error{"corrupt_log", fmt::format("seq {} vanished", seq)} : record.error()};
+    return std::get<TreeEntry>((*record)->body);
+  }
+
+  // The entries a navigation leaves behind, oldest first: from the common
+  // ancestor of `from` and `to` (exclusive) to `from`.
+  std::vector<TreeEntry> abandoned_branch(const std::optional<std::string>& from, const std::optional<std::string>& to) {
+    if (!from) return {};
+    const auto from_path = core_.session->path_to(*from);
+    const auto to_path = core_.session->path_to(to);
+    const std::set<std::string> on_to(to_path.begin(), to_path.end());
+    std::size_t first = from_path.size();
+    while (first > 0 && !on_to.contains(from_path[first - 1])) --first;
+    std::vector<TreeEntry> out;
+    for (std::size_t i = first; i < from_path.size(); ++i) {
+      auto entry = core_.session->get_entry(from_path[i]);
+      if (!entry) throw AppendFailed{entry.error()};
+      if (*entry) out.push_back(std::move(**entry));
+    }
+    return out;
   }
 
   static bool response_failed(const ProviderResponse& response) {
@@ -1047,12 +1160,21 @@ class RunProcedure {
         result.final_message = rt_->op->last_assistant;
       }
       if (result.final_message) data["finalMessage"] = encode(AgentMessage(*result.final_message));
-    } else {
+    } else if (kind_ == "compaction") {
       data["reason"] = "manual";
       data["fromHook"] = from_hook_;
       if (outcome == Outcome::ok && compaction_entry_) {
         result.entry = compaction_entry_;
         data["entry"] = encode(*compaction_entry_);
+      }
+    } else {
+      const bool moved = core_.session->leaf(rt_->name) != old_leaf_ || outcome == Outcome::ok;
+      result.new_leaf_id = moved ? new_leaf_ : old_leaf_;
+      data["oldLeafId"] = old_leaf_ ? Json(*old_leaf_) : Json(nullptr);
+      data["newLeafId"] = result.new_leaf_id ? Json(*result.new_leaf_id) : Json(nullptr);
+      if (outcome == Outcome::ok && nav_summary_) {
+        result.entry = nav_summary_;
+        data["summaryEntry"] = encode(*nav_summary_);
       }
     }
     if (error) data["error"] = {{"code", error->code}, {"message", error->message}};
@@ -1067,7 +1189,8 @@ class RunProcedure {
       rt_->retry.reset();
       core_.became_idle(*rt_, callbacks);
     }
-    core_.publish(event(kind_ == "run" ? "run_end" : "compaction_end", std::move(data), seq));
+    core_.publish(event(kind_ == "run" ? "run_end" : kind_ == "compaction" ? "compaction_end" : "navigation_end",
+                        std::move(data), seq));
     for (auto& callback : callbacks) callback();
     core_.bus.flush();
     return result;
@@ -1095,12 +1218,14 @@ class RunProcedure {
   std::shared_ptr<RefRuntime> rt_;
   bool recovery_;
   std::string run_id_;
-  std::string kind_;  // run | compaction
+  std::string kind_;  // run | compaction | navigation
   std::stop_token cancel_;
   bool overflow_compacted_ = false;  // a run compacts on overflow once
   bool threshold_refused_ = false;   // a run whose threshold compaction was refused does not retry it
   std::optional<TreeEntry> compaction_entry_;  // the manual compaction's entry
   bool from_hook_ = false;
+  std::optional<std::string> old_leaf_, new_leaf_;  // navigation
+  std::optional<TreeEntry> nav_summary_;
 };
 
 bool user_side(const AgentMessage& message) {
@@ -1211,32 +1336,32 @@ RunResult HarnessCore::prompt(const std::shared_ptr<RefRuntime>& rt, std::vector
   return RunProcedure(*this, rt, false).run();
 }
 
-RunResult HarnessCore::compact(const std::shared_ptr<RefRuntime>& rt, std::optional<std::string> custom_instructions) {
+// Accepts a compaction or a navigation: operation_started with its intent,
+// then its procedure on this thread.
+RunResult HarnessCore::run_structural(const std::shared_ptr<RefRuntime>& rt, OperationIntent intent) {
+  const std::string kind(op_kind(intent));
   {
     std::lock_guard lock(mu);
-    if (closed) return RunResult{.outcome = Outcome::rejected, .kind = "compaction", .error = rejection("closed", "the harness is closed")};
+    if (closed) return RunResult{.outcome = Outcome::rejected, .kind = kind, .error = rejection("closed", "the harness is closed")};
     if (faulted) {
-      return RunResult{.outcome = Outcome::faulted, .kind = "compaction",
+      return RunResult{.outcome = Outcome::faulted, .kind = kind,
                        .error = rejection("faulted", "the harness is faulted: appends stopped working")};
     }
     if (rt->deleted) {
-      return RunResult{.outcome = Outcome::rejected, .kind = "compaction",
+      return RunResult{.outcome = Outcome::rejected, .kind = kind,
                        .error = rejection("unknown_ref", fmt::format("ref '{}' was deleted", rt->name))};
     }
     if (rt->op || rt->active) {
-      return RunResult{.outcome = Outcome::rejected, .kind = "compaction",
+      return RunResult{.outcome = Outcome::rejected, .kind = kind,
                        .error = rejection("busy", fmt::format("ref '{}' already has an {} operation", rt->name,
                                                               rt->active ? "active" : "suspended"))};
     }
     rt->active = true;
   }
-  std::int64_t seq;
   {
     std::lock_guard ref_lock(rt->ref_mu);
     HarnessRecord started{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
-                          .body = OperationStarted{.source_leaf_id = session->leaf(rt->name),
-                                                   .intent = CompactionIntent{.custom_instructions = std::move(custom_instructions),
-                                                                              .result_entry_id = session->new_entry_id()}}};
+                          .body = OperationStarted{.source_leaf_id = session->leaf(rt->name), .intent = std::move(intent)}};
     auto appended = session->append(Record{.body = started});
     if (!appended) {
       enter_fault(appended.error());
@@ -1247,15 +1372,58 @@ RunResult HarnessCore::compact(const std::shared_ptr<RefRuntime>& rt, std::optio
         became_idle(*rt, callbacks);
       }
       for (auto& callback : callbacks) callback();
-      return RunResult{.outcome = Outcome::faulted, .kind = "compaction", .error = appended.error()};
+      return RunResult{.outcome = Outcome::faulted, .kind = kind, .error = appended.error()};
     }
-    seq = appended->first_seq;
     std::lock_guard lock(mu);
-    rt->op = open_operation(started, seq);
+    rt->op = open_operation(started, appended->first_seq);
     rt->status = OperationStatus::running;
     rt->cancel = std::stop_source();
   }
   return RunProcedure(*this, rt, false).run();
+}
+
+RunResult HarnessCore::compact(const std::shared_ptr<RefRuntime>& rt, std::optional<std::string> custom_instructions) {
+  return run_structural(rt, CompactionIntent{.custom_instructions = std::move(custom_instructions),
+                                             .result_entry_id = session->new_entry_id()});
+}
+
+RunResult HarnessCore::navigate(const std::shared_ptr<RefRuntime>& rt, const std::string& target_id,
+                                NavigateOptions options) {
+  auto target = session->get_entry(target_id);
+  if (!target) return RunResult{.outcome = Outcome::faulted, .kind = "navigation", .error = target.error()};
+  if (!*target) {
+    return RunResult{.outcome = Outcome::rejected, .kind = "navigation",
+                     .error = rejection("unknown_entry", fmt::format("no entry '{}' to navigate to", target_id))};
+  }
+  // A user message as the target: the leaf goes to its parent, and its text
+  // comes back for editing (a new prompt then branches off there).
+  std::optional<std::string> destination = target_id;
+  std::optional<std::string> editor_text;
+  if (const auto* body = std::get_if<MessageBody>(&(*target)->body)) {
+    if (const auto* user = std::get_if<UserMessage>(&body->message)) {
+      destination = (*target)->parent_id;
+      if (const auto* text = std::get_if<std::string>(&user->content)) {
+        editor_text = *text;
+      } else {
+        std::string joined;
+        for (const auto& block : std::get<std::vector<UserBlock>>(user->content)) {
+          if (const auto* t = std::get_if<TextContent>(&block)) joined += t->text;
+        }
+        editor_text = std::move(joined);
+      }
+    }
+  }
+  NavigationIntent intent{.target_id = target_id,
+                          .destination_leaf_id = destination,
+                          .summarize = options.summarize,
+                          .custom_instructions = std::move(options.custom_instructions),
+                          .label = std::move(options.label),
+                          .leaf_entry_id = session->new_entry_id()};
+  if (intent.summarize) intent.summary_entry_id = session->new_entry_id();
+  if (intent.label) intent.label_entry_id = session->new_entry_id();
+  RunResult result = run_structural(rt, std::move(intent));
+  if (result.ok()) result.editor_text = std::move(editor_text);
+  return result;
 }
 
 RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
@@ -1278,11 +1446,6 @@ RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
                        .error = rejection("missing_identities",
                                           fmt::format("the log of run '{}' names what this harness lacks: {}",
                                                       rt->op->id, missing))};
-    }
-    if (rt->op->kind == "navigation") {
-      return RunResult{.outcome = Outcome::rejected, .kind = rt->op->kind, .run_id = rt->op->id,
-                       .error = rejection("unsupported_operation",
-                                          fmt::format("resuming a {} operation is not supported yet", rt->op->kind))};
     }
     rt->active = true;
     rt->status = rt->op->cancelled ? OperationStatus::cancelling : OperationStatus::running;

@@ -98,6 +98,27 @@ std::string compose_summary(const CompactionPreparation& preparation, const std:
 // {"readFiles": [...], "modifiedFiles": [...]}, the compaction entry's details.
 Json compaction_details(const CompactionPreparation& preparation);
 
+// ---- branch summaries (navigation) ----
+
+// What a navigation summarises: the branch it leaves, from the common
+// ancestor with the destination (exclusive) to the old leaf.
+struct BranchPreparation {
+  std::vector<AgentMessage> messages;  // oldest first; the newest within the budget
+  std::int64_t tokens = 0;
+  std::vector<std::string> read_files;
+  std::vector<std::string> modified_files;
+};
+// `abandoned`: the branch left, oldest first. Messages are taken newest
+// first while they fit `token_budget` (0: no limit); tool results are left
+// out (their calls say what ran), summaries are kept if they nearly fit.
+BranchPreparation prepare_branch_summary(const std::vector<TreeEntry>& abandoned, std::int64_t token_budget);
+SummaryRequest branch_summary_request(const BranchPreparation& preparation,
+                                      const std::optional<std::string>& custom_instructions);
+// The branch_summary entry's text: a preamble saying what it is, the
+// model's summary, the file lists.
+std::string compose_branch_summary(const BranchPreparation& preparation, const std::string& text);
+Json branch_summary_details(const BranchPreparation& preparation);
+
 // Messages as text for a summary request: one paragraph per message, tool
 // results cut to 2000 chars.
 std::string serialize_conversation(const std::vector<LlmMessage>& messages);

@@ -107,6 +107,12 @@ struct HarnessOptions {
 
 class HarnessCore;
 
+struct NavigateOptions {
+  bool summarize = false;
+  std::optional<std::string> custom_instructions;  // replace the summary prompt's instructions
+  std::optional<std::string> label;  // set on the target entry
+};
+
 // The operation surface of one ref: a small handle, cheap to copy. A handle
 // of a deleted ref rejects every call with unknown_ref.
 class AgentRef {
@@ -125,6 +131,11 @@ class AgentRef {
   // the model sees starts at the summary. Fails, durably and with the cause,
   // when there is nothing to shed or the summary cannot be had.
   RunResult compact(std::optional<std::string> custom_instructions = std::nullopt);
+  // Moves the ref's leaf to `target_id` (to its parent when it is a user
+  // message, whose text comes back as editor_text), as its own operation
+  // (kind "navigation"). With `summarize`, the branch left behind is
+  // summarised into a branch_summary entry at the new leaf.
+  RunResult navigate_tree(const std::string& target_id, NavigateOptions options = {});
   // Continues this ref's suspended operation to its durable end.
   ResumeResult resume();
   // Durable the moment it returns: operation_cancelled is in the log, the run

@@ -105,6 +105,17 @@ struct BeforeCompactionResult {
   std::optional<SuppliedSummary> compaction;
 };
 
+// Before a navigation moves the leaf: may cancel it, or supply the branch
+// summary.
+struct BeforeNavigationEvent {
+  std::string target_id;
+  BranchPreparation preparation;
+};
+struct BeforeNavigationResult {
+  bool cancel = false;
+  std::optional<SuppliedSummary> summary;
+};
+
 template <class Event, class Out>
 using HookFn = std::function<std::optional<Out>(const HookContext&, const Event&)>;
 
@@ -125,6 +136,7 @@ class Hooks {
     List<HookFn<BeforeToolEvent, BeforeToolResult>> before_tool;
     List<HookFn<AfterToolEvent, AfterToolResult>> after_tool;
     List<HookFn<BeforeCompactionEvent, BeforeCompactionResult>> before_compaction;
+    List<HookFn<BeforeNavigationEvent, BeforeNavigationResult>> before_navigation;
   };
 
   Subscription before_run(HookFn<BeforeRunEvent, BeforeRunResult> fn) { return add(&Lists::before_run, std::move(fn)); }
@@ -150,6 +162,9 @@ class Hooks {
   Subscription after_tool(HookFn<AfterToolEvent, AfterToolResult> fn) { return add(&Lists::after_tool, std::move(fn)); }
   Subscription before_compaction(HookFn<BeforeCompactionEvent, BeforeCompactionResult> fn) {
     return add(&Lists::before_compaction, std::move(fn));
+  }
+  Subscription before_navigation(HookFn<BeforeNavigationEvent, BeforeNavigationResult> fn) {
+    return add(&Lists::before_navigation, std::move(fn));
   }
 
   // The handlers of one hook, copied, for calling without the lock.

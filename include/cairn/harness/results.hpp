@@ -29,7 +29,6 @@ namespace cairn {
 //     unknown_skill      skill() of a skill the resources do not have
 //     unknown_template   prompt_from_template() of a template they do not have
 //     closed             the harness was closed
-//     unsupported_operation resume of a navigation (not built yet)
 //   failed — the operation ended in order, durably:
 //     retries_exhausted  every allowed attempt of a request failed
 //     provider_error     the provider failed in a way retrying cannot fix
@@ -38,6 +37,7 @@ namespace cairn {
 //     nothing_to_compact a compaction that would shed nothing
 //     would_split_tool_call a compaction whose cut would orphan a tool result
 //     compaction_failed  the summary request failed in a way retrying cannot fix
+//     branch_summary_failed  the same for a navigation's branch summary
 //   faulted — appends stopped working; the operation restores as suspended:
 //     the store's own code (io_error, stale_writer, faulted, …); `faulted` for
 //     calls made after the fault; internal_error for a bug that stopped a run
@@ -49,7 +49,10 @@ struct RunResult {
   std::string kind = "run";  // run | compaction | navigation
   std::string run_id;        // empty when rejected, or faulted before acceptance
   std::optional<AssistantMessage> final_message;  // run
-  std::optional<TreeEntry> entry;  // compaction: the compaction entry, when completed
+  // compaction: the compaction entry; navigation: the branch summary entry.
+  std::optional<TreeEntry> entry;
+  std::optional<std::string> new_leaf_id;  // navigation: where the ref's leaf is
+  std::optional<std::string> editor_text;  // navigation to a user message: its text, to edit and send again
   std::optional<Error> error;
   bool ok() const { return outcome == Outcome::ok; }
 };
