@@ -31,6 +31,14 @@ struct Model {
   bool reasoning = false;
   std::vector<std::string> input = {"text"};  // "text", "image"
   ModelPrices prices;
+  // Where the wire APIs are served ("https://api.openai.com/v1", a local
+  // server's "http://localhost:11434/v1", …) and headers every request to it
+  // carries. Credentials are not here: a provider object holds its key.
+  std::string base_url;
+  std::map<std::string, std::string> headers;
+  // Per-model wire quirks of the compatible servers (e.g. which max-tokens
+  // field they take), read by the provider of `api`.
+  Json compat = Json::object();
 };
 
 // What a model may call: a name, a description and a JSON schema.
