@@ -468,6 +468,12 @@ R unknown_ref(const std::string& name) {
 
 std::optional<std::string> AgentRef::leaf_id() const { return core_->session->leaf(name_); }
 
+Result<ForkResult> AgentRef::fork(Store& store, ForkOptions options) const {
+  if (!core_->find_ref(name_)) return fail("unknown_ref", fmt::format("no ref '{}'", name_));
+  options.ref = name_;
+  return store.fork(core_->session->id(), options);
+}
+
 RunResult AgentRef::prompt(std::string text, std::vector<ImageContent> images) {
   return prompt(std::vector<AgentMessage>{user_message(std::move(text), std::move(images))});
 }

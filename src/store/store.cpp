@@ -1,6 +1,9 @@
 // What every store shares: choosing one by URI, resolving id prefixes, forks.
 #include "cairn/store/store.hpp"
 
+#include <algorithm>
+#include <unordered_map>
+
 #include <fmt/format.h>
 
 namespace cairn {
@@ -32,10 +35,63 @@ Result<std::string> Store::resolve_id(std::string_view id_or_prefix) {
                                           list, matches.size() > 5 ? ", ..." : ""));
 }
 
+namespace {
+
+// The entries of the operations still open in a session: each open
+// operation's ref's entries after its operation_started (an operation's
+// appends are the only ones that move its ref while it is open).
+class OpenHistory {
+ public:
+  explicit OpenHistory(const Session& session) {
+    for (const RefInfo& ref : session.refs()) {
+      if (!ref.open_operation) continue;
+      const auto started = session.seq_of(*ref.open_operation);
+      if (!started) continue;
+      opens_.push_back(Open{ref.name, *ref.open_operation, *started});
+    }
+  }
+
+  bool any() const { return !opens_.empty(); }
+
+  // Whether the entry at `seq`, which moved `ref`, belongs to an open operation.
+  bool is_open(const TreeEntry& entry, std::int64_t seq) const {
+    const std::string& ref = entry.ref ? *entry.ref : kMain;
+    return std::any_of(opens_.begin(), opens_.end(),
+                       [&](const Open& open) { return open.ref == ref && seq > open.started_seq; });
+  }
+
+  std::vector<std::string> report(const Session& session) const {
+    std::vector<std::string> lines;
+    for (const Open& open : opens_) {
+      std::string kind = "operation";
+      if (auto record = session.get_record(open.started_seq); record && *record) {
+        if (const auto* h = std::get_if<HarnessRecord>(&(*record)->body)) {
+          if (const auto* started = std::get_if<OperationStarted>(&h->body)) kind = std::string(op_kind(started->intent));
+        }
+      }
+      lines.push_back(fmt::format("ref {}: {} {} open since seq {}; the entries it appended were not copied", open.ref,
+                                  kind, open.id, open.started_seq));
+    }
+    return lines;
+  }
+
+ private:
+  static inline const std::string kMain = "main";
+  struct Open {
+    std::string ref;
+    std::string id;
+    std::int64_t started_seq = 0;
+  };
+  std::vector<Open> opens_;
+};
+
+}  // namespace
+
 Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& options) {
   auto source = open(source_id, OpenOptions{.read_only = true});
   if (!source) return std::unexpected(source.error());
   const Session& from = **source;
+  OpenHistory open_history(from);
 
   std::vector<Record> records;
   if (options.scope == ForkOptions::Scope::branch) {
@@ -56,6 +112,9 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
       auto entry = from.get_entry(id);
       if (!entry) return fail(entry.error().code, fmt::format("session {}: {}", source_id, entry.error().message));
       if (!*entry) return fail("corrupt_log", fmt::format("session {}: entry '{}' is on the branch but not in the log", source_id, id));
+      // The branch is cut where an open operation's entries begin: what
+      // follows them on the path was appended on top of unfinished work.
+      if (open_history.any() && open_history.is_open(**entry, from.seq_of(id).value_or(-1))) break;
       (*entry)->ref.reset();  // every copied entry moves the new session's main
       records.push_back(Record{-1, std::move(**entry)});
     }
@@ -64,6 +123,7 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
     // Orchestration records stay with the source: they describe its operations.
     // The log in one read (a store that reads lines on demand reads them in
     // one query, not one per record), decoding only what is copied.
+    std::unordered_map<std::string, std::optional<std::string>> skipped;  // entry id → its parent
     auto log = from.get_log();
     if (!log) return fail(log.error().code, fmt::format("session {}: {}", source_id, log.error().message));
     for (const LogLine& line : *log) {
@@ -75,6 +135,19 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
       if (!record) {
         return fail(record.error().code,
                     fmt::format("session {}: seq {}: {}", source_id, line.seq, record.error().message));
+      }
+      if (auto* entry = std::get_if<TreeEntry>(&record->body)) {
+        // An open operation's entries stay behind, and so does anything
+        // chained on them.
+        if ((entry->parent_id && skipped.contains(*entry->parent_id)) || open_history.is_open(*entry, line.seq)) {
+          skipped.emplace(entry->id, entry->parent_id);
+          continue;
+        }
+      } else if (auto* harness = std::get_if<HarnessRecord>(&record->body)) {
+        // A ref created on an entry left behind starts at its nearest copied ancestor.
+        if (auto* created = std::get_if<RefCreated>(&harness->body)) {
+          while (created->at && skipped.contains(*created->at)) created->at = skipped.at(*created->at);
+        }
       }
       record->seq = -1;
       records.push_back(std::move(*record));
@@ -94,7 +167,7 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
     (void)remove(new_id);
     return fail(appended.error().code, fmt::format("fork of {}: {}", source_id, appended.error().message));
   }
-  return ForkResult{std::move(*created), copied};
+  return ForkResult{std::move(*created), copied, open_history.report(from)};
 }
 
 }  // namespace cairn

@@ -142,5 +142,38 @@ TEST_F(HarnessTest, SessionViewWritesDeferWhileTheRefRuns) {
   EXPECT_EQ(*view.label(*leaf_before), "mid-run");
 }
 
+TEST_F(HarnessTest, AForkTakenMidRunCopiesOnlyClosedHistory) {
+  auto& harness = make_harness();
+  faux_->push(FauxResponse::text("first answer"));
+  ASSERT_TRUE(harness.main().prompt("first").ok());
+  const auto closed_leaf = harness.main().leaf_id();
+  faux_->push(FauxResponse::tool_call("s1", "slow", Json{{"id", "s1"}, {"ms", 5000}}));
+  faux_->push(FauxResponse::text("done"));
+  std::atomic<bool> in_tool{false};
+  auto sub = harness.on_event([&](const Event& e) {
+    if (e.type == "tool_start") in_tool = true;
+  });
+  RunResult second;
+  std::thread runner([&] { second = harness.main().prompt("second"); });
+  while (!in_tool) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  // The run has appended "second" and the tool call; the fork stops before them.
+  auto busy = harness.main().fork(*store_, ForkOptions{.id = "mid-run"});
+  ASSERT_TRUE(busy) << busy.error().message;
+  ASSERT_EQ(busy->left_out.size(), 1u);
+  EXPECT_NE(busy->left_out[0].find("ref main: run "), std::string::npos) << busy->left_out[0];
+  EXPECT_EQ(busy->session->leaf(), closed_leaf);
+  EXPECT_EQ(busy->session->header().parent_session, session_id_);
+  ASSERT_TRUE(harness.main().abort().ok());
+  runner.join();
+  EXPECT_EQ(second.outcome, Outcome::aborted);
+
+  // Idle, everything is closed history.
+  auto calm = harness.main().fork(*store_, ForkOptions{.id = "after-run"});
+  ASSERT_TRUE(calm) << calm.error().message;
+  EXPECT_TRUE(calm->left_out.empty());
+  EXPECT_EQ(calm->session->leaf(), harness.main().leaf_id());
+}
+
 }  // namespace
 }  // namespace cairn::testing

@@ -309,6 +309,43 @@ TEST_P(StoreConformance, ForkBranchBeforeAtAndTree) {
   EXPECT_EQ(store_->fork("source", {.entry_id = "ghost"}).error().code, "not_found");
 }
 
+TEST_P(StoreConformance, AForkCopiesOnlyClosedHistoryAndSaysSo) {
+  auto session = create("busy");
+  ASSERT_TRUE(session->append({user_entry("a", std::nullopt, "a"), assistant_entry("b", "a", "b"),
+                               user_entry("c", "b", "c")}));
+  ASSERT_TRUE(session->append({harness(RefCreated{"side", "b"}, "side")}));
+  // main's run is still going: it has appended e and f; side appended d
+  // meanwhile, and a ref was created on f.
+  ASSERT_TRUE(session->append(harness(OperationStarted{"c", RunIntent{}}, "main", "run1")));
+  ASSERT_TRUE(session->append({user_entry("e", "c", "e", "main"), user_entry("d", "b", "d", "side"),
+                               assistant_entry("f", "e", "f", {}, "main")}));
+  ASSERT_TRUE(session->append(harness(RefCreated{"late", "f"}, "late")));
+  session.reset();
+
+  auto branch = store_->fork("busy", {.id = "busy-branch"});
+  ASSERT_TRUE(branch) << branch.error().message;
+  EXPECT_EQ(branch->session->path_to(branch->session->leaf()), (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_EQ(branch->left_out.size(), 1u);
+  EXPECT_NE(branch->left_out[0].find("ref main: run run1"), std::string::npos) << branch->left_out[0];
+
+  auto whole = store_->fork("busy", {.scope = ForkOptions::Scope::tree, .id = "busy-tree"});
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_EQ(whole->session->leaf("main"), "c");
+  EXPECT_EQ(whole->session->leaf("side"), "d");  // another ref's closed work is copied
+  EXPECT_EQ(whole->session->leaf("late"), "c");  // anchored at the nearest copied ancestor
+  EXPECT_FALSE(whole->session->get_entry("e").value());
+  EXPECT_FALSE(whole->session->get_entry("f").value());
+  EXPECT_EQ(whole->left_out, branch->left_out);
+
+  // A closed point is copied whole, and a source with nothing open says nothing.
+  auto closed = store_->fork("busy", {.entry_id = "d", .id = "busy-side"});
+  ASSERT_TRUE(closed);
+  EXPECT_EQ(closed->session->path_to(closed->session->leaf()), (std::vector<std::string>{"a", "b", "d"}));
+  auto again = store_->fork("busy-tree", {.scope = ForkOptions::Scope::tree, .id = "quiet"});
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->left_out.empty());
+}
+
 TEST_P(StoreConformance, ConcurrentAppendsShareTheLog) {
   auto session = create();
   constexpr int kThreads = 8, kPerThread = 50;

@@ -24,6 +24,7 @@
 #include "cairn/harness/watch.hpp"
 #include "cairn/llm/provider.hpp"
 #include "cairn/store/session.hpp"
+#include "cairn/store/store.hpp"
 
 namespace cairn {
 
@@ -136,6 +137,12 @@ class AgentRef {
   // (kind "navigation"). With `summarize`, the branch left behind is
   // summarised into a branch_summary entry at the new leaf.
   RunResult navigate_tree(const std::string& target_id, NavigateOptions options = {});
+  // A new session in `store` (the one holding this harness's session) from
+  // this ref's branch — up to options.entry_id when given, else its leaf —
+  // or, with Scope::tree, the whole tree; the new header names this session
+  // as its parent. While this ref or another runs, only closed history is
+  // copied and ForkResult::left_out says what stayed behind.
+  Result<ForkResult> fork(Store& store, ForkOptions options = {}) const;
   // Continues this ref's suspended operation to its durable end.
   ResumeResult resume();
   // Durable the moment it returns: operation_cancelled is in the log, the run

@@ -58,6 +58,13 @@ struct ForkOptions {
 struct ForkResult {
   std::shared_ptr<Session> session;
   std::int64_t copied = 0;  // records copied
+  // A fork copies closed history only: the entries an operation still open
+  // in the source has appended (a run mid-flight, a navigation half done)
+  // describe work the new session could neither finish nor resume, since
+  // the orchestration records stay with the source. One line per such
+  // operation ("ref main: run 1a2b3c open since seq 12; the entries it
+  // appended were not copied"); empty when everything was closed.
+  std::vector<std::string> left_out;
 };
 
 struct RepairReport {

@@ -49,6 +49,9 @@ int run_fork(const ForkCommandOptions& options) {
     if (forked.error().code == "already_exists") return report(kUsage, forked.error().message);
     return report(forked.error());
   }
+  for (const std::string& line : forked->left_out) {
+    fmt::print(stderr, "cairn fork: only closed history was copied: {}\n", line);
+  }
   fmt::print("{}\n", forked->session->id());
   return kOk;
 }
