@@ -214,9 +214,13 @@ std::int64_t context_tokens(const Usage& usage) {
 
 ContextSize measure_context(const std::vector<AgentMessage>& messages) {
   ContextSize size;
+  // A response from before the latest compaction counted a context that
+  // held what the summary has since replaced (pi skips those too).
+  const auto* compaction = messages.empty() ? nullptr : std::get_if<CompactionSummaryMessage>(&messages.front());
   std::size_t from = 0;
   for (std::size_t i = messages.size(); i-- > 0;) {
-    if (is_successful_response(messages[i])) {
+    if (is_successful_response(messages[i]) &&
+        (!compaction || std::get<AssistantMessage>(messages[i]).timestamp > compaction->timestamp)) {
       size.counted = context_tokens(std::get<AssistantMessage>(messages[i]).usage);
       from = i + 1;
       break;
@@ -342,17 +346,7 @@ Result<CompactionPreparation> prepare_compaction(const std::vector<TreeEntry>& p
   }
 
   // Files carried by the previous compaction stay listed.
-  if (previous) {
-    if (const auto& details = std::get<Compaction>(path[*previous].body).details; details && details->is_object()) {
-      for (const char* key : {"readFiles", "modifiedFiles"}) {
-        auto list = details->find(key);
-        if (list == details->end() || !list->is_array()) continue;
-        for (const auto& file : *list) {
-          if (file.is_string()) (std::string(key) == "readFiles" ? read : modified).insert(file.get<std::string>());
-        }
-      }
-    }
-  }
+  if (previous) note_details(std::get<Compaction>(path[*previous].body).details, read, modified);
   for (const auto& file : read) {
     if (!modified.contains(file)) prep.read_files.push_back(file);
   }

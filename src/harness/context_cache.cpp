@@ -25,8 +25,11 @@ ContextSize ContextCache::size() const {
 void ContextCache::add(AgentMessage message) {
   const std::int64_t tokens = estimate_tokens(message);
   all_ += tokens;
+  if (const auto* summary = std::get_if<CompactionSummaryMessage>(&message)) compacted_at_ = summary->timestamp;
   const auto* assistant = std::get_if<AssistantMessage>(&message);
-  if (assistant && !is_failed_response(message)) {
+  // As measure_context(): a response from before the latest compaction
+  // counted a context the summary has since replaced.
+  if (assistant && !is_failed_response(message) && (!compacted_at_ || assistant->timestamp > *compacted_at_)) {
     counted_ = context_tokens(assistant->usage);
     trailing_ = 0;
   } else {
@@ -77,6 +80,7 @@ Status ContextCache::sync(const Session& session, std::string_view ref) {
   messages_.clear();
   request_.messages.clear();
   counted_ = trailing_ = all_ = 0;
+  compacted_at_.reset();
   messages_.reserve(context->messages.size());
   for (auto& message : context->messages) add(std::move(message));
   settings_ = std::move(*context);

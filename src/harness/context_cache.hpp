@@ -61,6 +61,7 @@ class ContextCache {
   std::int64_t counted_ = 0;   // the newest successful response's provider-counted total
   std::int64_t trailing_ = 0;  // estimated, of the messages after it
   std::int64_t all_ = 0;       // estimated, of every message
+  std::optional<std::int64_t> compacted_at_;  // the context's compaction summary's time
 };
 
 // True for an assistant message that failed or was aborted.

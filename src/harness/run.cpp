@@ -299,10 +299,49 @@ class RunProcedure {
     core_.publish(event("queue_update", std::move(data)));
   }
 
+  // Every token this operation was billed for: steps, retried and failed
+  // attempts, summaries.
+  void add_spend(const Usage& usage) {
+    spend_.input += usage.input;
+    spend_.output += usage.output;
+    spend_.cache_read += usage.cache_read;
+    spend_.cache_write += usage.cache_write;
+    spend_.total_tokens += usage.total_tokens;
+    spend_.cost.total += usage.cost.total;
+  }
+
+  // How full the model's context is, reported apart from what the operation
+  // has spent — the two are easily confused and differ by far: the context
+  // is what the next request carries (the last response's provider-counted
+  // total plus an estimate of what followed it, or an estimate alone when no
+  // response counts it), the spend is the sum over every billed request.
+  void publish_context_usage() {
+    if (!watched()) return;
+    auto config = branch_config();
+    if (!config) return;  // the next append reports the store's failure
+    const ContextSize size = rt_->context.size();
+    const std::int64_t window = config->model.context_window;
+    Json context = {{"tokens", size.tokens},
+                    {"contextWindow", window},
+                    {"percent", window > 0 ? Json(100.0 * static_cast<double>(size.tokens) / static_cast<double>(window))
+                                           : Json(nullptr)},
+                    {"measured", size.counted == 0 ? "estimated" : size.estimated == 0 ? "provider" : "provider+estimate"},
+                    {"providerCountedTokens", size.counted},
+                    {"estimatedTokens", size.estimated}};
+    Json spend = {{"input", spend_.input},
+                  {"output", spend_.output},
+                  {"cacheRead", spend_.cache_read},
+                  {"cacheWrite", spend_.cache_write},
+                  {"totalTokens", spend_.total_tokens},
+                  {"cost", spend_.cost.total}};
+    core_.publish(event("context_usage", {{"context", std::move(context)}, {"operationSpend", std::move(spend)}}));
+  }
+
   void step() {
     const std::string step_id = core_.session->new_entry_id();
     if (watched()) core_.publish(event("step_start", {{"stepId", step_id}}));
     auto [assistant, entry_id] = request_assistant();
+    publish_context_usage();
     Json results = Json::array();
     if (has_tool_calls(assistant)) {
       auto batch = op_copy().tool_batch;
@@ -400,6 +439,7 @@ class RunProcedure {
       ProviderResponse response =
           served->provider->stream(served->model, context, options, payload_hook, on_event, cancel_);
       AssistantMessage& message = response.message;
+      add_spend(message.usage);
       {
         std::lock_guard lock(core_.mu);
         rt_->streaming.reset();
@@ -792,6 +832,7 @@ class RunProcedure {
                                              {"outcome", "completed"},
                                              {"entry", encode(*done.entry)},
                                              {"fromHook", done.from_hook}}));
+      publish_context_usage();
       return true;
     } catch (const RunFailed& failure) {
       core_.publish(event("compaction_end", {{"reason", reason},
@@ -925,6 +966,7 @@ class RunProcedure {
         StreamOptions these = options;
         these.max_tokens = request.max_tokens;
         ProviderResponse response = served->provider->stream(served->model, context, these, {}, {}, cancel_);
+        add_spend(response.message.usage);
         if (response_failed(response)) {
           failed = std::move(response);
           break;
@@ -1178,6 +1220,8 @@ class RunProcedure {
       }
     }
     if (error) data["error"] = {{"code", error->code}, {"message", error->message}};
+    // A compaction or navigation changed what the next request carries.
+    if (kind_ != "run" && outcome == Outcome::ok) publish_context_usage();
     std::vector<std::function<void()>> callbacks;
     {
       std::lock_guard lock(core_.mu);
@@ -1221,6 +1265,7 @@ class RunProcedure {
   std::string kind_;  // run | compaction | navigation
   std::stop_token cancel_;
   bool overflow_compacted_ = false;  // a run compacts on overflow once
+  Usage spend_;                      // this operation's, see add_spend
   bool threshold_refused_ = false;   // a run whose threshold compaction was refused does not retry it
   std::optional<TreeEntry> compaction_entry_;  // the manual compaction's entry
   bool from_hook_ = false;

@@ -15,6 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "cairn/harness/harness.hpp"
+#include "cairn/llm/faux.hpp"
 #include "cairn/store/store.hpp"
 #include "support/test_support.hpp"
 
@@ -416,6 +420,81 @@ TEST_F(CliTest, ImportPiPrintsTheIdAndNotes) {
 
   CliRun missing = cairn({"import", "pi", dir_.str() + "/missing.jsonl"});
   EXPECT_EQ(missing.status, 2);
+}
+
+// ---- compaction, forks of busy sessions ----------------------------------------
+
+TEST_F(CliTest, ASessionCompactedThreeTimesKeepsEveryEntryInItsLogAndShowsTheCompactedContext) {
+  std::string id;
+  std::vector<std::string> entry_ids;
+  {
+    auto store = open_store_here();
+    auto session = store->create(CreateOptions{});
+    ASSERT_TRUE(session) << session.error().message;
+    id = (*session)->id();
+    auto faux = std::make_shared<FauxProvider>();
+    HarnessOptions options;
+    options.session = *session;
+    options.models.add(FauxProvider::model(), faux);
+    options.model = FauxProvider::model();
+    options.compaction = CompactionSettings{.keep_recent_tokens = 60};
+    auto created = AgentHarness::create(std::move(options));
+    ASSERT_TRUE(created) << created.error().message;
+    AgentHarness& harness = created->harness;
+    int question = 0;
+    for (int round = 1; round <= 3; ++round) {
+      for (int i = 0; i < 3; ++i, ++question) {
+        faux->push(FauxResponse::text(fmt::format("answer {} {}", question, std::string(200, 'a'))));
+        ASSERT_TRUE(harness.main().prompt(fmt::format("question {} {}", question, std::string(200, 'q'))).ok());
+      }
+      faux->push(FauxResponse::text(fmt::format("SUMMARY-{}", round)));
+      RunResult compacted = harness.main().compact();
+      ASSERT_TRUE(compacted.ok()) << compacted.error->message;
+    }
+    auto entries = (*session)->find_entries(EntryQuery{.order = Order::oldest_first});
+    ASSERT_TRUE(entries);
+    for (const auto& entry : entries->items) entry_ids.push_back(entry.id);
+    harness.close();
+  }
+  ASSERT_GE(entry_ids.size(), 21u);  // 9 questions, 9 answers, 3 compactions
+
+  // The log still holds every entry, in order.
+  CliRun log = cairn({"log", id, "--json"});
+  ASSERT_EQ(log.status, 0) << log.err;
+  std::vector<std::string> logged;
+  int compactions = 0;
+  for (const auto& line : lines_of(log.out)) {
+    const auto record = Json::parse(line);
+    if (record.contains("parentId")) logged.push_back(record["id"].get<std::string>());
+    if (record["type"] == "compaction") ++compactions;
+  }
+  EXPECT_EQ(logged, entry_ids);
+  EXPECT_EQ(compactions, 3);
+  EXPECT_NE(log.out.find("question 0 "), std::string::npos);
+
+  // The context starts at the newest summary, then the kept entries.
+  CliRun context = cairn({"context", id, "--json"});
+  ASSERT_EQ(context.status, 0) << context.err;
+  const auto messages = Json::parse(context.out);
+  ASSERT_GE(messages.size(), 2u);
+  EXPECT_LT(messages.size(), 9u);
+  EXPECT_NE(messages[0].dump().find("SUMMARY-3"), std::string::npos) << messages[0].dump();
+  EXPECT_EQ(context.out.find("question 0 "), std::string::npos);
+  EXPECT_NE(context.out.find("answer 8 "), std::string::npos);
+}
+
+TEST_F(CliTest, AForkOfABusySessionSaysItCopiedOnlyClosedHistory) {
+  const std::string id = session_with({testing::user_entry("a", std::nullopt, "a"),
+                                       testing::assistant_entry("b", "a", "b"),
+                                       testing::harness(OperationStarted{"b", RunIntent{}}, "main", "run-open"),
+                                       testing::user_entry("c", "b", "c", "main")});
+  CliRun fork = cairn({"fork", id, "--id", "calm"});
+  ASSERT_EQ(fork.status, 0) << fork.err;
+  EXPECT_EQ(fork.out, "calm\n");
+  EXPECT_NE(fork.err.find("only closed history was copied: ref main: run run-open open since seq 2"), std::string::npos)
+      << fork.err;
+  CliRun context = cairn({"context", "calm", "--json"});
+  EXPECT_EQ(Json::parse(context.out).size(), 2u);
 }
 
 }  // namespace

@@ -114,7 +114,7 @@ TEST_F(CompactionOpTest, ManualCompactionSummarisesTheOldContextAndTheNextReques
   EXPECT_FALSE(compaction.from_hook.value_or(false));
   EXPECT_EQ(types_from(before), (Types{"operation_started", "generation_started:compaction", "compaction",
                                        "operation_finished:completed"}));
-  EXPECT_EQ(events_.types(), (Types{"compaction_start", "entry_added", "compaction_end"}));
+  EXPECT_EQ(events_.types(), (Types{"compaction_start", "entry_added", "context_usage", "compaction_end"}));
   const Event end = events_of("compaction_end").at(0);
   EXPECT_EQ(end.data["outcome"], "completed");
   EXPECT_EQ(end.data["reason"], "manual");
@@ -142,6 +142,46 @@ TEST_F(CompactionOpTest, ManualCompactionSummarisesTheOldContextAndTheNextReques
   EXPECT_GT(log->size(), before);
 }
 
+TEST_F(CompactionOpTest, ContextUsageReportsTheContextApartFromWhatWasSpent) {
+  auto& h = harness(CompactionSettings{.enabled = false, .keep_recent_tokens = 60}, 1000);
+  // A step: the response counts the whole context (500); the run spent 500
+  // plus a failed, retried attempt's 30.
+  FauxResponse failed = FauxResponse::failure("busy", /*retryable=*/true);
+  failed.usage.total_tokens = 30;
+  faux_->push(failed);
+  faux_->push(with_usage(FauxResponse::text(std::string(400, 'a')), 500));
+  ASSERT_TRUE(h.main().prompt(std::string(400, 'q')).ok());
+  auto usage = events_of("context_usage");
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].data["context"]["tokens"], 500);
+  EXPECT_EQ(usage[0].data["context"]["measured"], "provider");
+  EXPECT_EQ(usage[0].data["context"]["contextWindow"], 1000);
+  EXPECT_DOUBLE_EQ(usage[0].data["context"]["percent"].get<double>(), 50.0);
+  EXPECT_EQ(usage[0].data["operationSpend"]["totalTokens"], 530);
+
+  // A second run: its spend starts again; the context is the new count.
+  events_.clear();
+  faux_->push(with_usage(FauxResponse::text("b"), 620));
+  ASSERT_TRUE(h.main().prompt("more").ok());
+  usage = events_of("context_usage");
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].data["context"]["tokens"], 620);
+  EXPECT_EQ(usage[0].data["operationSpend"]["totalTokens"], 620);
+
+  // After a compaction no response has counted the context: it is estimated,
+  // and smaller; the compaction spent its summary's tokens.
+  events_.clear();
+  faux_->push(with_usage(FauxResponse::text("SUMMARY"), 45));
+  ASSERT_TRUE(h.main().compact().ok());
+  usage = events_of("context_usage");
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].data["context"]["measured"], "estimated");
+  EXPECT_EQ(usage[0].data["context"]["providerCountedTokens"], 0);
+  EXPECT_LT(usage[0].data["context"]["tokens"].get<std::int64_t>(), 620);
+  EXPECT_EQ(usage[0].data["operationSpend"]["totalTokens"], 45);
+  EXPECT_EQ(events_.types().back(), "compaction_end");  // reported before the operation ends
+}
+
 TEST_F(CompactionOpTest, TheThresholdCompactsAtTheCheckpointAndTheNextStepSeesTheSummary) {
   auto& h = harness(CompactionSettings{.reserve_tokens = 200, .keep_recent_tokens = 2}, 1000);
   converse(h, 40);
@@ -159,8 +199,9 @@ TEST_F(CompactionOpTest, TheThresholdCompactsAtTheCheckpointAndTheNextStepSeesTh
                    "message:assistant", "operation_finished:completed"}));
   EXPECT_EQ(events_.types(),
             (Types{"run_start", "message_start", "message_end", "step_start", "message_start", "message_end",
-                   "tool_start", "tool_end", "message_start", "message_end", "step_end", "compaction_start",
-                   "entry_added", "compaction_end", "step_start", "message_start", "message_end", "step_end", "run_end"}));
+                   "context_usage", "tool_start", "tool_end", "message_start", "message_end", "step_end",
+                   "compaction_start", "entry_added", "compaction_end", "context_usage", "step_start", "message_start",
+                   "message_end", "context_usage", "step_end", "run_end"}));
   EXPECT_EQ(events_of("compaction_start").at(0).data["reason"], "threshold");
   const auto compaction = std::get<Compaction>(compactions().at(0).body);
   EXPECT_NE(compaction.summary.find("HISTORY"), std::string::npos);

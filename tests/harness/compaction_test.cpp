@@ -76,6 +76,27 @@ TEST(Compaction, ContextSizeIsTheLastCountedTotalPlusAnEstimateOfWhatFollows) {
   EXPECT_EQ(estimated.tokens, 100 + 10 + 100);
 }
 
+TEST(Compaction, AResponseOlderThanTheCompactionCountsNothing) {
+  // Kept entries come after the summary in the context but were counted
+  // against the context the summary replaced.
+  std::vector<AgentMessage> messages;
+  messages.push_back(CompactionSummaryMessage{.summary = std::string(400, 's'), .tokens_before = 9000, .timestamp = 10});
+  messages.push_back(UserMessage{.content = std::string(40, 'u')});
+  AssistantMessage kept = assistant({TextContent{.text = "ok"}}, StopReason::stop, 9000);
+  kept.timestamp = 5;
+  messages.push_back(kept);
+  const ContextSize before_any = measure_context(messages);
+  EXPECT_FALSE(before_any.provider_counted());
+  EXPECT_EQ(before_any.tokens, estimate_tokens(messages[0]) + 10 + 1);
+
+  AssistantMessage fresh = assistant({TextContent{.text = "new"}}, StopReason::stop, 700);
+  fresh.timestamp = 11;
+  messages.push_back(fresh);
+  const ContextSize after = measure_context(messages);
+  EXPECT_EQ(after.counted, 700);
+  EXPECT_EQ(after.estimated, 0);
+}
+
 TEST(Compaction, TheThresholdIsTheWindowLessTheReserve) {
   CompactionSettings settings{.reserve_tokens = 1000};
   EXPECT_FALSE(should_compact(9000, 10000, settings));

@@ -53,7 +53,7 @@ TEST_F(NavigationTest, TheLeafMovesOnceAndTheContextIsTheDestinationsBranch) {
   EXPECT_FALSE(result.editor_text);
   EXPECT_EQ(h.main().leaf_id(), ids[1]);
   EXPECT_EQ(entries_of_type(RecordType::leaf).size(), 1u);
-  EXPECT_EQ(events_.types(), (std::vector<std::string>{"navigation_start", "entry_added", "navigation_end"}));
+  EXPECT_EQ(events_.types(), (std::vector<std::string>{"navigation_start", "entry_added", "context_usage", "navigation_end"}));
   const Event end = events_of("navigation_end").at(0);
   EXPECT_EQ(end.data["outcome"], "completed");
   EXPECT_EQ(end.data["oldLeafId"], *old_leaf);

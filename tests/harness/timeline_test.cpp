@@ -32,9 +32,12 @@ TEST_F(HarnessTest, NormalRunRecordsEveryDecisionBeforeItsEffect) {
   EXPECT_EQ(record_types(), (Types{"operation_started", "message:user", "generation_started", "message:assistant",
                                    "tool_started", "message:toolResult", "generation_started", "message:assistant",
                                    "operation_finished"}));
+  // context_usage (cairn's own, not the design document's) follows each
+  // committed response.
   EXPECT_EQ(events_.types(), (Types{"run_start", "message_start", "message_end", "step_start", "message_start",
-                                    "message_end", "tool_start", "tool_end", "message_start", "message_end",
-                                    "step_end", "step_start", "message_start", "message_end", "step_end", "run_end"}));
+                                    "message_end", "context_usage", "tool_start", "tool_end", "message_start",
+                                    "message_end", "step_end", "step_start", "message_start", "message_end",
+                                    "context_usage", "step_end", "run_end"}));
 
   // Events that announce a record carry its seq; every event carries the ref
   // and the run.
@@ -137,7 +140,7 @@ TEST_F(HarnessTest, RetryRecordsEveryAttemptDurably) {
   EXPECT_EQ(std::get<GenerationStarted>(std::get<HarnessRecord>(log[3].body).body).attempt, 2);
   EXPECT_EQ(events_.types(), (Types{"run_start", "message_start", "message_end", "step_start", "message_start",
                                     "retry_scheduled", "retry_start", "message_start", "message_end", "retry_end",
-                                    "step_end", "run_end"}));
+                                    "context_usage", "step_end", "run_end"}));
   for (const auto& e : events_.all()) {
     if (e.type == "retry_end") {
       EXPECT_EQ(e.data["success"], true);

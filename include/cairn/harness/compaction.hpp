@@ -39,6 +39,8 @@ struct ContextSize {
   std::int64_t estimated = 0;  // estimated part
   bool provider_counted() const { return counted > 0; }
 };
+// A response older than the context's compaction summary counts nothing:
+// it measured what the summary replaced.
 ContextSize measure_context(const std::vector<AgentMessage>& messages);
 
 // size > window - reserve, when enabled.

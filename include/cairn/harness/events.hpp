@@ -20,7 +20,13 @@ struct Event {
   std::string type;  // run_start, run_resume, run_cancel, run_end, fault, handler_error,
                      // step_start, step_end, retry_scheduled, retry_start, retry_end,
                      // message_start, message_update, message_end, tool_start, tool_update,
-                     // tool_end, entry_added, write_pending, queue_update, config_update
+                     // tool_end, entry_added, write_pending, queue_update, config_update,
+                     // compaction_start, compaction_end, navigation_start, navigation_end;
+                     // cairn's own: context_usage {context {tokens, contextWindow, percent,
+                     // measured: provider | estimated | provider+estimate,
+                     // providerCountedTokens, estimatedTokens}, operationSpend {input, output,
+                     // cacheRead, cacheWrite, totalTokens, cost}} after each response and each
+                     // compaction or navigation, when someone listens
   std::string ref;
   std::optional<std::string> run_id;
   std::optional<std::int64_t> seq;
