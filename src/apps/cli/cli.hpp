@@ -67,5 +67,6 @@ void register_fork_command(CLI::App& app, Commands& commands);
 void register_import_command(CLI::App& app, Commands& commands);
 void register_repair_command(CLI::App& app, Commands& commands);
 void register_demo_command(CLI::App& app, Commands& commands);
+void register_models_command(CLI::App& app, Commands& commands);
 
 }  // namespace cairn::cli

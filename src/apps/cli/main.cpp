@@ -32,6 +32,7 @@ int run(int argc, char** argv) {
   register_import_command(app, commands);
   register_repair_command(app, commands);
   register_demo_command(app, commands);
+  register_models_command(app, commands);
 
   try {
     app.parse(argc, argv);

@@ -16,7 +16,7 @@ int report(int code, std::string_view message) {
 
 int exit_code_for(const Error& error) {
   if (error.code == "not_found" || error.code == "ambiguous_id" || error.code == "invalid_argument" ||
-      error.code == "unknown_ref") {
+      error.code == "unknown_ref" || error.code == "unknown_model" || error.code == "ambiguous_model") {
     return kUsage;
   }
   return kFailure;
