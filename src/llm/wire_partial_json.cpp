@@ -222,9 +222,13 @@ class PartialParser {
 
 Json parse_partial_json(std::string_view text) {
   try {
-    // The common case at the end of a stream: the whole text is JSON.
-    Json whole = Json::parse(text, nullptr, false);
-    if (!whole.is_discarded()) return whole;
+    // At the end of a stream the whole text is JSON; before that it rarely
+    // ends like a whole value, and trying would scan every prefix twice.
+    std::size_t last = text.find_last_not_of(" \t\r\n");
+    if (last != std::string_view::npos && (text[last] == '}' || text[last] == ']')) {
+      Json whole = Json::parse(text, nullptr, false);
+      if (!whole.is_discarded()) return whole;
+    }
     PartialParser parser(text);
     std::optional<PartialParser::Parsed> parsed = parser.value(0);
     if (!parsed) return Json::object();
