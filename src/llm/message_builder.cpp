@@ -150,7 +150,7 @@ ProviderResponse MessageBuilder::fail(const Failure& failure, std::span<const st
   response_.retryable = failure.retryable;
   response_.retry_after_ms = failure.retry_after_ms;
   response_.context_overflow = failure.context_overflow;
-  response_.status = failure.status;
+  if (failure.status != 0) response_.status = failure.status;  // else the stream's own, kept when it began
   emit(ProviderEvent::Type::error, -1);
   return std::move(response_);
 }

@@ -359,6 +359,7 @@ TEST_F(OpenAiCompletionsTest, AMalformedChunkIsARetryableError) {
   EXPECT_TRUE(message.error_message->starts_with("the server sent a malformed chunk: {\"id\":\"chatcmpl-m\""))
       << *message.error_message;
   EXPECT_TRUE(run.response.retryable);
+  EXPECT_EQ(run.response.status, 200);  // the response had begun
   EXPECT_EQ(std::get<TextContent>(message.content.at(0)).text, "Hello");  // what streamed is kept
 }
 

@@ -10,7 +10,8 @@
 // functions with JSON schemas. StreamOptions: max_tokens, temperature,
 // headers, thinking_level (→ reasoning_effort on a reasoning model; "off"
 // sends none), and in `extra`: "toolChoice" (sent as tool_choice),
-// "idleTimeoutMs", "connectTimeoutMs".
+// "idleTimeoutMs" (default 300000: a reasoning model may think for minutes
+// before its first byte), "connectTimeoutMs".
 //
 // Stream: text from delta.content; thinking from delta.reasoning_content,
 // delta.reasoning or delta.reasoning_text (the first present); tool calls

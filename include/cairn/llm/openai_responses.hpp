@@ -13,7 +13,8 @@
 // StreamOptions: max_tokens (max_output_tokens), temperature, headers,
 // thinking_level (→ reasoning.effort with a reasoning summary; "off" sends
 // none), and in `extra`: "toolChoice", "reasoningSummary" ("auto" by default,
-// "concise", "detailed", or "off" for none), "idleTimeoutMs",
+// "concise", "detailed", or "off" for none), "idleTimeoutMs" (default
+// 300000: a reasoning model may think for minutes before its first byte),
 // "connectTimeoutMs".
 //
 // What the blocks keep for replay (pi's format, so sessions move between
