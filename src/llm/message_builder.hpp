@@ -1,0 +1,84 @@
+// The assistant message a wire provider assembles from a stream, and the
+// provider events that report each change to it. A provider's stream parser
+// says what happened on the wire (a block began, text arrived, a tool call's
+// arguments grew); this keeps the message, the content indexes and the event
+// order consistent, so that every provider streams alike.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "cairn/llm/provider.hpp"
+#include "wire_support.hpp"
+
+namespace cairn::wire {
+
+class MessageBuilder {
+ public:
+  // `model` and `on_event` must outlive the builder; on_event may be empty.
+  MessageBuilder(const Model& model, const ProviderEventSink& on_event);
+
+  AssistantMessage& message() { return response_.message; }
+  ProviderResponse& response() { return response_; }
+  bool started() const { return started_; }
+
+  // Emits start, once; every begin_* does it first if need be.
+  void start();
+
+  // Each begin_* appends a block, emits its *_start and returns its content
+  // index. A block is open until its end_*.
+  int begin_text(std::optional<std::string> signature = std::nullopt);
+  void text_delta(int index, std::string_view delta);
+  void end_text(int index);
+
+  int begin_thinking(std::optional<std::string> signature = std::nullopt);
+  void thinking_delta(int index, std::string_view delta);
+  void end_thinking(int index);
+
+  // A tool call's arguments arrive as JSON text in fragments: each one is
+  // reported as a toolcall_delta and the arguments so far are parsed
+  // leniently (parse_partial_json) for the partial message.
+  int begin_tool_call(std::string id, std::string name, std::string arguments_so_far = {});
+  void tool_call_delta(int index, std::string_view fragment);
+  // The server's final word on the arguments, replacing the fragments.
+  void set_tool_call_arguments(int index, std::string text);
+  // Parses the arguments strictly (empty text is no arguments) and emits
+  // toolcall_end; invalid JSON, or JSON that is not an object, is a failure
+  // and the block stays open.
+  std::optional<Failure> end_tool_call(int index);
+
+  // Ends `index` whatever kind it is; the failure of a tool call's arguments.
+  std::optional<Failure> end_block(int index);
+  // Ends every open block in content order; the first failure stops there.
+  std::optional<Failure> end_open_blocks();
+  bool is_open(int index) const { return open_.contains(index); }
+
+  // The response, done: usage costed at the model's prices, `reason` set,
+  // done emitted.
+  ProviderResponse finish(StopReason reason);
+  // The response, failed: stop_reason error, the failure's message with
+  // every secret removed, its classification, error emitted.
+  ProviderResponse fail(const Failure& failure, std::span<const std::string> secrets);
+  // The response, aborted by the caller.
+  ProviderResponse abort();
+
+ private:
+  void emit(ProviderEvent::Type type, int index, std::string_view delta = {});
+  template <class Block>
+  Block& block(int index) {
+    return std::get<Block>(response_.message.content.at(static_cast<std::size_t>(index)));
+  }
+
+  const Model& model_;
+  const ProviderEventSink& on_event_;
+  ProviderResponse response_;
+  bool started_ = false;
+  std::set<int> open_;
+  std::map<int, std::string> arguments_;  // tool calls' JSON text so far, by content index
+};
+
+}  // namespace cairn::wire
