@@ -67,7 +67,11 @@ std::optional<std::string> ReceivedRequest::header(const std::string& name) cons
   return std::nullopt;
 }
 
-HttpTestServer::HttpTestServer(ScriptedResponse response) : response_(std::move(response)) {
+HttpTestServer::HttpTestServer(ScriptedResponse response)
+    : HttpTestServer(std::vector<ScriptedResponse>{std::move(response)}) {}
+
+HttpTestServer::HttpTestServer(std::vector<ScriptedResponse> responses) : responses_(std::move(responses)) {
+  if (responses_.empty()) std::abort();
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) std::abort();
   wake_read_ = pipe_fds[0];
@@ -214,13 +218,15 @@ void HttpTestServer::serve(int fd) {
     }
   }
   request->body = received.substr(head_end + 4, body_length);
+  std::size_t index;
   {
     std::lock_guard lock(mu_);
+    index = std::min(requests_.size(), responses_.size() - 1);
     requests_.push_back(*request);
   }
   changed_.notify_all();
 
-  const ScriptedResponse& script = response_;
+  const ScriptedResponse& script = responses_[index];
   if (script.close_before_response) {
     ::close(fd);
     return;

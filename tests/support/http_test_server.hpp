@@ -1,5 +1,5 @@
 // A small HTTP/1.1 server on 127.0.0.1 for the transport's tests: it replays
-// one scripted response to every connection (status, headers, body pieces
+// a scripted response (or a sequence of them, one per request) to every connection (status, headers, body pieces
 // with delays, then an end: finish, stall, close or reset) and records what
 // it received and when each client hung up.
 #pragma once
@@ -51,6 +51,8 @@ struct ReceivedRequest {
 class HttpTestServer {
  public:
   explicit HttpTestServer(ScriptedResponse response);
+  // The n-th request gets responses[n]; requests past the end get the last.
+  explicit HttpTestServer(std::vector<ScriptedResponse> responses);
   ~HttpTestServer();  // closes every connection and joins every thread
   HttpTestServer(const HttpTestServer&) = delete;
   HttpTestServer& operator=(const HttpTestServer&) = delete;
@@ -77,7 +79,7 @@ class HttpTestServer {
   bool pause(std::chrono::milliseconds delay) const;                    // false when stopping
   void wait_for_close(int fd);
 
-  ScriptedResponse response_;
+  std::vector<ScriptedResponse> responses_;  // never empty
   int listen_fd_ = -1;
   int wake_read_ = -1, wake_write_ = -1;  // a pipe written once, on shutdown
   int port_ = 0;
