@@ -104,7 +104,7 @@ std::vector<CatalogProvider> make_catalog() {
   // default and streams as `reasoning_content`.
   providers.push_back(provider(
       "deepseek", kApiOpenAiCompletions, "https://api.deepseek.com", "DEEPSEEK_API_KEY",
-      Json{{"maxTokensField", "max_tokens"}, {"thinkingField", "reasoning_content"}},
+      Json{{"maxTokensField", "max_tokens"}},
       {
           // id                context    max out  reasoning   input      in    out   cache r cache w
           {"deepseek-flash", 1'048'576, 393'216, kReasoning, kImages, {0.30, 1.20, 0.006, 0.00}},
@@ -115,7 +115,7 @@ std::vector<CatalogProvider> make_catalog() {
   // cache prices for these models.
   providers.push_back(provider(
       "groq", kApiOpenAiCompletions, "https://api.groq.com/openai/v1", "GROQ_API_KEY",
-      Json{{"maxTokensField", "max_completion_tokens"}, {"thinkingField", "reasoning"}},
+      Json{{"maxTokensField", "max_completion_tokens"}},
       {
           // id                         context  max out reasoning     input      in     out   cache r cache w
           {"openai/gpt-oss-120b", 131'072, 65'536, kReasoning, kTextOnly, {0.15, 0.60, 0.00, 0.00}},
@@ -138,7 +138,7 @@ std::vector<CatalogProvider> make_catalog() {
   // these mirror the providers' own rows above.
   providers.push_back(provider(
       "openrouter", kApiOpenAiCompletions, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
-      Json{{"maxTokensField", "max_tokens"}, {"thinkingField", "reasoning"}},
+      Json{{"maxTokensField", "max_tokens"}},
       {
           // id                            context    max out  reasoning   input    in    out    cache r cache w
           {"anthropic/claude-opus-5.5", 1'000'000, 128'000, kReasoning, kImages, {4.00, 20.00, 0.20, 5.00}},
@@ -159,7 +159,7 @@ std::vector<CatalogProvider> make_catalog() {
   // this model.
   providers.push_back(provider(
       "cerebras", kApiOpenAiCompletions, "https://api.cerebras.ai/v1", "CEREBRAS_API_KEY",
-      Json{{"maxTokensField", "max_completion_tokens"}, {"thinkingField", "reasoning"}},
+      Json{{"maxTokensField", "max_completion_tokens"}},
       {
           // id            context  max out reasoning   input      in    out   cache r cache w
           {"gpt-oss-120b", 131'072, 32'768, kReasoning, kTextOnly, {0.35, 0.75, 0.00, 0.00}},

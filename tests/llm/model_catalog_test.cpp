@@ -81,8 +81,15 @@ TEST(ModelCatalog, ModelsAreUniqueAndPlausible) {
         const auto field = model.compat["maxTokensField"].get<std::string>();
         EXPECT_TRUE(field == "max_tokens" || field == "max_completion_tokens") << field;
       }
-      if (model.compat.contains("thinkingField")) {
-        EXPECT_TRUE(model.compat["thinkingField"].is_string());
+      // Every quirk is one the openai-completions provider reads
+      // (openai_completions.hpp): a key nothing reads would claim a
+      // behaviour that does not exist.
+      for (const auto& [key, value] : model.compat.items()) {
+        static const std::set<std::string> kRead = {
+            "maxTokensField", "supportsUsageInStreaming", "supportsStore", "supportsDeveloperRole",
+            "supportsReasoningEffort", "thinkingFormat", "supportsXhigh", "requiresToolResultName",
+            "requiresAssistantAfterToolResult", "requiresThinkingAsText", "requiresMistralToolIds"};
+        EXPECT_TRUE(kRead.contains(key)) << model.provider << "/" << model.id << ": " << key;
       }
       // Quirks are a chat-completions matter.
       if (model.api != kApiOpenAiCompletions) {

@@ -147,11 +147,11 @@ TEST(ModelRegistry, ModelsJsonOverridesABuiltInProviderAndAddsModels) {
 
 TEST(ModelRegistry, CompatMergesKeyByKeyOverTheBuiltInQuirks) {
   const ModelsFile file = file_of(R"({"providers": {"deepseek": {"models": [
-      {"id": "deepseek-flash", "compat": {"maxTokensField": "max_completion_tokens", "strictTools": true}}]}}})");
+      {"id": "deepseek-flash", "compat": {"supportsDeveloperRole": true, "strictTools": true}}]}}})");
   auto registry = ModelRegistry::build(&file, env_of({}));
   const auto& flash = find(registry, "deepseek/deepseek-flash");
-  EXPECT_EQ(flash.model.compat["maxTokensField"], "max_completion_tokens");
-  EXPECT_EQ(flash.model.compat["thinkingField"], "reasoning_content");
+  EXPECT_EQ(flash.model.compat["maxTokensField"], "max_tokens");  // the built-in quirk stays
+  EXPECT_EQ(flash.model.compat["supportsDeveloperRole"], true);
   EXPECT_EQ(flash.model.compat["strictTools"], true);
   // A provider-only entry without changes is no override.
   const ModelsFile empty_entry = file_of(R"({"providers": {"groq": {}}})");
@@ -255,7 +255,7 @@ TEST(ModelRegistry, AdHocEndpoints) {
   ASSERT_TRUE(known) << known.error().message;
   EXPECT_EQ(known->model.context_window, 1'048'576);
   EXPECT_EQ(known->model.prices.output, 1.20);
-  EXPECT_EQ(known->model.compat["thinkingField"], "reasoning_content");
+  EXPECT_EQ(known->model.compat["maxTokensField"], "max_tokens");
   EXPECT_EQ(known->model.provider, "custom");
   EXPECT_EQ(known->key_source.kind, KeySource::Kind::command_line);
   EXPECT_EQ(known->api_key.reveal(), "k-123");
