@@ -118,7 +118,8 @@ class AnthropicMessagesProvider final : public Provider {
     } else if (decoder.failure()) {
       ending.fail(*decoder.failure());
     } else if (outcome.sse_error) {
-      ending.fail(wire::Failure{.message = fmt::format("malformed event stream: {}", outcome.sse_error->message)});
+      ending.fail(wire::Failure{.message = fmt::format("malformed event stream: {}", outcome.sse_error->message),
+                                .retryable = true});
     } else if (http.status != 0 && !success_status) {
       ending.fail(wire::classify_status(http.status, http.headers, outcome.error_body));
     } else if (!http.ok()) {

@@ -55,7 +55,13 @@ bool StreamDecoder::on_event(const SseEvent& event) {
   if (failure_) return false;
   Json data = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
   if (data.is_discarded() || !data.is_object()) {
-    return malformed(fmt::format("the data of a '{}' event is not a JSON object", event.event));
+    // Bytes mangled on the way, most likely: worth another attempt, as the
+    // OpenAI providers decide. Well-formed events out of protocol (below)
+    // are not: asking again gets the same.
+    failure_ = wire::Failure{.message = fmt::format("malformed stream event: the data of a '{}' event is not a JSON object",
+                                                    event.event),
+                             .retryable = true};
+    return false;
   }
   // The data names its type too; servers that omit the event line still
   // send that.

@@ -556,18 +556,36 @@ TEST_F(AnthropicMessagesTest, BeforePayloadSeesAndReplacesThePayload) {
 
 // ---- failures ---------------------------------------------------------------
 
-TEST_F(AnthropicMessagesTest, AMalformedChunkIsAnErrorNotRetried) {
+// Unparseable data is retryable, as in the OpenAI providers: the bytes were
+// most likely mangled on the way.
+TEST_F(AnthropicMessagesTest, AMalformedChunkIsARetryableError) {
   HttpTestServer server(stream_of(events_of(fixture("malformed.sse"))));
   Outcome outcome = run(claude(server), say_hello());
   EXPECT_EQ(outcome.events, (std::vector<std::string>{"start", "text_start 0", "text_delta 0 Hel", "error"}));
   expect_failed(outcome);
-  EXPECT_FALSE(outcome.response.retryable);
+  EXPECT_TRUE(outcome.response.retryable) << *outcome.response.message.error_message;
   EXPECT_FALSE(outcome.response.context_overflow);
   EXPECT_NE(outcome.response.message.error_message->find("malformed"), std::string::npos)
       << *outcome.response.message.error_message;
   // What arrived before it is kept.
   ASSERT_EQ(outcome.response.message.content.size(), 1u);
   EXPECT_EQ(std::get<TextContent>(outcome.response.message.content[0]).text, "Hel");
+}
+
+// Well-formed JSON that breaks the protocol is the server's dialect, not
+// line noise: another attempt would get the same, so it is not retried.
+TEST_F(AnthropicMessagesTest, AnEventOutOfProtocolIsAnErrorNotRetried) {
+  std::string sse = fixture("text.sse");
+  std::string head = sse.substr(0, sse.find("event: content_block_start"));
+  head += "event: content_block_delta\n"
+          "data: {\"type\": \"content_block_delta\", \"index\": 3, \"delta\": {\"type\": \"text_delta\", \"text\": \"x\"}}\n\n";
+  HttpTestServer server(stream_of(events_of(head)));
+  Outcome outcome = run(claude(server), say_hello());
+  expect_failed(outcome);
+  EXPECT_FALSE(outcome.response.retryable);
+  EXPECT_NE(outcome.response.message.error_message->find("content_block_delta for a block that is not open"),
+            std::string::npos)
+      << *outcome.response.message.error_message;
 }
 
 TEST_F(AnthropicMessagesTest, ToolArgumentsThatAreNotJsonAreAnError) {
