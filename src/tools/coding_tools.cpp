@@ -8,10 +8,11 @@ std::vector<Tool> make_coding_tools(const CodingToolsOptions& options) {
   std::vector<Tool> tools;
   tools.push_back(tools::make_read_tool(options));
   tools.push_back(tools::make_bash_tool(options));
+  tools.push_back(tools::make_edit_tool(options));
   tools.push_back(tools::make_write_tool(options));
   return tools;
 }
 
-std::vector<std::string> coding_tool_names() { return {"read", "bash", "write"}; }
+std::vector<std::string> coding_tool_names() { return {"read", "bash", "edit", "write"}; }
 
 }  // namespace cairn
