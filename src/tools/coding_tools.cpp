@@ -10,9 +10,12 @@ std::vector<Tool> make_coding_tools(const CodingToolsOptions& options) {
   tools.push_back(tools::make_bash_tool(options));
   tools.push_back(tools::make_edit_tool(options));
   tools.push_back(tools::make_write_tool(options));
+  tools.push_back(tools::make_grep_tool(options));
+  tools.push_back(tools::make_find_tool(options));
+  tools.push_back(tools::make_ls_tool(options));
   return tools;
 }
 
-std::vector<std::string> coding_tool_names() { return {"read", "bash", "edit", "write"}; }
+std::vector<std::string> coding_tool_names() { return {"read", "bash", "edit", "write", "grep", "find", "ls"}; }
 
 }  // namespace cairn
