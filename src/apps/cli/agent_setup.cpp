@@ -318,7 +318,6 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
   auto opened = choose_session(**store, options, mode, cwd);
   if (!opened) return std::unexpected(opened.error());
   std::shared_ptr<Session> session = opened->session;
-  if (mode.announce_session) fmt::print(stderr, "cairn: session {}\n", session->id());
 
   // The ref: it exists, or it starts at main's leaf.
   const auto refs = session->refs();
@@ -384,11 +383,16 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
     fmt::print(stderr, "cairn: created ref {} at main's leaf\n", options.ref);
   }
   AgentRef ref = *harness->ref(options.ref);
+  const bool suspended_here = std::any_of(created->suspended.begin(), created->suspended.end(),
+                                          [&](const SuspendedOperation& s) { return s.ref == options.ref; });
+  if (mode.need_suspended && !suspended_here) {
+    return std::unexpected(report(
+        kUsage, fmt::format("nothing is suspended on ref {} of session {}", options.ref, session->id())));
+  }
+  if (mode.announce_session) fmt::print(stderr, "cairn: session {}\n", session->id());
 
   // The choice goes on the branch, so that the next resume or continue uses
   // it without flags. Not under a suspended operation: its resume decides.
-  const bool suspended_here = std::any_of(created->suspended.begin(), created->suspended.end(),
-                                          [&](const SuspendedOperation& s) { return s.ref == options.ref; });
   if (!suspended_here) {
     if (model && (!settings->model || settings->model->provider != model->model.provider ||
                   settings->model->model_id != model->model.id)) {
