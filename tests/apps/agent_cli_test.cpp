@@ -503,6 +503,38 @@ TEST_F(AgentCliKillTest, AgentCliAbortEndsAKilledRun) {
   EXPECT_NE(again.err.find("nothing is suspended"), std::string::npos) << again.err;
 }
 
+TEST_F(AgentCliKillTest, AgentCliSigintAndSigtermAbortTheRunDurablyAndExitOne) {
+  for (int signal : {SIGINT, SIGTERM}) {
+    std::filesystem::remove(path("work") / "out.txt");
+    HttpTestServer server({tool_call_reply("call_slow", "bash", Json{{"command", slow_command()}}),
+                           text_reply("unused")});
+    const std::string session = fmt::format("signalled-{}", signal);
+    auto args = endpoint(server);
+    args.insert(args.begin(), {"-p", "Append the line, then wait", "--session", session, "--store", store()});
+    const pid_t pid = start(args, path("work"));
+    ASSERT_GT(pid, 0);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (read_file(path("work") / "out.txt").find("line") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(5ms);
+    }
+    const auto sent = std::chrono::steady_clock::now();
+    ::kill(pid, signal);
+    Finished stopped = finish(pid);
+    EXPECT_EQ(stopped.status, 1) << stopped.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, 10s);  // the command was stopped, not waited for
+    EXPECT_NE(stopped.err.find("run aborted"), std::string::npos) << stopped.err;
+    kill_leftovers();
+
+    Finished log = cairn({"log", session, "--json"});
+    EXPECT_NE(log.out.find("\"operation_cancelled\""), std::string::npos) << log.out;
+    EXPECT_NE(log.out.find("\"outcome\":\"aborted\""), std::string::npos) << log.out;
+    EXPECT_EQ(cairn({"verify", session}).status, 0);
+    EXPECT_EQ(cairn({"resume", session}).status, 2);  // nothing left suspended
+    EXPECT_EQ(server.requests().size(), 1u);
+  }
+}
+
 TEST_F(AgentCliTest, AgentCliDemoTellsTheStory) {
   Finished run = cairn_in(path("work"), {"demo", "--dir", (path("work") / "demo").string()});
   EXPECT_EQ(run.status, 0) << run.out << run.err;
