@@ -156,7 +156,7 @@ TEST_F(CliTest, VersionAndHelpExitZero) {
 
 TEST_F(CliTest, BadUsageExitsTwoWithOneLine) {
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {"log", "--bogus"}, {"log"}, {}, {"no-such-command"}, {"log", "x", "--after", "many"}}) {
+           {"log", "--bogus"}, {"log"}, {"no-such-command"}, {"log", "x", "--after", "many"}}) {
     CliRun run = cairn_cli(args);
     EXPECT_EQ(run.status, 2) << run.err;
     EXPECT_EQ(lines_of(run.err).size(), 1u) << run.err;

@@ -1,5 +1,5 @@
-// Shared pieces of the `cairn` inspection commands: exit codes, the store
-// option, opening a session by id or prefix, and the registry of commands.
+// Shared pieces of the `cairn` commands: exit codes, the store option,
+// opening a session by id or prefix, and the registry of commands.
 #pragma once
 
 #include <cstdint>
@@ -68,5 +68,7 @@ void register_import_command(CLI::App& app, Commands& commands);
 void register_repair_command(CLI::App& app, Commands& commands);
 void register_demo_command(CLI::App& app, Commands& commands);
 void register_models_command(CLI::App& app, Commands& commands);
+void register_agent_commands(CLI::App& app, Commands& commands);  // resume, abort, compact
+void register_agent_demo_command(CLI::App& app, Commands& commands);  // demo (and its hidden child)
 
 }  // namespace cairn::cli

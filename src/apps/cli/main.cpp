@@ -1,12 +1,18 @@
-// `cairn`: inspect, verify, fork, import and repair sessions.
+// `cairn`: the coding agent (interactive, or one prompt with -p) and the
+// commands that resume, abort, inspect, verify, fork, import and repair
+// sessions.
 //
 // Exit status: 0 ok, 1 failure, 2 usage (bad options, unknown session). No
 // exception leaves main: CLI11's parse errors map to 2, anything else to 1.
 #include <exception>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "agent_setup.hpp"
 #include "cli.hpp"
+#include "interactive.hpp"
+#include "print_mode.hpp"
 
 // The build may pass the project's version; this is the one it was written for.
 #ifndef CAIRN_VERSION_STRING
@@ -15,14 +21,42 @@
 
 namespace {
 
+// Options given before a subcommand's name belong to the agent, not to the
+// subcommand: said instead of silently ignored.
+bool agent_options_given(const CLI::App& app) {
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->count() > 0 && option->get_name() != "--help" && option->get_name() != "--version") return true;
+  }
+  return false;
+}
+
 int run(int argc, char** argv) {
   using namespace cairn::cli;
-  CLI::App app{"cairn: durable agent sessions. Inspect, verify, fork, import and repair session logs.", "cairn"};
+  CLI::App app{
+      "cairn: a coding agent whose sessions survive anything. Run it in a directory: `cairn -p PROMPT` for one "
+      "prompt, `cairn` for the interactive mode; kill it at any moment and `cairn resume SESSION` (or `cairn -c`) "
+      "goes on where its log says it was. The commands below inspect, verify, fork, import and repair sessions.",
+      "cairn"};
   app.set_version_flag("--version", std::string("cairn ") + CAIRN_VERSION_STRING);
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
   app.fallthrough(false);
 
+  AgentOptions agent;
+  add_agent_options(&app, agent);
+  std::optional<std::string> print;
+  bool json = false;
+  std::vector<std::string> words;
+  app.add_option("-p,--print", print,
+                 "Print mode: run PROMPT (else the text on standard input) to its end without a UI, stream the "
+                 "answer to stdout and progress to stderr; exit 0 completed, 1 failed or aborted (Ctrl-C aborts it "
+                 "durably)")
+      ->expected(0, 1)
+      ->type_name("[PROMPT]");
+  app.add_flag("--json", json, "With -p: every event as one JSON line on stdout, nothing else there");
+  app.add_option("PROMPT", words, "With -p: the prompt, when it does not follow -p directly (words are joined)");
+
   Commands commands;
+  register_agent_commands(app, commands);
   register_session_commands(app, commands);
   register_log_command(app, commands);
   register_tree_command(app, commands);
@@ -31,6 +65,7 @@ int run(int argc, char** argv) {
   register_fork_command(app, commands);
   register_import_command(app, commands);
   register_repair_command(app, commands);
+  register_agent_demo_command(app, commands);
   register_demo_command(app, commands);
   register_models_command(app, commands);
 
@@ -43,9 +78,30 @@ int run(int argc, char** argv) {
     return report(kUsage, fmt::format("{} (see cairn --help)", error.what()));
   }
   for (const Command& command : commands) {
-    if (command.app->parsed()) return command.run();
+    if (!command.app->parsed()) continue;
+    if (agent_options_given(app)) {
+      return report(kUsage, fmt::format("options before `{}` belong to the agent; put the command's options after "
+                                        "its name (see cairn {} --help)",
+                                        command.app->get_name(), command.app->get_name()));
+    }
+    return command.run();
   }
-  return report(kUsage, "no command given (see cairn --help)");
+
+  if (print) {
+    std::string prompt = *print;
+    for (const auto& word : words) prompt += (prompt.empty() ? "" : " ") + word;
+    return run_print_mode(agent, print->empty() && words.empty() ? std::nullopt : std::optional(prompt), json);
+  }
+  if (json) return report(kUsage, "--json goes with -p (see cairn --help)");
+  if (!words.empty()) {
+    return report(kUsage, fmt::format("unexpected argument '{}': a prompt goes with -p, a command is one of the "
+                                      "commands in cairn --help",
+                                      words.front()));
+  }
+  // Interactive mode. TODO(interactive): -r without an id picks a session.
+  auto setup = setup_agent(agent);
+  if (!setup) return setup.error();
+  return run_interactive(*setup);
 }
 
 }  // namespace

@@ -1,0 +1,176 @@
+// `cairn resume`, `cairn abort` and `cairn compact`: operations on a session's
+// ref outside of a prompt.
+#include <fmt/format.h>
+
+#include "agent_run.hpp"
+#include "agent_setup.hpp"
+#include "cli.hpp"
+
+namespace cairn::cli {
+namespace {
+
+struct OperationOptions {
+  AgentOptions agent;
+  std::string session;
+  bool json = false;
+  std::string instructions;  // compact
+};
+
+std::string ref_flag(const AgentRef& ref) { return ref.name() == "main" ? "" : " --ref " + ref.name(); }
+
+// A rejected resume, in the user's words.
+int report_rejected(const AgentSetup& setup, const RunResult& result) {
+  const Error& error = *result.error;
+  if (error.code == "missing_identities") {
+    return report(kUsage, fmt::format("{}; name what it used with --model, or --api, --base-url and --model",
+                                      error.message));
+  }
+  return report(exit_code_for(error) == kUsage ? kUsage : kFailure,
+                fmt::format("session {}: {}", setup.session->id(), error.message));
+}
+
+int run_resume(const OperationOptions& options) {
+  SetupMode mode{.existing_session = options.session, .create_missing_ref = false, .need_model = false};
+  auto setup = setup_agent(options.agent, mode);
+  if (!setup) return setup.error();
+  const SuspendedOperation* waiting = setup->suspended_here();
+  if (!waiting) {
+    return report(kUsage, fmt::format("nothing is suspended on ref {} of session {}", setup->ref.name(),
+                                      setup->session->id()));
+  }
+  fmt::print(stderr, "cairn: {}\n", describe_suspended(*waiting));
+
+  AgentRef ref = setup->ref;
+  RunResult result;
+  bool signalled = false;
+  {
+    EventPrinter printer(*setup->harness, ref.name(), options.json);
+    SignalAbort on_signal([ref]() mutable { (void)ref.abort(); });
+    result = ref.resume();
+    signalled = on_signal.fired();
+    printer.finish();
+  }
+  switch (result.outcome) {
+    case cairn::Outcome::ok:
+      return kOk;
+    case cairn::Outcome::aborted:
+      // Completing an abort begun before the crash is what resume was for;
+      // an abort asked for now, by a signal, is not.
+      return signalled ? kFailure : kOk;
+    case cairn::Outcome::cancelled:
+      return kOk;
+    case cairn::Outcome::rejected:
+      return report_rejected(*setup, result);
+    case cairn::Outcome::faulted:
+      return report(kFailure, fmt::format("the operation stopped again and is suspended; `cairn resume {}{}` "
+                                          "continues it",
+                                          setup->session->id(), ref_flag(ref)));
+    case cairn::Outcome::failed:
+      break;
+  }
+  return kFailure;
+}
+
+int run_abort(const OperationOptions& options) {
+  SetupMode mode{.existing_session = options.session, .create_missing_ref = false, .need_model = false};
+  auto setup = setup_agent(options.agent, mode);
+  if (!setup) return setup.error();
+  const SuspendedOperation* waiting = setup->suspended_here();
+  if (!waiting) {
+    return report(kUsage, fmt::format("nothing is suspended on ref {} of session {}", setup->ref.name(),
+                                      setup->session->id()));
+  }
+  const std::string what = describe_suspended(*waiting);
+  AgentRef ref = setup->ref;
+  if (waiting->cancelled) {
+    // Cancelled before the crash: resuming completes that abort.
+    RunResult result = ref.resume();
+    if (result.outcome == cairn::Outcome::aborted || result.outcome == cairn::Outcome::ok || result.outcome == cairn::Outcome::cancelled) {
+      fmt::print(stderr, "cairn: ended {}\n", what);
+      return kOk;
+    }
+    if (result.outcome == cairn::Outcome::rejected) return report_rejected(*setup, result);
+    return report(kFailure, result.error ? result.error->message : "the abort did not complete");
+  }
+  AbortResult result = ref.abort();
+  ref.wait_for_idle();
+  if (!result.ok()) return report(kFailure, result.error ? result.error->message : "the abort failed");
+  fmt::print(stderr, "cairn: aborted {}\n", what);
+  return kOk;
+}
+
+int run_compact(const OperationOptions& options) {
+  SetupMode mode{.existing_session = options.session, .create_missing_ref = false};
+  auto setup = setup_agent(options.agent, mode);
+  if (!setup) return setup.error();
+  if (const SuspendedOperation* waiting = setup->suspended_here()) {
+    return report(kUsage, fmt::format("session {} has {}; `cairn resume` or `cairn abort` it first",
+                                      setup->session->id(), describe_suspended(*waiting)));
+  }
+  AgentRef ref = setup->ref;
+  RunResult result;
+  {
+    EventPrinter printer(*setup->harness, ref.name(), options.json);
+    SignalAbort on_signal([ref]() mutable { (void)ref.abort(); });
+    std::optional<std::string> instructions;
+    if (!options.instructions.empty()) instructions = options.instructions;
+    result = ref.compact(instructions);
+    printer.finish();
+  }
+  if (result.ok()) {
+    if (!options.json && result.entry) {
+      if (const auto* compaction = std::get_if<Compaction>(&result.entry->body)) {
+        fmt::print("{}\n", compaction->summary);
+      }
+    }
+    return kOk;
+  }
+  if (result.outcome == cairn::Outcome::rejected) return report_rejected(*setup, result);
+  return report(kFailure, fmt::format("compaction {}: {}", to_string(result.outcome),
+                                      result.error ? result.error->message : std::string("no reason given")));
+}
+
+void add_session_argument(CLI::App* sub, OperationOptions& options) {
+  sub->add_option("SESSION", options.session, "The session: an id or a unique prefix of one")->required();
+}
+
+}  // namespace
+
+void register_agent_commands(CLI::App& app, Commands& commands) {
+  {
+    auto options = std::make_shared<OperationOptions>();
+    CLI::App* sub = app.add_subcommand(
+        "resume",
+        "Continue the suspended operation of a session's ref (one a crash or a kill interrupted) to its end, "
+        "streaming like -p. A tool call that was running is not run again: it gets an \"interrupted\" result. "
+        "Exit 0 when it completes or ends aborted, 1 when it fails, 2 when nothing is suspended");
+    add_session_argument(sub, *options);
+    add_agent_options(sub, options->agent, kRefChoice | kModelChoice | kAgentShape);
+    sub->add_flag("--json", options->json, "Print every event as one JSON line on stdout instead of the text");
+    commands.push_back({sub, [options] { return run_resume(*options); }});
+  }
+  {
+    auto options = std::make_shared<OperationOptions>();
+    CLI::App* sub = app.add_subcommand(
+        "abort",
+        "End the suspended operation of a session's ref without running anything more: calls that were running "
+        "get \"interrupted\" results, the run ends aborted. Exit 0 when ended, 2 when nothing is suspended");
+    add_session_argument(sub, *options);
+    add_agent_options(sub, options->agent, kRefChoice);
+    commands.push_back({sub, [options] { return run_abort(*options); }});
+  }
+  {
+    auto options = std::make_shared<OperationOptions>();
+    CLI::App* sub = app.add_subcommand(
+        "compact",
+        "Summarise the older context of a session's ref into a compaction entry (the log keeps every entry); "
+        "print the summary");
+    add_session_argument(sub, *options);
+    sub->add_option("INSTRUCTIONS", options->instructions, "What the summary should focus on");
+    add_agent_options(sub, options->agent, kRefChoice | kModelChoice | kAgentShape);
+    sub->add_flag("--json", options->json, "Print every event as one JSON line on stdout instead of the summary");
+    commands.push_back({sub, [options] { return run_compact(*options); }});
+  }
+}
+
+}  // namespace cairn::cli

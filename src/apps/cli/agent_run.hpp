@@ -1,0 +1,67 @@
+// Running an operation of the coding agent in the terminal without a UI
+// (print mode, resume, compact): its events rendered as they arrive, and
+// SIGINT / SIGTERM turned into a durable abort.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "cairn/harness/harness.hpp"
+
+namespace cairn::cli {
+
+// Renders one ref's events while alive. Text mode: the assistant's text
+// streams to stdout; progress (tool calls with a short summary of their
+// arguments, failed tool results, retries, compaction, the run's failure) goes
+// to stderr. JSON mode: each event as one line of JSON on stdout
+// (encode(Event)), and nothing else.
+class EventPrinter {
+ public:
+  EventPrinter(AgentHarness& harness, std::string ref, bool json);
+  ~EventPrinter();
+  EventPrinter(const EventPrinter&) = delete;
+  EventPrinter& operator=(const EventPrinter&) = delete;
+
+  // Ends the text on stdout with a newline when it does not end in one.
+  void finish();
+
+ private:
+  void on_event(const Event& event);
+  void text_event(const Event& event);
+
+  std::string ref_;
+  bool json_;
+  std::mutex mu_;
+  bool text_open_ = false;      // the current assistant message has written text
+  bool wrote_text_ = false;     // some text was written to stdout
+  bool at_line_start_ = true;   // the last character written to stdout was a newline
+  Subscription subscription_;
+};
+
+// While alive, the first SIGINT or SIGTERM calls `on_signal` (on a thread of
+// its own, never in the handler); a second one ends the process at once with
+// status 1. SIGPIPE no longer kills the process (writes fail instead), and
+// child processes still start with every signal at its default.
+class SignalAbort {
+ public:
+  explicit SignalAbort(std::function<void()> on_signal);
+  ~SignalAbort();
+  SignalAbort(const SignalAbort&) = delete;
+  SignalAbort& operator=(const SignalAbort&) = delete;
+
+  bool fired() const;
+
+ private:
+  std::function<void()> on_signal_;
+  std::thread watcher_;
+};
+
+// A one-line summary of a tool call's arguments: the command, path or
+// pattern for the coding tools, compact JSON for others.
+std::string summarize_tool_call(const std::string& tool, const Json& args);
+
+}  // namespace cairn::cli

@@ -1,0 +1,441 @@
+// The coding agent's setup: options to an open session with a harness.
+#include "agent_setup.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "cairn/llm/model_catalog.hpp"
+#include "cairn/llm/wire_providers.hpp"
+#include "text.hpp"
+
+#if __has_include("cairn/tools/coding_tools.hpp")
+#include "cairn/tools/coding_tools.hpp"
+#define CAIRN_HAVE_CODING_TOOLS 1
+#endif
+
+namespace cairn::cli {
+namespace {
+
+const std::vector<std::string> kThinkingLevels = {"off", "minimal", "low", "medium", "high", "xhigh"};
+
+std::vector<std::string> all_tool_names() {
+#ifdef CAIRN_HAVE_CODING_TOOLS
+  return coding_tool_names();
+#else
+  return {};
+#endif
+}
+
+std::vector<Tool> make_tools(const std::filesystem::path& cwd, const std::filesystem::path& spill_dir) {
+#ifdef CAIRN_HAVE_CODING_TOOLS
+  return make_coding_tools(CodingToolsOptions{.cwd = cwd, .spill_dir = spill_dir});
+#else
+  (void)cwd;
+  (void)spill_dir;
+  return {};
+#endif
+}
+
+std::string joined(const std::vector<std::string>& words, std::string_view separator) {
+  std::string text;
+  for (const auto& word : words) text += (text.empty() ? "" : std::string(separator)) + word;
+  return text;
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return std::nullopt;
+  return std::string(value);
+}
+
+// The tools --tools / --no-tools leave, checked against the known names.
+Outcome<std::vector<std::string>> chosen_tools(const AgentOptions& options) {
+  const auto known = all_tool_names();
+  if (options.no_tools) {
+    if (options.tools) return std::unexpected(report(kUsage, "--tools and --no-tools exclude each other"));
+    return std::vector<std::string>{};
+  }
+  if (!options.tools) return known;
+  std::vector<std::string> chosen;
+  std::string_view list = *options.tools;
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    std::string name(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    if (name.empty()) continue;
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return std::unexpected(report(kUsage, fmt::format("unknown tool '{}' in --tools (known: {})", name,
+                                                        joined(known, ", "))));
+    }
+    if (std::find(chosen.begin(), chosen.end(), name) == chosen.end()) chosen.push_back(name);
+  }
+  return chosen;
+}
+
+// The newest session whose header names `cwd`, if any.
+Outcome<std::optional<std::string>> latest_session_in(Store& store, const std::filesystem::path& cwd) {
+  auto headers = store.list();
+  if (!headers) return std::unexpected(report(headers.error()));
+  for (const SessionHeader& header : *headers) {  // newest first
+    if (!header.cwd.empty() && std::filesystem::path(header.cwd).lexically_normal() == cwd.lexically_normal()) {
+      return std::optional<std::string>(header.id);
+    }
+  }
+  return std::optional<std::string>();
+}
+
+Outcome<std::shared_ptr<Session>> create_session(Store& store, const std::filesystem::path& cwd,
+                                                 std::optional<std::string> id) {
+  CreateOptions create;
+  create.id = std::move(id);
+  create.cwd = cwd.string();
+  auto session = store.create(create);
+  if (!session) {
+    if (session.error().code == "already_exists" || session.error().code == "invalid_argument") {
+      return std::unexpected(report(kUsage, session.error().message));
+    }
+    return std::unexpected(report(session.error()));
+  }
+  return std::move(*session);
+}
+
+struct OpenedSession {
+  std::shared_ptr<Session> session;
+  bool created = false;
+};
+
+Outcome<OpenedSession> choose_session(Store& store, const AgentOptions& options, const SetupMode& mode,
+                                      const std::filesystem::path& cwd) {
+  auto open = [&](std::string_view id) -> Outcome<OpenedSession> {
+    auto session = open_session(store, id, /*read_only=*/false);
+    if (!session) return std::unexpected(session.error());
+    return OpenedSession{std::move(*session), false};
+  };
+  if (mode.existing_session) return open(*mode.existing_session);
+
+  const int chosen = (options.session.empty() ? 0 : 1) + (options.continue_latest ? 1 : 0) + (options.resume ? 1 : 0);
+  if (chosen > 1) return std::unexpected(report(kUsage, "--session, --continue and --resume exclude each other"));
+
+  if (!options.session.empty()) {
+    // An exact id: open it, or start a session with that id.
+    OpenOptions peek;
+    peek.read_only = true;
+    auto exact = store.open(options.session, peek);
+    if (exact) {
+      exact->reset();
+      return open(options.session);  // for writing, through open_session and its warnings
+    }
+    if (exact.error().code != "not_found") return std::unexpected(report(kFailure, exact.error().message));
+    auto created = create_session(store, cwd, options.session);
+    if (!created) return std::unexpected(created.error());
+    return OpenedSession{std::move(*created), true};
+  }
+  if (options.resume) {
+    if (!options.resume->empty()) return open(*options.resume);
+    if (!mode.pick_session) {
+      return std::unexpected(report(kUsage, "--resume needs a session id here (see cairn sessions)"));
+    }
+    auto picked = mode.pick_session(store);
+    if (!picked) return std::unexpected(picked.error());
+    return open(*picked);
+  }
+  if (options.continue_latest) {
+    auto latest = latest_session_in(store, cwd);
+    if (!latest) return std::unexpected(latest.error());
+    if (*latest) return open(**latest);
+    // Nothing to continue here: start afresh, as pi does.
+    fmt::print(stderr, "cairn: no earlier session in {}; starting a new one\n", cwd.string());
+  }
+  auto created = create_session(store, cwd, std::nullopt);
+  if (!created) return std::unexpected(created.error());
+  return OpenedSession{std::move(*created), true};
+}
+
+// The model named on the command line, if any: an ad-hoc endpoint or a
+// registry model. nullopt: none was named.
+Outcome<std::optional<ConfiguredModel>> named_model(const ModelRegistry& registry, const AgentOptions& options) {
+  if (!options.api.empty() || !options.base_url.empty()) {
+    if (options.api.empty() || options.base_url.empty() || options.model.empty()) {
+      return std::unexpected(
+          report(kUsage, "an ad-hoc endpoint needs all of --api KIND, --base-url URL and --model ID"));
+    }
+    AdHocEndpoint endpoint{.api = options.api, .base_url = options.base_url, .model_id = options.model,
+                           .api_key = options.api_key};
+    auto configured = registry.ad_hoc(endpoint);
+    if (!configured) return std::unexpected(report(kUsage, configured.error().message));
+    return std::optional<ConfiguredModel>(std::move(*configured));
+  }
+  if (options.model.empty()) {
+    if (options.api_key) return std::unexpected(report(kUsage, "--api-key needs --model or an --api endpoint"));
+    return std::optional<ConfiguredModel>();
+  }
+  auto found = registry.find(options.model);
+  if (!found) return std::unexpected(report(kUsage, found.error().message));
+  ConfiguredModel configured = **found;
+  if (options.api_key) {
+    configured.api_key = ApiKey(*options.api_key);
+    configured.key_source = KeySource{KeySource::Kind::command_line, {}};
+  }
+  if (!configured.available()) {
+    const std::string where = configured.key_source.kind == KeySource::Kind::environment
+                                  ? fmt::format("set {} or pass --api-key", configured.key_source.env_var)
+                                  : "pass --api-key";
+    return std::unexpected(
+        report(kUsage, fmt::format("model {} has no key: {}", configured.qualified_id(), where)));
+  }
+  return std::optional<ConfiguredModel>(std::move(configured));
+}
+
+std::optional<std::filesystem::path> global_config_dir() {
+  if (auto xdg = env("XDG_CONFIG_HOME")) return std::filesystem::path(*xdg) / "cairn";
+  if (auto home = env("HOME")) return std::filesystem::path(*home) / ".config" / "cairn";
+  return std::nullopt;
+}
+
+}  // namespace
+
+void add_agent_options(CLI::App* app, AgentOptions& options, unsigned groups) {
+  add_store_option(app, options.store);
+  if (groups & kSessionChoice) {
+    app->add_option("--session", options.session,
+                    "The session to use: opened when it exists, else created with this id. Default: a new session")
+        ->type_name("ID");
+    app->add_flag("-c,--continue", options.continue_latest,
+                  "Continue the newest session started in this directory (a new one when there is none)");
+    app->add_option("-r,--resume", options.resume,
+                    "Continue the session ID (an id or a unique prefix; see cairn sessions)")
+        ->expected(0, 1)
+        ->type_name("[ID]");
+  }
+  if (groups & kRefChoice) {
+    app->add_option("--ref", options.ref,
+                    "The ref (named cursor into the session's tree) to run on. Default: main")
+        ->type_name("NAME");
+  }
+  if (groups & kModelChoice) {
+    app->add_option("--model", options.model,
+                    "The model, PROVIDER/ID or an ID one provider serves (see cairn models). Default: the model the "
+                    "ref's branch last used, else the first available one. With --api: the endpoint's model id")
+        ->type_name("MODEL");
+    app->add_option("--thinking", options.thinking,
+                    "Thinking level: off, minimal, low, medium, high, xhigh. Default: the branch's, else off")
+        ->type_name("LEVEL")
+        ->check(CLI::IsMember(kThinkingLevels));
+    app->add_option("--api", options.api,
+                    "Call an endpoint not in the model table: its API kind (openai-completions, openai-responses, "
+                    "anthropic-messages); needs --base-url and --model")
+        ->type_name("KIND");
+    app->add_option("--base-url", options.base_url, "The ad-hoc endpoint's base URL, e.g. http://localhost:11434/v1")
+        ->type_name("URL");
+    app->add_option("--api-key", options.api_key,
+                    "The key for --model or the ad-hoc endpoint (default: the provider's environment variable)")
+        ->type_name("KEY");
+    app->add_option("--models-file", options.models_file,
+                    "Custom providers and overrides. Default: $XDG_CONFIG_HOME/cairn/models.json "
+                    "($XDG_CONFIG_HOME defaults to ~/.config)")
+        ->type_name("FILE");
+  }
+  if (groups & kAgentShape) {
+    app->add_option("--system-prompt", options.system_prompt,
+                    "Replace the base system prompt (identity, tools, guidelines) with TEXT, or a file's content; "
+                    "AGENTS.md files, date and directory still follow")
+        ->type_name("TEXT");
+    app->add_option("--append-system-prompt", options.append_system_prompt,
+                    "Append TEXT (or a file's content) to the system prompt")
+        ->type_name("TEXT");
+    app->add_option("--tools", options.tools,
+                    "Only these coding tools, comma-separated (read,bash,edit,write,grep,find,ls). Default: all")
+        ->type_name("LIST");
+    app->add_flag("--no-tools", options.no_tools, "No tools at all: the model only talks");
+  }
+}
+
+const SuspendedOperation* AgentSetup::suspended_here() const {
+  for (const auto& operation : suspended) {
+    if (operation.ref == ref.name()) return &operation;
+  }
+  return nullptr;
+}
+
+std::string no_model_help(const ModelRegistry& registry) {
+  std::vector<std::string> variables;
+  for (const auto& provider : builtin_providers()) variables.push_back(provider.api_key_env);
+  const std::string models_file =
+      registry.models_file() ? registry.models_file()->string() : std::string("~/.config/cairn/models.json");
+  return fmt::format(
+      "cairn: no model is configured. Any one of these makes one callable:\n"
+      "\n"
+      "  1. A provider's key in the environment: {}.\n"
+      "     e.g. export ANTHROPIC_API_KEY=sk-ant-...\n"
+      "\n"
+      "  2. A provider or local server in {}, e.g.\n"
+      "       {{\"providers\": {{\"ollama\": {{\"baseUrl\": \"http://localhost:11434/v1\", \"api\": "
+      "\"openai-completions\",\n"
+      "                                \"models\": [{{\"id\": \"qwen3\"}}]}}}}}}\n"
+      "\n"
+      "  3. An endpoint on the command line:\n"
+      "       cairn --api openai-completions --base-url http://localhost:11434/v1 --model qwen3 -p \"hello\"\n"
+      "\n"
+      "`cairn models --all` lists every known model and the variable holding its key.\n",
+      joined(variables, ", "), models_file);
+}
+
+std::filesystem::path spill_dir_for(const std::string& session_id) {
+  std::filesystem::path base;
+  if (auto xdg = env("XDG_CACHE_HOME")) {
+    base = *xdg;
+  } else if (auto home = env("HOME")) {
+    base = std::filesystem::path(*home) / ".cache";
+  } else if (auto data = env("XDG_DATA_HOME")) {
+    base = *data;
+  } else {
+    base = std::filesystem::temp_directory_path();
+  }
+  return base / "cairn" / "spill" / session_id;
+}
+
+std::string describe_suspended(const SuspendedOperation& operation) {
+  std::string prompt;
+  for (const auto& block : operation.prompt) {
+    if (const auto* text = std::get_if<TextContent>(&block)) prompt += text->text;
+  }
+  std::string what = fmt::format("{} {} on ref {}, started {}", operation.cancelled ? "a cancelled" : "a suspended",
+                                 operation.kind, operation.ref, operation.started_at);
+  if (!prompt.empty()) what += fmt::format(" (\"{}\")", one_line(prompt, 50));
+  return what;
+}
+
+Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mode) {
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  if (ec) return std::unexpected(report(kFailure, fmt::format("cannot read the current directory: {}", ec.message())));
+
+  // Everything the options alone decide, before anything is opened.
+  auto tool_names = chosen_tools(options);
+  if (!tool_names) return std::unexpected(tool_names.error());
+  std::optional<std::filesystem::path> models_file;
+  if (!options.models_file.empty()) models_file = options.models_file;
+  auto registry = ModelRegistry::load(models_file, process_environment());
+  if (!registry) return std::unexpected(report(kUsage, registry.error().message));
+  auto named = named_model(*registry, options);
+  if (!named) return std::unexpected(named.error());
+  if (mode.need_model && !*named && registry->available().empty()) {
+    // Nothing could be called, whatever the session's branch names: say how
+    // to configure a model before opening (or creating) anything.
+    fmt::print(stderr, "{}", no_model_help(*registry));
+    return std::unexpected(kUsage);
+  }
+
+  auto store = open_store_for(options.store);
+  if (!store) return std::unexpected(store.error());
+  auto opened = choose_session(**store, options, mode, cwd);
+  if (!opened) return std::unexpected(opened.error());
+  std::shared_ptr<Session> session = opened->session;
+  if (mode.announce_session) fmt::print(stderr, "cairn: session {}\n", session->id());
+
+  // The ref: it exists, or it starts at main's leaf.
+  const auto refs = session->refs();
+  const bool ref_exists =
+      std::any_of(refs.begin(), refs.end(), [&](const RefInfo& info) { return info.name == options.ref; });
+  if (!ref_exists && !mode.create_missing_ref) {
+    return std::unexpected(report(kUsage, fmt::format("session {} has no ref '{}'", session->id(), options.ref)));
+  }
+
+  // The model: named, else the branch's, else the first available.
+  std::optional<ConfiguredModel> model = std::move(*named);
+  auto settings = session->branch_settings(ref_exists ? options.ref : "main");
+  if (!settings) return std::unexpected(report(settings.error()));
+  if (!model && settings->model) {
+    const std::string spec = fmt::format("{}/{}", settings->model->provider, settings->model->model_id);
+    auto found = registry->find(spec);
+    if (found && (*found)->available()) {
+      model = **found;
+    } else if (mode.need_model) {
+      // An ad-hoc endpoint or a model whose key is gone: say so, then fall
+      // back like a fresh session would.
+      fmt::print(stderr, "cairn: the branch's model {} is not available here{}\n", spec,
+                 registry->available().empty() ? "" : "; using another (pass --model to choose)");
+    }
+  }
+  if (!model && !registry->available().empty()) model = *registry->available().front();
+  if (!model && mode.need_model) {
+    fmt::print(stderr, "{}", no_model_help(*registry));
+    return std::unexpected(kUsage);
+  }
+
+  HarnessOptions harness_options;
+  harness_options.session = session;
+  harness_options.models = make_models(*registry, make_wire_provider);
+  if (model) {
+    if (auto added = add_model(harness_options.models, *model, make_wire_provider); !added) {
+      return std::unexpected(report(kUsage, added.error().message));
+    }
+    harness_options.model = model->model;
+  }
+  if (!options.thinking.empty()) harness_options.thinking_level = options.thinking;
+  std::vector<Tool> all_tools = make_tools(cwd, spill_dir_for(session->id()));
+  for (auto& tool : all_tools) {
+    if (std::find(tool_names->begin(), tool_names->end(), tool.name) != tool_names->end()) {
+      harness_options.tools.push_back(std::move(tool));
+    }
+  }
+  SystemPromptOptions prompt_options;
+  prompt_options.cwd = cwd;
+  if (options.system_prompt) prompt_options.replace = prompt_text_or_file(*options.system_prompt);
+  if (options.append_system_prompt) prompt_options.append = prompt_text_or_file(*options.append_system_prompt);
+  prompt_options.context_files = find_context_files(cwd, global_config_dir());
+  std::vector<ContextFile> context_files = prompt_options.context_files;
+  harness_options.system_prompt = make_system_prompt(std::move(prompt_options), harness_options.tools);
+
+  auto created = AgentHarness::create(std::move(harness_options));
+  if (!created) return std::unexpected(report(kFailure, created.error().message));
+  auto harness = std::make_unique<AgentHarness>(std::move(created->harness));
+
+  if (!ref_exists) {
+    auto made = harness->create_ref(options.ref, session->leaf("main"));
+    if (!made) return std::unexpected(report(made.error()));
+    fmt::print(stderr, "cairn: created ref {} at main's leaf\n", options.ref);
+  }
+  AgentRef ref = *harness->ref(options.ref);
+
+  // The choice goes on the branch, so that the next resume or continue uses
+  // it without flags. Not under a suspended operation: its resume decides.
+  const bool suspended_here = std::any_of(created->suspended.begin(), created->suspended.end(),
+                                          [&](const SuspendedOperation& s) { return s.ref == options.ref; });
+  if (!suspended_here) {
+    if (model && (!settings->model || settings->model->provider != model->model.provider ||
+                  settings->model->model_id != model->model.id)) {
+      if (auto set = ref.set_model(model->model.provider, model->model.id); !set) {
+        return std::unexpected(report(set.error()));
+      }
+    }
+    if (!options.thinking.empty() && (!settings->has_thinking_level || settings->thinking_level != options.thinking)) {
+      if (auto set = ref.set_thinking_level(options.thinking); !set) return std::unexpected(report(set.error()));
+    }
+  }
+
+  std::vector<std::string> registered;
+  for (const auto& name : harness->tool_names()) registered.push_back(name);
+  return AgentSetup{
+      .store = std::move(*store),
+      .session = std::move(session),
+      .created = opened->created,
+      .cwd = cwd,
+      .registry = std::move(*registry),
+      .model = std::move(model),
+      .tool_names = std::move(registered),
+      .context_files = std::move(context_files),
+      .harness = std::move(harness),
+      .ref = std::move(ref),
+      .suspended = std::move(created->suspended),
+  };
+}
+
+}  // namespace cairn::cli

@@ -1,0 +1,82 @@
+// What the coding tools share: path resolution, the output limits and their
+// notes, UTF-8 hygiene (a tool result is JSON, and JSON must be valid UTF-8),
+// atomic file replacement, argument access.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cairn/error.hpp"
+#include "cairn/harness/tool.hpp"
+
+namespace cairn::tools {
+
+// The limits every tool applies to what it returns (pi's defaults).
+inline constexpr std::size_t kMaxLines = 2000;
+inline constexpr std::size_t kMaxBytes = 50 * 1024;
+// A longer line is cut with a marker by read; grep cuts at kMaxGrepLineChars.
+inline constexpr std::size_t kMaxLineChars = 2000;
+inline constexpr std::size_t kMaxGrepLineChars = 500;
+
+// `path` as the model wrote it: absolute, relative to `cwd`, or starting
+// with `~` (the user's $HOME).
+std::filesystem::path resolve_path(const std::filesystem::path& cwd, const std::string& path);
+
+// "512B", "50.0KB", "3.2MB".
+std::string format_size(std::uintmax_t bytes);
+
+// `bytes` with every invalid UTF-8 sequence replaced by U+FFFD.
+std::string to_valid_utf8(std::string_view bytes);
+// The largest n' <= n that does not split a UTF-8 sequence of `text`.
+std::size_t utf8_floor(std::string_view text, std::size_t n);
+// Number of code points (invalid bytes count one each).
+std::size_t utf8_length(std::string_view text);
+// The first `chars` code points of `text`.
+std::string_view utf8_prefix(std::string_view text, std::size_t chars);
+
+std::string base64_encode(std::string_view bytes);
+
+Result<std::string> read_file(const std::filesystem::path& path);
+// Replaces `path` with `content` through a temporary file in the same
+// directory and a rename, so a reader (or a crash) sees the old file or the
+// new one, never half of it. Keeps the mode of a file it replaces and writes
+// through a symlink to its target.
+Status write_file_atomically(const std::filesystem::path& path, std::string_view content);
+
+ToolResult error_result(std::string message);
+
+// Argument access: the harness validated the arguments against the schema,
+// but a tool called directly (tests, applications) gets no such check.
+std::optional<std::string> string_arg(const Json& args, const char* key);
+// A count the model gave as a number (possibly 12.0), floored; `fallback`
+// when absent or not a number.
+std::optional<std::int64_t> integer_arg(const Json& args, const char* key);
+std::optional<bool> bool_arg(const Json& args, const char* key);
+
+}  // namespace cairn::tools
+
+namespace cairn::tools {
+
+// Text that fits the limits, counted from the end (bash: the last lines
+// matter) or from the start.
+struct Truncation {
+  std::string text;
+  bool truncated = false;
+  bool by_bytes = false;      // else by lines (when truncated)
+  bool partial_line = false;  // the one line shown is itself cut (tail only)
+  std::size_t total_lines = 0;
+  std::size_t shown_lines = 0;
+};
+// One final newline does not start another line (and stays at the end).
+Truncation truncate_tail(std::string_view text, std::size_t max_lines = kMaxLines, std::size_t max_bytes = kMaxBytes);
+
+// Terminal output as text for the model: escape sequences (colours, cursor
+// moves) and control characters other than tab and newline removed,
+// carriage returns dropped, invalid UTF-8 replaced.
+std::string clean_output(std::string_view bytes);
+
+}  // namespace cairn::tools

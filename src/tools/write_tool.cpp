@@ -1,0 +1,54 @@
+// write: creates or replaces a whole file. Replay safe: writing the same
+// content twice leaves the same file.
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "tool_support.hpp"
+#include "tools.hpp"
+
+namespace cairn::tools {
+
+namespace fs = std::filesystem;
+
+Tool make_write_tool(const CodingToolsOptions& options) {
+  Tool tool;
+  tool.name = "write";
+  tool.description =
+      "Write content to a file. Creates the file if it does not exist and overwrites it if it does; creates parent "
+      "directories. The file is replaced atomically. Prefer edit for changing part of an existing file.";
+  tool.parameters = {
+      {"type", "object"},
+      {"properties",
+       {{"path", {{"type", "string"}, {"description", "Path to the file to write (relative or absolute)"}}},
+        {"content", {{"type", "string"}, {"description", "Content to write to the file"}}}}},
+      {"required", {"path", "content"}}};
+  tool.replay = Replay::safe;
+  tool.parallel = false;  // two writes of one batch to the same file must not race
+  tool.execute = [cwd = options.cwd](const Json& args, const ToolContext&) -> ToolResult {
+    const auto path_arg = string_arg(args, "path");
+    const auto content = string_arg(args, "content");
+    if (!path_arg || path_arg->empty()) return error_result("write: the path argument is required");
+    if (!content) return error_result(fmt::format("write {}: the content argument is required", *path_arg));
+    const fs::path path = resolve_path(cwd, *path_arg);
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) return error_result(fmt::format("Cannot write {}: it is a directory", *path_arg));
+    const bool existed = fs::exists(path, ec);
+    if (path.has_parent_path()) {
+      fs::create_directories(path.parent_path(), ec);
+      if (ec) {
+        return error_result(fmt::format("Cannot create the directory {} for {}: {}", path.parent_path().string(),
+                                        *path_arg, ec.message()));
+      }
+    }
+    if (auto written = write_file_atomically(path, *content); !written) {
+      return error_result(fmt::format("Cannot write {}: {}", *path_arg, written.error().message));
+    }
+    ToolResult result = ToolResult::text(fmt::format("Wrote {} bytes to {}", content->size(), *path_arg));
+    result.details = Json{{"path", path.string()}, {"bytes", content->size()}, {"created", !existed}};
+    return result;
+  };
+  return tool;
+}
+
+}  // namespace cairn::tools
