@@ -155,7 +155,7 @@ TEST(TuiRenderer, UserMessagesAreQuotedAndWrapped) {
 
 TEST(TuiRenderer, OperationEndsRetriesAndFaults) {
   EventRenderer renderer(plain(60));
-  EXPECT_EQ(renderer.render(Event{.type = "run_end", .data = {{"outcome", "ok"}}}), "");
+  EXPECT_EQ(renderer.render(Event{.type = "run_end", .data = {{"outcome", "completed"}}}), "");
   EXPECT_EQ(renderer.render(Event{.type = "run_cancel"}), "(aborting...)\n");
   EXPECT_EQ(renderer.render(Event{.type = "run_end", .data = {{"outcome", "aborted"}}}), "(run aborted)\n");
   EXPECT_EQ(renderer.render(Event{.type = "run_end",
@@ -165,11 +165,23 @@ TEST(TuiRenderer, OperationEndsRetriesAndFaults) {
   EXPECT_EQ(renderer.render(Event{.type = "retry_scheduled",
                                   .data = {{"attempt", 1}, {"maxAttempts", 4}, {"delayMs", 1500}, {"errorMessage", "429"}}}),
             "(attempt 1/4 failed: 429; retrying in 1.5s)\n");
+  EXPECT_EQ(renderer.render(Event{.type = "compaction_start", .data = {{"reason", "threshold"}}}),
+            "(compacting the context: threshold...)\n");
   EXPECT_EQ(renderer.render(Event{.type = "compaction_end",
-                                  .data = {{"outcome", "ok"}, {"entry", {{"tokensBefore", 1234}}}}}),
+                                  .data = {{"reason", "threshold"},
+                                           {"outcome", "failed"},
+                                           {"error", {{"code", "nothing_to_compact"}, {"message", "nothing to shed"}}}}}),
+            "(compaction skipped: nothing to shed)\n");
+  EXPECT_EQ(renderer.render(Event{.type = "compaction_end",
+                                  .data = {{"reason", "manual"},
+                                           {"outcome", "failed"},
+                                           {"error", {{"code", "nothing_to_compact"}, {"message", "nothing to shed"}}}}}),
+            "! compaction failed: nothing to shed\n");
+  EXPECT_EQ(renderer.render(Event{.type = "compaction_end",
+                                  .data = {{"outcome", "completed"}, {"entry", {{"tokensBefore", 1234}}}}}),
             "(compacted: 1234 tokens summarised)\n");
   EXPECT_EQ(renderer.render(Event{.type = "navigation_end",
-                                  .data = {{"outcome", "ok"}, {"newLeafId", "0123456789abcdef"}}}),
+                                  .data = {{"outcome", "completed"}, {"newLeafId", "0123456789abcdef"}}}),
             "(moved to 01234567)\n");
   EXPECT_EQ(renderer.render(Event{.type = "fault", .data = {{"code", "io_error"}, {"message", "disk full"}}}),
             "! the session stopped writing: disk full\n");
@@ -241,7 +253,7 @@ TEST(TuiStatus, TheTrackerAddsEachOperationsSpendToTheSessionsTotals) {
   EXPECT_EQ(tracker.state().activity, "running bash");
   tracker.apply(Event{.type = "queue_update", .data = {{"steer", Json::array({1})}, {"followUp", Json::array()}}});
   EXPECT_EQ(tracker.state().queued_steer, 1u);
-  tracker.apply(Event{.type = "run_end", .data = {{"outcome", "ok"}}});
+  tracker.apply(Event{.type = "run_end", .data = {{"outcome", "completed"}}});
   EXPECT_EQ(tracker.state().activity, "");
   EXPECT_EQ(tracker.state().queued_steer, 0u);
   tracker.apply(Event{.type = "run_start"});

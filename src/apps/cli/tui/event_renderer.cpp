@@ -255,6 +255,7 @@ std::string EventRenderer::render_update(const Event& event) {
 
 std::string EventRenderer::render_end(const Event& event) {
   const std::string_view outcome = text_of(event.data, "outcome");
+  const bool ok = outcome == "completed" || outcome == "ok";
   const Json* error = event.data.contains("error") ? &event.data["error"] : nullptr;
   const std::string message = error ? std::string(text_of(*error, "message")) : std::string();
   std::string out = take_complete_lines(true);
@@ -264,11 +265,13 @@ std::string EventRenderer::render_end(const Event& event) {
   if (event.type == "run_end") {
     if (outcome == "aborted" || outcome == "cancelled") {
       out += style_.dim("(run aborted)") + "\n";
-    } else if (outcome != "ok") {
+    } else if (!ok) {
       failure("run");
     }
   } else if (event.type == "compaction_end") {
-    if (outcome == "ok") {
+    const std::string_view code = error ? text_of(*error, "code") : std::string_view();
+    const bool automatic = text_of(event.data, "reason") != "manual";
+    if (ok) {
       std::int64_t before = 0;
       if (event.data.contains("entry") && event.data["entry"].is_object()) {
         before = event.data["entry"].value("tokensBefore", std::int64_t{0});
@@ -276,11 +279,14 @@ std::string EventRenderer::render_end(const Event& event) {
       out += style_.dim(fmt::format("(compacted: {} tokens summarised)", before)) + "\n";
     } else if (outcome == "aborted" || outcome == "cancelled") {
       out += style_.dim("(compaction aborted)") + "\n";
+    } else if (automatic && (code == "nothing_to_compact" || code == "would_split_tool_call")) {
+      // The run goes on uncompacted: a note, not a failure.
+      out += style_.dim(truncate_to_width("(compaction skipped: " + collapse_whitespace(message) + ")", options_.width)) + "\n";
     } else {
       failure("compaction");
     }
   } else if (event.type == "navigation_end") {
-    if (outcome == "ok") {
+    if (ok) {
       const std::string_view leaf = text_of(event.data, "newLeafId");
       std::string text = leaf.empty() ? "(moved to the start of the session" : fmt::format("(moved to {}", leaf.substr(0, 8));
       if (event.data.contains("summaryEntry")) text += ", the branch left behind summarised";
@@ -313,7 +319,13 @@ std::string EventRenderer::render(const Event& event) {
   if (type == "run_end" || type == "compaction_end" || type == "navigation_end") return render_end(event);
   if (type == "run_cancel") return take_complete_lines(true) + style_.dim("(aborting...)") + "\n";
   if (type == "run_resume") return style_.dim("(resuming the interrupted run)") + "\n";
-  if (type == "compaction_start") return take_complete_lines(true) + style_.dim("(compacting the context...)") + "\n";
+  if (type == "compaction_start") {
+    const std::string_view reason = text_of(event.data, "reason");
+    return take_complete_lines(true) +
+           style_.dim(reason.empty() || reason == "manual" ? std::string("(compacting the context...)")
+                                                           : fmt::format("(compacting the context: {}...)", reason)) +
+           "\n";
+  }
   if (type == "retry_scheduled") {
     const auto delay_ms = event.data.value("delayMs", std::int64_t{0});
     return take_complete_lines(true) +
