@@ -164,7 +164,7 @@ TEST(TuiRenderer, OperationEndsRetriesAndFaults) {
             "! run failed: 4 attempts failed\n");
   EXPECT_EQ(renderer.render(Event{.type = "retry_scheduled",
                                   .data = {{"attempt", 1}, {"maxAttempts", 4}, {"delayMs", 1500}, {"errorMessage", "429"}}}),
-            "(attempt 1/4 failed: 429; retrying in 1.5s)\n");
+            "(attempt 1/4 failed, retrying in 1.5s: 429)\n");
   EXPECT_EQ(renderer.render(Event{.type = "compaction_start", .data = {{"reason", "threshold"}}}),
             "(compacting the context: threshold...)\n");
   EXPECT_EQ(renderer.render(Event{.type = "compaction_end",
@@ -186,6 +186,19 @@ TEST(TuiRenderer, OperationEndsRetriesAndFaults) {
   EXPECT_EQ(renderer.render(Event{.type = "fault", .data = {{"code", "io_error"}, {"message", "disk full"}}}),
             "! the session stopped writing: disk full\n");
   EXPECT_EQ(renderer.render(Event{.type = "queue_update"}), "");
+}
+
+TEST(TuiRenderer, ARunsFailureDoesNotRepeatTheErrorItsLastResponseShowed) {
+  EventRenderer renderer(plain(60));
+  AssistantMessage failed;
+  failed.stop_reason = StopReason::error;
+  failed.error_message = "HTTP 500: upstream failure";
+  EXPECT_EQ(renderer.render(message_end(failed)), "! HTTP 500: upstream failure\n");
+  const Event end{.type = "run_end",
+                  .data = {{"outcome", "failed"},
+                           {"error", {{"code", "provider_error"}, {"message", "HTTP 500: upstream failure"}}}}};
+  EXPECT_EQ(renderer.render(end), "! run failed (provider_error)\n");
+  EXPECT_EQ(renderer.render(end), "! run failed: HTTP 500: upstream failure\n");
 }
 
 TEST(TuiRenderer, AnEndingEventFlushesTheLiveLineFirst) {

@@ -180,8 +180,8 @@ std::string EventRenderer::render_message(const AgentMessage& message) {
                          m.content[i]);
             }
             if (m.stop_reason == StopReason::error) {
-              out += style_.red(truncate_to_width("! " + collapse_whitespace(m.error_message.value_or("the model failed")),
-                                                  options_.width)) + "\n";
+              last_error_ = collapse_whitespace(m.error_message.value_or("the model failed"));
+              out += style_.red(truncate_to_width("! " + last_error_, options_.width)) + "\n";
             }
             streamed_text_ = false;
             shown_calls_.clear();
@@ -260,7 +260,13 @@ std::string EventRenderer::render_end(const Event& event) {
   const std::string message = error ? std::string(text_of(*error, "message")) : std::string();
   std::string out = take_complete_lines(true);
   const auto failure = [&](std::string_view what) {
-    out += style_.red(truncate_to_width(fmt::format("! {} {}: {}", what, outcome, collapse_whitespace(message)), options_.width)) + "\n";
+    // The failed response's error was just shown: name the code only.
+    const std::string said = collapse_whitespace(message);
+    const std::string text = !said.empty() && said == last_error_
+                                 ? fmt::format("! {} {} ({})", what, outcome, error ? text_of(*error, "code") : "")
+                                 : fmt::format("! {} {}: {}", what, outcome, said);
+    out += style_.red(truncate_to_width(text, options_.width)) + "\n";
+    last_error_.clear();
   };
   if (event.type == "run_end") {
     if (outcome == "aborted" || outcome == "cancelled") {
@@ -330,9 +336,9 @@ std::string EventRenderer::render(const Event& event) {
     const auto delay_ms = event.data.value("delayMs", std::int64_t{0});
     return take_complete_lines(true) +
            style_.dim(truncate_to_width(
-               fmt::format("(attempt {}/{} failed: {}; retrying in {:.1f}s)", event.data.value("attempt", 0),
-                           event.data.value("maxAttempts", 0), collapse_whitespace(text_of(event.data, "errorMessage")),
-                           static_cast<double>(delay_ms) / 1000.0),
+               fmt::format("(attempt {}/{} failed, retrying in {:.1f}s: {})", event.data.value("attempt", 0),
+                           event.data.value("maxAttempts", 0), static_cast<double>(delay_ms) / 1000.0,
+                           collapse_whitespace(text_of(event.data, "errorMessage"))),
                options_.width)) +
            "\n";
   }

@@ -77,6 +77,7 @@ class EventRenderer {
   bool streamed_text_ = false;
   std::set<std::string> shown_calls_;
   std::set<int> shown_thinking_;
+  std::string last_error_;  // the last failed response's error, not repeated by the run's end
 };
 
 }  // namespace cairn::cli::tui
