@@ -239,6 +239,12 @@ void InteractiveApp::submit(const std::string& line, bool alt) {
     case Kind::follow_up: {
       const bool steer = action.kind == Kind::steer;
       QueueResult queued = steer ? setup_.ref.steer(action.text) : setup_.ref.follow_up(action.text);
+      if (!queued.ok() && queued.error && queued.error->code == "no_active_run") {
+        // The run ended between the key and the call; its end has not
+        // reached this thread yet. The line becomes the next prompt.
+        pending_prompt_ = action.text;
+        return;
+      }
       if (!queued.ok()) {
         warn(fmt::format("could not queue the {}: {}", steer ? "steering message" : "follow-up",
                          queued.error ? queued.error->message : "rejected"));
@@ -351,7 +357,13 @@ void InteractiveApp::finish_work(WorkDone done) {
     warn(fmt::format("the session stopped writing: {}", result.error->message));
   }
   if (done.kind == "navigation" && result.ok() && result.editor_text) terminal_.set_input(*result.editor_text);
-  if (exit_when_idle_) quit_ = true;
+  if (exit_when_idle_) {
+    quit_ = true;
+  } else if (pending_prompt_) {
+    std::string text = std::move(*pending_prompt_);
+    pending_prompt_.reset();
+    start_work("run", [text](AgentRef& ref) { return ref.prompt(text); });
+  }
   refresh();
 }
 

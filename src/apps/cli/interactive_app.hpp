@@ -115,6 +115,7 @@ class InteractiveApp {
   std::thread worker_;
   bool busy_ = false;
   std::optional<Question> question_;
+  std::optional<std::string> pending_prompt_;  // a line sent as the run ended: the next prompt
   tui::TreeView last_tree_;
   bool quit_ = false;
   bool exit_when_idle_ = false;
