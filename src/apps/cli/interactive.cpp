@@ -65,6 +65,7 @@ const char* getenv_fn(const char* name) { return std::getenv(name); }
 
 InteractiveApp::InteractiveApp(AgentSetup& setup)
     : setup_(setup),
+      launch_options_(setup.options),
       queue_(std::make_shared<UiQueue>()),
       terminal_(
           Terminal::Handlers{

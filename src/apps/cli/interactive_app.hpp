@@ -105,6 +105,9 @@ class InteractiveApp {
   AgentOptions options_for_switch() const;
 
   AgentSetup& setup_;
+  // The command line's options: every switch starts from them, not from the
+  // options of the session switched to last.
+  const AgentOptions launch_options_;
   std::shared_ptr<UiQueue> queue_;
   Terminal terminal_;
   tui::EventRenderer renderer_;

@@ -283,7 +283,7 @@ void InteractiveApp::cmd_sessions() {
 }
 
 AgentOptions InteractiveApp::options_for_switch() const {
-  AgentOptions options = setup_.options;
+  AgentOptions options = launch_options_;
   options.session.clear();
   options.continue_latest = false;
   options.resume.reset();
@@ -291,7 +291,8 @@ AgentOptions InteractiveApp::options_for_switch() const {
   // Keep the model and thinking level in use (an ad-hoc endpoint stays as
   // the command line gave it).
   if (options.api.empty() && !status_.state().model.empty()) options.model = status_.state().model;
-  options.thinking = status_.state().thinking_level;
+  // A level chosen here goes along; the default writes no entry.
+  if (status_.state().thinking_level != "off" || !options.thinking.empty()) options.thinking = status_.state().thinking_level;
   return options;
 }
 
@@ -312,7 +313,7 @@ void InteractiveApp::cmd_resume(const std::string& args) {
       say("(already in that session)");
       return;
     }
-    AgentOptions options = setup_.options;
+    AgentOptions options = launch_options_;
     options.session = *id;
     options.continue_latest = false;
     options.resume.reset();
@@ -337,7 +338,7 @@ void InteractiveApp::cmd_resume(const std::string& args) {
     if (ids.size() == 20) break;
     ids.push_back(header.id);
     out += fmt::format("{:>2}{} {}  {}  {}\n", ids.size(), header.id == setup_.session->id() ? '*' : ' ',
-                       header.id.substr(0, 8), header.timestamp.substr(0, 19),
+                       header.id, header.timestamp.substr(0, 19),
                        tui::truncate_to_width(session_gist(*setup_.store, header.id), 60));
   }
   if (ids.empty()) {

@@ -42,7 +42,7 @@ Outcome<std::string> pick_session(Store& store) {
     if (header.cwd.empty() || std::filesystem::path(header.cwd).lexically_normal() != here) continue;
     if (ids.size() == 20) break;
     ids.push_back(header.id);
-    fmt::print(stderr, "{:>2}  {}  {}  {}\n", ids.size(), header.id.substr(0, 8), header.timestamp.substr(0, 19),
+    fmt::print(stderr, "{:>2}  {}  {}  {}\n", ids.size(), header.id, header.timestamp.substr(0, 19),
                tui::truncate_to_width(session_gist(store, header.id), 60));
   }
   if (ids.empty()) return std::unexpected(report(kUsage, fmt::format("no sessions in {} to resume", here.string())));
