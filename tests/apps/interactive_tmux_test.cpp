@@ -119,7 +119,8 @@ class TmuxSession {
     args.insert(args.begin(), {"tmux", "-L", socket_});
     return run_process(args);
   }
-  std::string screen() const { return tmux({"capture-pane", "-p", "-t", "t"}).out; }
+  // The screen with its scrollback, so nothing that scrolled away is missed.
+  std::string screen() const { return tmux({"capture-pane", "-p", "-S", "-", "-t", "t"}).out; }
   void type(const std::string& text) const { tmux({"send-keys", "-t", "t", "-l", text}); }
   void key(const std::string& name) const { tmux({"send-keys", "-t", "t", name}); }
 
@@ -335,6 +336,86 @@ TEST(InteractiveTmux, StreamsSteersAbortsAndNavigatesTheTree) {
                             "the input line cleared"));
   tmux.key("C-d");
   ASSERT_TRUE(tmux.wait_for_text("cairn: session " + session));
+}
+
+// What the screen says after `prefix` up to the end of its line.
+std::string after(const std::string& screen, const std::string& prefix) {
+  const std::size_t at = screen.rfind(prefix);
+  if (at == std::string::npos) return {};
+  const std::size_t start = at + prefix.size();
+  return screen.substr(start, screen.find_first_of(")\n", start) - start);
+}
+
+TEST(InteractiveTmux, SwitchesRefsForksAndResumesSessions) {
+  if (!tmux_available()) GTEST_SKIP() << "tmux is not installed";
+  TempDir dir;
+  const std::string store = "jsonl:" + (dir.path() / "sessions").string();
+  const auto work = dir.path() / "work";
+  std::filesystem::create_directories(work);
+  HttpTestServer server(answer("Hello from the model."));
+  const std::string command = fmt::format(
+      "env HOME={home} XDG_STATE_HOME={home}/state XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data "
+      "XDG_CACHE_HOME={home}/cache {cairn} --store {store} --api openai-completions --base-url {url} --model test",
+      fmt::arg("home", shell_quote(dir.str())), fmt::arg("cairn", shell_quote(CAIRN_CLI_PATH)),
+      fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))));
+  TmuxSession tmux(command, work.string());
+  ASSERT_TRUE(tmux.started()) << tmux.start_error();
+  ASSERT_TRUE(tmux.wait_for_text("/help lists commands"));
+  const std::string original = only_session(store);
+  ASSERT_FALSE(original.empty());
+
+  const auto run = [&](const std::string& line, const std::string& expect) {
+    tmux.type(line);
+    tmux.key("Enter");
+    return tmux.wait_for_text(expect);
+  };
+  ASSERT_TRUE(run("hello", "Hello from the model."));
+  ASSERT_TRUE(tmux.wait_for_idle_prompt());
+  ASSERT_TRUE(run("/name the first one", "(session named \"the first one\")"));
+  ASSERT_TRUE(run("/ref side", "(created ref side at this leaf; now on it)"));
+  ASSERT_TRUE(tmux.wait_for_text("| side |"));  // the status line names the ref
+  ASSERT_TRUE(run("/frok", "unknown command /frok (did you mean /fork?)"));
+
+  // /fork: a new session from this branch, and the mode moves to it.
+  ASSERT_TRUE(run("/fork", "(forked: now in session "));
+  const std::string forked = after(tmux.screen(), "(forked: now in session ");
+  ASSERT_EQ(forked.size(), original.size()) << tmux.screen();
+  ASSERT_NE(forked, original);
+  ASSERT_TRUE(run("/session", "forked   from " + original));
+  ASSERT_TRUE(tmux.wait_for_text("> hello"));  // its transcript is shown
+
+  // /resume: the picker lists this directory's sessions, newest first.
+  ASSERT_TRUE(run("/resume", "session number (or id; Enter cancels):"));
+  std::smatch match;
+  const std::string screen = tmux.screen();
+  ASSERT_TRUE(std::regex_search(screen, match, std::regex("(\\d+)[ *] " + original))) << screen;
+  ASSERT_TRUE(run(match[1].str(), "(now in session " + original + ")"));
+  ASSERT_TRUE(run("/ref", "  side at "));
+  ASSERT_TRUE(tmux.wait_for_text("* main at "));
+  ASSERT_TRUE(run("/ref side", "(now on ref side)"));
+
+  // Both sessions are in the store; the fork names its parent.
+  Process sessions = run_process({CAIRN_CLI_PATH, "sessions", "--json", "--store", store});
+  ASSERT_EQ(sessions.status, 0) << sessions.out;
+  bool fork_has_parent = false;
+  int count = 0;
+  std::istringstream in(sessions.out);
+  for (std::string line; std::getline(in, line);) {
+    const Json header = Json::parse(line);
+    ++count;
+    if (header.value("id", "") == forked) fork_has_parent = header.value("parentSession", "") == original;
+  }
+  EXPECT_EQ(count, 2);
+  EXPECT_TRUE(fork_has_parent) << sessions.out;
+
+  // Leaving says which session it was in (once at the start, once now).
+  tmux.key("C-d");
+  ASSERT_TRUE(tmux.wait_for(
+      [&](const std::string& s) {
+        const std::string line = "cairn: session " + original;
+        return s.find(line) != s.rfind(line);
+      },
+      "the session id on the way out"));
 }
 
 }  // namespace
