@@ -30,14 +30,11 @@ int report_rejected(const AgentSetup& setup, const RunResult& result) {
 }
 
 int run_resume(const OperationOptions& options) {
-  SetupMode mode{.existing_session = options.session, .create_missing_ref = false, .need_model = false};
+  SetupMode mode{
+      .existing_session = options.session, .create_missing_ref = false, .need_model = false, .need_suspended = true};
   auto setup = setup_agent(options.agent, mode);
   if (!setup) return setup.error();
   const SuspendedOperation* waiting = setup->suspended_here();
-  if (!waiting) {
-    return report(kUsage, fmt::format("nothing is suspended on ref {} of session {}", setup->ref.name(),
-                                      setup->session->id()));
-  }
   fmt::print(stderr, "cairn: {}\n", describe_suspended(*waiting));
 
   AgentRef ref = setup->ref;
@@ -72,14 +69,11 @@ int run_resume(const OperationOptions& options) {
 }
 
 int run_abort(const OperationOptions& options) {
-  SetupMode mode{.existing_session = options.session, .create_missing_ref = false, .need_model = false};
+  SetupMode mode{
+      .existing_session = options.session, .create_missing_ref = false, .need_model = false, .need_suspended = true};
   auto setup = setup_agent(options.agent, mode);
   if (!setup) return setup.error();
   const SuspendedOperation* waiting = setup->suspended_here();
-  if (!waiting) {
-    return report(kUsage, fmt::format("nothing is suspended on ref {} of session {}", setup->ref.name(),
-                                      setup->session->id()));
-  }
   const std::string what = describe_suspended(*waiting);
   AgentRef ref = setup->ref;
   if (waiting->cancelled) {
@@ -126,8 +120,10 @@ int run_compact(const OperationOptions& options) {
     return kOk;
   }
   if (result.outcome == cairn::Outcome::rejected) return report_rejected(*setup, result);
-  return report(kFailure, fmt::format("compaction {}: {}", to_string(result.outcome),
-                                      result.error ? result.error->message : std::string("no reason given")));
+  if (result.outcome == cairn::Outcome::faulted) {
+    return report(kFailure, result.error ? result.error->message : std::string("the session stopped accepting writes"));
+  }
+  return kFailure;  // failed or aborted: compaction_end said why on stderr
 }
 
 void add_session_argument(CLI::App* sub, OperationOptions& options) {

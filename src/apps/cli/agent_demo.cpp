@@ -25,13 +25,10 @@
 #include "agent_run.hpp"
 #include "agent_setup.hpp"
 #include "cairn/llm/faux.hpp"
+#include "cairn/tools/coding_tools.hpp"
 #include "cli.hpp"
 #include "text.hpp"
 
-#if __has_include("cairn/tools/coding_tools.hpp")
-#include "cairn/tools/coding_tools.hpp"
-#define CAIRN_DEMO_HAS_TOOLS 1
-#endif
 
 namespace cairn::cli {
 namespace {
@@ -82,17 +79,11 @@ FauxResponse demo_model(const LlmContext& context) {
 }
 
 std::vector<Tool> demo_tools(const std::filesystem::path& dir, const std::string& session_id) {
-#ifdef CAIRN_DEMO_HAS_TOOLS
   std::vector<Tool> tools;
   for (auto& tool : make_coding_tools(CodingToolsOptions{.cwd = dir, .spill_dir = spill_dir_for(session_id)})) {
     if (tool.name == "write" || tool.name == "bash") tools.push_back(std::move(tool));
   }
   return tools;
-#else
-  (void)dir;
-  (void)session_id;
-  return {};
-#endif
 }
 
 Result<AgentHarness::Created> demo_harness(std::shared_ptr<Session> session, const std::filesystem::path& dir) {
@@ -195,9 +186,6 @@ void quote(const std::string& text, std::string_view indent = "    | ") {
 }
 
 int run_demo(const DemoOptions& options) {
-  if (demo_tools(".", "probe").size() != 2) {
-    return report(kFailure, "this build has no write and bash tools, which the demo needs");
-  }
   std::fflush(stdout);
   std::filesystem::path dir;
   std::error_code ec;
@@ -273,7 +261,7 @@ int run_demo(const DemoOptions& options) {
   AgentRef ref = created->harness.main();
   RunResult resumed;
   {
-    EventPrinter printer(created->harness, "main", false);
+    EventPrinter printer(created->harness, "main", false, stdout);
     resumed = ref.resume();
   }
   std::fflush(stdout);
@@ -285,13 +273,14 @@ int run_demo(const DemoOptions& options) {
   // 5. What the log says.
   auto log = (*session)->get_log();
   if (!log) return report(log.error());
-  std::int64_t prompt_seq = -1, write_started = -1, bash_started = -1, write_result = -1, bash_result = -1;
+  std::int64_t prompt_seq = -1, first_request = -1, write_started = -1, bash_started = -1, write_result = -1, bash_result = -1;
   int bash_starts = 0;
   std::string bash_said;
   for (const LogLine& line : *log) {
     auto record = (*session)->get_record(line.seq);
     if (!record || !*record) continue;
     if (const auto* harness = std::get_if<HarnessRecord>(&(*record)->body)) {
+      if (std::holds_alternative<GenerationStarted>(harness->body) && first_request < 0) first_request = line.seq;
       if (const auto* started = std::get_if<ToolStarted>(&harness->body)) {
         if (started->tool_name == "write") write_started = line.seq;
         if (started->tool_name == "bash") {
@@ -324,7 +313,7 @@ int run_demo(const DemoOptions& options) {
 
   fmt::print(
       "\n5. The story, from the log ({} records):\n"
-      "   accepted      the prompt was in the log (seq {}) before any model request was made\n"
+      "   accepted      the prompt was in the log (seq {}) before the first model request (seq {})\n"
       "   done          write notes.txt: started at seq {}, its result at seq {}; notes.txt is there ({})\n"
       "   interrupted   bash started at seq {} and had no result when the process died; bash's replay is\n"
       "                 \"never\", so on resume it got this result (seq {}) instead of a second run:\n"
@@ -333,14 +322,14 @@ int run_demo(const DemoOptions& options) {
       "time(s)\n"
       "   answered      the model read the interrupted result and finished the run (outcome: completed)\n"
       "   verified      cairn verify {}: {}\n",
-      log->size(), prompt_seq, write_started, write_result,
+      log->size(), prompt_seq, first_request, write_started, write_result,
       std::filesystem::exists(dir / "notes.txt") ? "yes" : "no", bash_started, bash_result,
       one_line(bash_said, 90), bash_starts, started_lines, finished_lines, id,
       verified == 0 ? "passed" : fmt::format("FAILED (exit {})", verified));
   if (verified != 0) quote(read_file(verify_output));
   fmt::print("\n   See it yourself: cairn log {} {}   ·   cairn tree {} {}\n", id, cli, id, cli);
 
-  const bool told = prompt_seq >= 0 && write_result > write_started && bash_result > bash_started &&
+  const bool told = prompt_seq >= 0 && first_request > prompt_seq && write_result > write_started && bash_result > bash_started &&
                     bash_starts == 1 && started_lines == 1 && finished_lines == 0 && verified == 0;
   return told ? kOk : report(kFailure, "the demo did not go as told above");
 }

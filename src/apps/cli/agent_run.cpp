@@ -56,7 +56,8 @@ std::string summarize_tool_call(const std::string& tool, const Json& args) {
 
 // ---- EventPrinter -------------------------------------------------------------
 
-EventPrinter::EventPrinter(AgentHarness& harness, std::string ref, bool json) : ref_(std::move(ref)), json_(json) {
+EventPrinter::EventPrinter(AgentHarness& harness, std::string ref, bool json, std::FILE* progress)
+    : ref_(std::move(ref)), json_(json), progress_(progress) {
   // Every ref's events, so that a fault (which names no ref) is seen too.
   subscription_ = harness.on_event([this](const Event& event) {
     if (!event.ref.empty() && event.ref != ref_) return;
@@ -71,7 +72,11 @@ EventPrinter::~EventPrinter() {
 
 void EventPrinter::finish() {
   std::lock_guard lock(mu_);
-  if (!json_ && wrote_text_ && !at_line_start_) {
+  if (!json_) end_text_line();
+}
+
+void EventPrinter::end_text_line() {
+  if (wrote_text_ && !at_line_start_) {
     write_out("\n");
     at_line_start_ = true;
   }
@@ -96,55 +101,63 @@ void EventPrinter::text_event(const Event& event) {
     if (text.empty()) return;
     if (!text_open_ && wrote_text_) {
       // A new message: a blank line apart from the one before.
-      write_out(at_line_start_ ? "\n" : "\n\n");
+      end_text_line();
+      write_out("\n");
     }
     text_open_ = true;
     wrote_text_ = true;
     write_out(text);
     at_line_start_ = text.back() == '\n';
-  } else if (type == "message_end") {
+    return;
+  }
+  if (type == "message_end" && text_open_) {
     text_open_ = false;
+    end_text_line();
+    return;
+  }
+  std::string line;  // progress, if this event makes any
+  if (type == "message_end") {
     if (!event.message) return;
     if (const auto* result = std::get_if<ToolResultMessage>(event.message.get()); result && result->is_error) {
-      fmt::print(stderr, "  [{}] error: {}\n", result->tool_name, result_text(*result));
+      line = fmt::format("  [{}] error: {}\n", result->tool_name, result_text(*result));
     }
   } else if (type == "tool_start") {
     const std::string tool = data.value("toolName", "");
-    fmt::print(stderr, "[{}] {}\n", tool, summarize_tool_call(tool, data.value("args", Json::object())));
+    line = fmt::format("[{}] {}\n", tool, summarize_tool_call(tool, data.value("args", Json::object())));
   } else if (type == "run_resume") {
-    fmt::print(stderr, "cairn: resuming {}\n", event.run_id.value_or("the operation"));
+    line = fmt::format("cairn: resuming {}\n", event.run_id.value_or("the operation"));
   } else if (type == "run_cancel") {
-    fmt::print(stderr, "cairn: aborting\n");
+    line = fmt::format("cairn: aborting\n");
   } else if (type == "retry_scheduled") {
-    fmt::print(stderr, "cairn: attempt {} of {} failed ({}); retrying in {}\n", data.value("attempt", 0),
+    line = fmt::format("cairn: attempt {} of {} failed ({}); retrying in {}\n", data.value("attempt", 0),
                data.value("maxAttempts", 0), one_line(data.value("errorMessage", ""), 120),
                seconds(data.value("delayMs", std::int64_t{0})));
   } else if (type == "compaction_start") {
-    fmt::print(stderr, "cairn: compacting the context ({})\n", data.value("reason", "manual"));
+    line = fmt::format("cairn: compacting the context ({})\n", data.value("reason", "manual"));
   } else if (type == "compaction_end") {
     const std::string outcome = data.value("outcome", "");
     if (outcome == "completed" && data.contains("entry")) {
-      fmt::print(stderr, "cairn: compacted ({} tokens before)\n",
+      line = fmt::format("cairn: compacted ({} tokens before)\n",
                  data["entry"].value("tokensBefore", std::int64_t{0}));
     } else if (outcome == "failed") {
-      fmt::print(stderr, "cairn: compaction failed: {}\n",
+      line = fmt::format("cairn: compaction failed: {}\n",
                  data.contains("error") ? data["error"].value("message", "") : std::string());
     }
   } else if (type == "run_end") {
     const std::string outcome = data.value("outcome", "");
     if (outcome == "failed") {
-      if (wrote_text_ && !at_line_start_) {
-        write_out("\n");
-        at_line_start_ = true;
-      }
-      fmt::print(stderr, "cairn: run failed: {}\n",
+      line = fmt::format("cairn: run failed: {}\n",
                  data.contains("error") ? data["error"].value("message", "") : std::string("unknown error"));
     } else if (outcome == "aborted") {
-      fmt::print(stderr, "cairn: run aborted\n");
+      line = fmt::format("cairn: run aborted\n");
     }
   } else if (type == "fault") {
-    fmt::print(stderr, "cairn: the session stopped accepting writes: {}\n", data.value("message", ""));
+    line = fmt::format("cairn: the session stopped accepting writes: {}\n", data.value("message", ""));
   }
+  if (line.empty()) return;
+  end_text_line();  // on a line of its own
+  std::fputs(line.c_str(), progress_);
+  std::fflush(progress_);
 }
 
 // ---- SignalAbort -------------------------------------------------------------

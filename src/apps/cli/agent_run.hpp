@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -18,10 +19,11 @@ namespace cairn::cli {
 // streams to stdout; progress (tool calls with a short summary of their
 // arguments, failed tool results, retries, compaction, the run's failure) goes
 // to stderr. JSON mode: each event as one line of JSON on stdout
-// (encode(Event)), and nothing else.
+// (encode(Event)), and nothing else. `progress` is where progress goes
+// (stderr; the demo tells everything on stdout).
 class EventPrinter {
  public:
-  EventPrinter(AgentHarness& harness, std::string ref, bool json);
+  EventPrinter(AgentHarness& harness, std::string ref, bool json, std::FILE* progress = stderr);
   ~EventPrinter();
   EventPrinter(const EventPrinter&) = delete;
   EventPrinter& operator=(const EventPrinter&) = delete;
@@ -32,9 +34,12 @@ class EventPrinter {
  private:
   void on_event(const Event& event);
   void text_event(const Event& event);
+  // Ends a line of streamed text before anything else is printed.
+  void end_text_line();
 
   std::string ref_;
   bool json_;
+  std::FILE* progress_;
   std::mutex mu_;
   bool text_open_ = false;      // the current assistant message has written text
   bool wrote_text_ = false;     // some text was written to stdout

@@ -11,35 +11,15 @@
 
 #include "cairn/llm/model_catalog.hpp"
 #include "cairn/llm/wire_providers.hpp"
+#include "cairn/tools/coding_tools.hpp"
 #include "text.hpp"
 
-#if __has_include("cairn/tools/coding_tools.hpp")
-#include "cairn/tools/coding_tools.hpp"
-#define CAIRN_HAVE_CODING_TOOLS 1
-#endif
 
 namespace cairn::cli {
 namespace {
 
 const std::vector<std::string> kThinkingLevels = {"off", "minimal", "low", "medium", "high", "xhigh"};
 
-std::vector<std::string> all_tool_names() {
-#ifdef CAIRN_HAVE_CODING_TOOLS
-  return coding_tool_names();
-#else
-  return {};
-#endif
-}
-
-std::vector<Tool> make_tools(const std::filesystem::path& cwd, const std::filesystem::path& spill_dir) {
-#ifdef CAIRN_HAVE_CODING_TOOLS
-  return make_coding_tools(CodingToolsOptions{.cwd = cwd, .spill_dir = spill_dir});
-#else
-  (void)cwd;
-  (void)spill_dir;
-  return {};
-#endif
-}
 
 std::string joined(const std::vector<std::string>& words, std::string_view separator) {
   std::string text;
@@ -55,7 +35,7 @@ std::optional<std::string> env(const char* name) {
 
 // The tools --tools / --no-tools leave, checked against the known names.
 Outcome<std::vector<std::string>> chosen_tools(const AgentOptions& options) {
-  const auto known = all_tool_names();
+  const auto known = coding_tool_names();
   if (options.no_tools) {
     if (options.tools) return std::unexpected(report(kUsage, "--tools and --no-tools exclude each other"));
     return std::vector<std::string>{};
@@ -326,9 +306,9 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
   if (!registry) return std::unexpected(report(kUsage, registry.error().message));
   auto named = named_model(*registry, options);
   if (!named) return std::unexpected(named.error());
-  if (mode.need_model && !*named && registry->available().empty()) {
+  if (mode.need_model && !*named && registry->available().empty() && !mode.existing_session) {
     // Nothing could be called, whatever the session's branch names: say how
-    // to configure a model before opening (or creating) anything.
+    // to configure a model before creating a session for nothing.
     fmt::print(stderr, "{}", no_model_help(*registry));
     return std::unexpected(kUsage);
   }
@@ -338,7 +318,6 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
   auto opened = choose_session(**store, options, mode, cwd);
   if (!opened) return std::unexpected(opened.error());
   std::shared_ptr<Session> session = opened->session;
-  if (mode.announce_session) fmt::print(stderr, "cairn: session {}\n", session->id());
 
   // The ref: it exists, or it starts at main's leaf.
   const auto refs = session->refs();
@@ -380,7 +359,7 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
     harness_options.model = model->model;
   }
   if (!options.thinking.empty()) harness_options.thinking_level = options.thinking;
-  std::vector<Tool> all_tools = make_tools(cwd, spill_dir_for(session->id()));
+  std::vector<Tool> all_tools = make_coding_tools(CodingToolsOptions{.cwd = cwd, .spill_dir = spill_dir_for(session->id())});
   for (auto& tool : all_tools) {
     if (std::find(tool_names->begin(), tool_names->end(), tool.name) != tool_names->end()) {
       harness_options.tools.push_back(std::move(tool));
@@ -404,11 +383,16 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
     fmt::print(stderr, "cairn: created ref {} at main's leaf\n", options.ref);
   }
   AgentRef ref = *harness->ref(options.ref);
+  const bool suspended_here = std::any_of(created->suspended.begin(), created->suspended.end(),
+                                          [&](const SuspendedOperation& s) { return s.ref == options.ref; });
+  if (mode.need_suspended && !suspended_here) {
+    return std::unexpected(report(
+        kUsage, fmt::format("nothing is suspended on ref {} of session {}", options.ref, session->id())));
+  }
+  if (mode.announce_session) fmt::print(stderr, "cairn: session {}\n", session->id());
 
   // The choice goes on the branch, so that the next resume or continue uses
   // it without flags. Not under a suspended operation: its resume decides.
-  const bool suspended_here = std::any_of(created->suspended.begin(), created->suspended.end(),
-                                          [&](const SuspendedOperation& s) { return s.ref == options.ref; });
   if (!suspended_here) {
     if (model && (!settings->model || settings->model->provider != model->model.provider ||
                   settings->model->model_id != model->model.id)) {

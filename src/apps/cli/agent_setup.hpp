@@ -76,7 +76,11 @@ struct SetupMode {
   bool create_missing_ref = true;
   // False: no model is needed (abort). One is still resolved when it can be.
   bool need_model = true;
-  // "cairn: session <id>" on stderr once the session is open.
+  // resume and abort: the ref must have a suspended operation; when it has
+  // none, that is a usage error ("nothing is suspended on ref ...").
+  bool need_suspended = false;
+  // "cairn: session <id>" on stderr once the session is open and the ref
+  // and operation choices hold.
   bool announce_session = true;
 };
 
