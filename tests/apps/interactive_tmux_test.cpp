@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -120,6 +122,26 @@ class TmuxSession {
     return run_process(args);
   }
   // The screen with its scrollback, so nothing that scrolled away is missed.
+  // cairn's exit status once it has exited (the pane stays: remain-on-exit);
+  // nullopt while it runs or after the deadline. A sanitizer's report makes
+  // it non-zero.
+  std::optional<int> exit_status(std::chrono::seconds deadline = 30s) const {
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < until) {
+      // The pane is dead once its terminal closes; the status comes with
+      // the child's reaping, a moment later.
+      Process dead = tmux({"display-message", "-p", "-t", "t", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"});
+      const std::string out = dead.out.substr(0, dead.out.find('\n'));
+      const std::size_t first = out.find(':'), second = out.find(':', first + 1);
+      if (out.starts_with("1:") && second != std::string::npos) {
+        const std::string status = out.substr(first + 1, second - first - 1), signal = out.substr(second + 1);
+        if (!status.empty()) return std::stoi(status);
+        if (!signal.empty()) return 128 + std::stoi(signal);
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    return std::nullopt;
+  }
   std::string screen() const { return tmux({"capture-pane", "-p", "-S", "-", "-t", "t"}).out; }
   void type(const std::string& text) const { tmux({"send-keys", "-t", "t", "-l", text}); }
   void key(const std::string& name) const { tmux({"send-keys", "-t", "t", name}); }
@@ -336,6 +358,7 @@ TEST(InteractiveTmux, StreamsSteersAbortsAndNavigatesTheTree) {
                             "the input line cleared"));
   tmux.key("C-d");
   ASSERT_TRUE(tmux.wait_for_text("cairn: session " + session));
+  EXPECT_EQ(tmux.exit_status(), 0) << tmux.screen();
 }
 
 // What the screen says after `prefix` up to the end of its line.
@@ -416,6 +439,7 @@ TEST(InteractiveTmux, SwitchesRefsForksAndResumesSessions) {
         return s.find(line) != s.rfind(line);
       },
       "the session id on the way out"));
+  EXPECT_EQ(tmux.exit_status(), 0) << tmux.screen();
 }
 
 }  // namespace
