@@ -122,22 +122,16 @@ class TmuxSession {
     return run_process(args);
   }
   // The screen with its scrollback, so nothing that scrolled away is missed.
-  // cairn's exit status once it has exited (the pane stays: remain-on-exit);
-  // nullopt while it runs or after the deadline. A sanitizer's report makes
-  // it non-zero.
-  std::optional<int> exit_status(std::chrono::seconds deadline = 30s) const {
+  // cairn's exit status once it has exited, as the shell around it wrote
+  // it to `status_file` (tmux's own record of a dead pane's status is not
+  // always there); nullopt while it runs or after the deadline. A sanitizer's
+  // report makes it non-zero.
+  std::optional<int> exit_status(const std::filesystem::path& status_file, std::chrono::seconds deadline = 30s) const {
     const auto until = std::chrono::steady_clock::now() + deadline;
     while (std::chrono::steady_clock::now() < until) {
-      // The pane is dead once its terminal closes; the status comes with
-      // the child's reaping, a moment later.
-      Process dead = tmux({"display-message", "-p", "-t", "t", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"});
-      const std::string out = dead.out.substr(0, dead.out.find('\n'));
-      const std::size_t first = out.find(':'), second = out.find(':', first + 1);
-      if (out.starts_with("1:") && second != std::string::npos) {
-        const std::string status = out.substr(first + 1, second - first - 1), signal = out.substr(second + 1);
-        if (!status.empty()) return std::stoi(status);
-        if (!signal.empty()) return 128 + std::stoi(signal);
-      }
+      std::ifstream in(status_file);
+      int status = -1;
+      if (in >> status) return status;
       std::this_thread::sleep_for(100ms);
     }
     return std::nullopt;
@@ -269,9 +263,10 @@ TEST(InteractiveTmux, StreamsSteersAbortsAndNavigatesTheTree) {
   const std::string command = fmt::format(
       "env HOME={home} XDG_STATE_HOME={home}/state XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data "
       "XDG_CACHE_HOME={home}/cache {cairn} --store {store} --api openai-completions "
-      "--base-url {url} --model test --api-key sk-test",
+      "--base-url {url} --model test --api-key sk-test; echo $? > {status}",
       fmt::arg("home", shell_quote(dir.str())), fmt::arg("cairn", shell_quote(CAIRN_CLI_PATH)),
-      fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))));
+      fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))),
+      fmt::arg("status", shell_quote((dir.path() / "exit-status").string())));
   TmuxSession tmux(command, work.string());
   ASSERT_TRUE(tmux.started()) << tmux.start_error();
   ASSERT_TRUE(tmux.wait_for_text("/help lists commands"));
@@ -358,7 +353,7 @@ TEST(InteractiveTmux, StreamsSteersAbortsAndNavigatesTheTree) {
                             "the input line cleared"));
   tmux.key("C-d");
   ASSERT_TRUE(tmux.wait_for_text("cairn: session " + session));
-  EXPECT_EQ(tmux.exit_status(), 0) << tmux.screen();
+  EXPECT_EQ(tmux.exit_status(dir.path() / "exit-status"), 0) << tmux.screen();
 }
 
 // What the screen says after `prefix` up to the end of its line.
@@ -378,9 +373,11 @@ TEST(InteractiveTmux, SwitchesRefsForksAndResumesSessions) {
   HttpTestServer server(answer("Hello from the model."));
   const std::string command = fmt::format(
       "env HOME={home} XDG_STATE_HOME={home}/state XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data "
-      "XDG_CACHE_HOME={home}/cache {cairn} --store {store} --api openai-completions --base-url {url} --model test",
+      "XDG_CACHE_HOME={home}/cache {cairn} --store {store} --api openai-completions --base-url {url} --model test; "
+      "echo $? > {status}",
       fmt::arg("home", shell_quote(dir.str())), fmt::arg("cairn", shell_quote(CAIRN_CLI_PATH)),
-      fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))));
+      fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))),
+      fmt::arg("status", shell_quote((dir.path() / "exit-status").string())));
   TmuxSession tmux(command, work.string());
   ASSERT_TRUE(tmux.started()) << tmux.start_error();
   ASSERT_TRUE(tmux.wait_for_text("/help lists commands"));
@@ -439,7 +436,7 @@ TEST(InteractiveTmux, SwitchesRefsForksAndResumesSessions) {
         return s.find(line) != s.rfind(line);
       },
       "the session id on the way out"));
-  EXPECT_EQ(tmux.exit_status(), 0) << tmux.screen();
+  EXPECT_EQ(tmux.exit_status(dir.path() / "exit-status"), 0) << tmux.screen();
 }
 
 }  // namespace
