@@ -111,8 +111,17 @@ class TmuxSession {
     start_error_ = started.out;
     // Keep the pane when cairn exits, so a failure's last screen can be read.
     tmux({"set-option", "-t", "t", "remain-on-exit", "on"});
+    socket_path_ = tmux({"display-message", "-p", "#{socket_path}"}).out;
+    if (!socket_path_.empty() && socket_path_.back() == '\n') socket_path_.pop_back();
   }
-  ~TmuxSession() { tmux({"kill-server"}); }
+  ~TmuxSession() {
+    tmux({"kill-server"});
+    // The server leaves its socket file behind.
+    if (!socket_path_.empty() && socket_path_.find(socket_) != std::string::npos) {
+      std::error_code ec;
+      std::filesystem::remove(socket_path_, ec);
+    }
+  }
 
   bool started() const { return started_; }
   const std::string& start_error() const { return start_error_; }
@@ -175,6 +184,7 @@ class TmuxSession {
 
  private:
   std::string socket_;
+  std::string socket_path_;
   bool started_ = false;
   std::string start_error_;
 };
