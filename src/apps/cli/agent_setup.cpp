@@ -408,6 +408,7 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
   std::vector<std::string> registered;
   for (const auto& name : harness->tool_names()) registered.push_back(name);
   return AgentSetup{
+      .options = options,
       .store = std::move(*store),
       .session = std::move(session),
       .created = opened->created,

@@ -87,6 +87,9 @@ struct SetupMode {
 // An open session with a harness over it, for one ref. Members are
 // destroyed in reverse order: the harness before the session before the store.
 struct AgentSetup {
+  // The options it was made from: interactive mode's /new, /resume and
+  // /fork make the next setup from them.
+  AgentOptions options;
   std::unique_ptr<Store> store;
   std::shared_ptr<Session> session;
   bool created = false;               // the session was created by this setup

@@ -12,6 +12,7 @@
 #include "agent_setup.hpp"
 #include "cli.hpp"
 #include "interactive.hpp"
+#include "interactive_picker.hpp"
 #include "print_mode.hpp"
 
 // The build may pass the project's version; this is the one it was written for.
@@ -98,8 +99,10 @@ int run(int argc, char** argv) {
                                       "commands in cairn --help",
                                       words.front()));
   }
-  // Interactive mode. TODO(interactive): -r without an id picks a session.
-  auto setup = setup_agent(agent);
+  // Interactive mode; -r without an id picks a session first.
+  SetupMode mode;
+  mode.pick_session = pick_session;
+  auto setup = setup_agent(agent, mode);
   if (!setup) return setup.error();
   return run_interactive(*setup);
 }

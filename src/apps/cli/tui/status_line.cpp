@@ -1,0 +1,123 @@
+#include "status_line.hpp"
+
+#include <fmt/format.h>
+
+#include "terminal_text.hpp"
+
+namespace cairn::cli::tui {
+
+std::string format_tokens(std::int64_t tokens) {
+  const double value = static_cast<double>(tokens);
+  if (tokens < 1000) return fmt::format("{}", tokens);
+  if (tokens < 10'000) return fmt::format("{:.1f}k", value / 1000.0);
+  if (tokens < 1'000'000) return fmt::format("{}k", tokens / 1000);
+  return fmt::format("{:.1f}M", value / 1'000'000.0);
+}
+
+std::string format_cost(double dollars) {
+  if (dollars < 1.0) return fmt::format("${:.3f}", dollars);
+  return fmt::format("${:.2f}", dollars);
+}
+
+std::string format_status(const StatusState& state, std::size_t width) {
+  std::string text = fmt::format("{} (think {}) | {} | in {} out {} | {}", state.model.empty() ? "no model" : state.model,
+                                 state.thinking_level, state.ref, format_tokens(state.input_tokens),
+                                 format_tokens(state.output_tokens), format_cost(state.cost));
+  if (state.context_percent) {
+    const double percent = *state.context_percent;
+    text += percent < 10.0 ? fmt::format(" | ctx {:.1f}%", percent) : fmt::format(" | ctx {:.0f}%", percent);
+  } else {
+    text += " | ctx ?";
+  }
+  if (!state.activity.empty()) text += " | " + state.activity;
+  if (state.queued_steer || state.queued_follow_up) {
+    std::string queued;
+    if (state.queued_steer) queued = fmt::format("{} steer", state.queued_steer);
+    if (state.queued_follow_up) queued += fmt::format("{}{} follow-up", queued.empty() ? "" : ", ", state.queued_follow_up);
+    text += " | queued " + queued;
+  }
+  return truncate_to_width(text, width);
+}
+
+void StatusTracker::set_totals(std::int64_t input, std::int64_t output, double cost) {
+  base_input_ = input;
+  base_output_ = output;
+  base_cost_ = cost;
+  op_input_ = op_output_ = 0;
+  op_cost_ = 0;
+  state_.input_tokens = input;
+  state_.output_tokens = output;
+  state_.cost = cost;
+}
+
+void StatusTracker::settle() {
+  base_input_ += op_input_;
+  base_output_ += op_output_;
+  base_cost_ += op_cost_;
+  op_input_ = op_output_ = 0;
+  op_cost_ = 0;
+}
+
+namespace {
+
+std::size_t count_of(const Json& data, const char* key) {
+  auto it = data.find(key);
+  return it != data.end() && it->is_array() ? it->size() : 0;
+}
+
+}  // namespace
+
+void StatusTracker::apply(const Event& event) {
+  const std::string& type = event.type;
+  const Json& data = event.data;
+  if (type == "context_usage") {
+    if (auto context = data.find("context"); context != data.end() && context->is_object()) {
+      state_.context_tokens = context->value("tokens", std::int64_t{0});
+      if (auto percent = context->find("percent"); percent != context->end() && percent->is_number()) {
+        state_.context_percent = percent->get<double>();
+      } else {
+        state_.context_percent.reset();
+      }
+    }
+    if (auto spend = data.find("operationSpend"); spend != data.end() && spend->is_object()) {
+      // Cumulative for the operation: the latest report replaces the last.
+      op_input_ = spend->value("input", std::int64_t{0}) + spend->value("cacheRead", std::int64_t{0}) +
+                  spend->value("cacheWrite", std::int64_t{0});
+      op_output_ = spend->value("output", std::int64_t{0});
+      op_cost_ = spend->value("cost", 0.0);
+    }
+  } else if (type == "run_start" || type == "run_resume") {
+    state_.activity = "running";
+  } else if (type == "compaction_start") {
+    state_.activity = "compacting";
+  } else if (type == "navigation_start") {
+    state_.activity = "navigating";
+  } else if (type == "tool_start") {
+    state_.activity = "running " + data.value("toolName", std::string("a tool"));
+  } else if (type == "tool_end" || type == "step_start" || type == "retry_start") {
+    if (!state_.activity.empty()) state_.activity = "running";
+  } else if (type == "retry_scheduled") {
+    state_.activity = fmt::format("retrying (attempt {}/{})", data.value("attempt", 0) + 1, data.value("maxAttempts", 0));
+  } else if (type == "run_cancel") {
+    state_.activity = "aborting";
+  } else if (type == "queue_update") {
+    state_.queued_steer = count_of(data, "steer");
+    state_.queued_follow_up = count_of(data, "followUp");
+  } else if (type == "run_end" || type == "compaction_end" || type == "navigation_end") {
+    settle();
+    state_.activity.clear();
+    state_.queued_steer = state_.queued_follow_up = 0;
+  } else if (type == "config_update") {
+    const std::string property = data.value("property", std::string());
+    if (property == "model" && data.contains("value") && data["value"].is_object()) {
+      state_.model = data["value"].value("provider", std::string()) + "/" + data["value"].value("modelId", std::string());
+    } else if (property == "thinkingLevel" && data.contains("value") && data["value"].is_string()) {
+      state_.thinking_level = data["value"].get<std::string>();
+    }
+  }
+  state_.input_tokens = base_input_ + op_input_;
+  state_.output_tokens = base_output_ + op_output_;
+  state_.cost = base_cost_ + op_cost_;
+}
+
+}  // namespace cairn::cli::tui
