@@ -137,8 +137,8 @@ void fill_session(Session& session, std::int64_t records, bool compacting) {
     push_harness(GenerationStarted{run, "step", 1, ModelRef{"anthropic", "claude-sonnet-4-5"}});
     AssistantMessage assistant;
     assistant.content.push_back(TextContent{"I'll read the file first to understand the failing test.", {}, Json::object()});
-    assistant.content.push_back(ToolCall{fmt::format("toolu_{}", turn), "read",
-                                         Json{{"path", fmt::format("src/module_{}.cpp", turn % 97)}}, Json::object()});
+    assistant.content.push_back(ToolCall{.id = fmt::format("toolu_{}", turn), .name = "read",
+                                         .arguments = Json{{"path", fmt::format("src/module_{}.cpp", turn % 97)}}});
     assistant.api = "anthropic-messages";
     assistant.provider = "anthropic";
     assistant.model = "claude-sonnet-4-5";
@@ -179,12 +179,13 @@ void fill_session(Session& session, std::int64_t records, bool compacting) {
   }
 }
 
-// --open-once: open read-only and build main's context; print ms, messages and
-// peak RSS in KiB.
-int open_once(const std::string& uri, const std::string& id) {
+// --open-once: open read-only (or, with --write, for writing: the SQLite
+// store then checks every payload's checksum) and build main's context;
+// print ms, messages and peak RSS in KiB.
+int open_once(const std::string& uri, const std::string& id, bool write) {
   const auto start = Clock::now();
   auto store = open_store(uri);
-  auto session = (*store)->open(id, {.read_only = true});
+  auto session = (*store)->open(id, {.read_only = !write});
   if (!session) {
     std::fprintf(stderr, "%s\n", session.error().message.c_str());
     return 1;
@@ -211,7 +212,8 @@ struct OpenFigures {
   long peak_kib = 0;
 };
 
-OpenFigures measure_open(const std::string& self, const std::string& uri, const std::string& id, int runs) {
+OpenFigures measure_open(const std::string& self, const std::string& uri, const std::string& id, int runs,
+                         bool write = false) {
   std::vector<double> times;
   OpenFigures figures;
   for (int r = 0; r < runs; ++r) {
@@ -221,6 +223,7 @@ OpenFigures measure_open(const std::string& self, const std::string& uri, const 
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
     std::vector<std::string> args = {self, "--open-once", uri, id};
+    if (write) args.push_back("--write");
     std::vector<char*> argv;
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
@@ -254,7 +257,9 @@ std::int64_t file_bytes(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::string(argv[1]) == "--open-once") return open_once(argv[2], argv[3]);
+  if ((argc == 4 || argc == 5) && std::string(argv[1]) == "--open-once") {
+    return open_once(argv[2], argv[3], argc == 5 && std::string(argv[4]) == "--write");
+  }
   std::string base = std::filesystem::temp_directory_path() / "cairn-bench";
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
@@ -300,8 +305,8 @@ int main(int argc, char** argv) {
   }
   std::printf("targets: jsonl/sqlite full 1w / raw sync >= 0.8; 64w / 1w >= 20 (full)\n\n");
 
-  std::printf("%-8s %9s %11s %10s %12s %14s %10s %16s\n", "backend", "records", "shape", "file MB", "open+ctx ms",
-              "ctx messages", "peak MB", "peak / file");
+  std::printf("%-8s %9s %11s %10s %12s %14s %14s %10s %16s\n", "backend", "records", "shape", "file MB",
+              "open+ctx ms", "write-open ms", "ctx messages", "peak MB", "peak / file");
   std::vector<std::int64_t> sizes = {10000, 100000, 1000000};
   if (quick) sizes = {10000, 100000};
   for (const std::string name : {"jsonl", "sqlite"}) {
@@ -326,16 +331,18 @@ int main(int argc, char** argv) {
           (void)(*store)->list();
         }
         const OpenFigures figures = measure_open(self, uri, "open", records >= 1000000 ? 3 : 7);
+        const OpenFigures writing = measure_open(self, uri, "open", records >= 1000000 ? 3 : 7, /*write=*/true);
         const double file_mb = static_cast<double>(file_bytes(file) + file_bytes(file + "-wal")) / 1e6;
-        std::printf("%-8s %9lld %11s %10.1f %12.1f %14zu %10.1f %16.2f\n", name.c_str(),
+        std::printf("%-8s %9lld %11s %10.1f %12.1f %14.1f %14zu %10.1f %16.2f\n", name.c_str(),
                     static_cast<long long>(records), compacting ? "compacting" : "linear", file_mb, figures.median_ms,
-                    figures.messages, static_cast<double>(figures.peak_kib) / 1024.0,
+                    writing.median_ms, figures.messages, static_cast<double>(figures.peak_kib) / 1024.0,
                     static_cast<double>(figures.peak_kib) * 1024.0 / 1e6 / file_mb);
         std::filesystem::remove_all(dir);
       }
     }
   }
   std::printf("targets: 100k open+ctx median <= 60 ms (jsonl), <= 120 ms (sqlite); 1M jsonl < 1000 ms with peak < 2 x file\n");
+  std::printf("(write-open: every record's checksum checked before the first append; no target of its own)\n");
   std::filesystem::remove_all(base);
   return 0;
 }

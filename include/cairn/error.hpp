@@ -27,7 +27,7 @@ namespace cairn {
 //   locked            another writer holds the session
 //   stale_writer      this writer's lock generation is no longer current
 //   faulted           an earlier append failed; the session accepts no more
-//   read_only         the session was opened for reading
+//   read_only         the session was opened for reading, or the store is one this user may only read
 //   io_error          the operating system refused a read, write or sync
 struct Error {
   std::string code;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cairn/log/index.hpp"
+#include "cairn/overloaded.hpp"
 
 namespace cairn {
 namespace {
@@ -13,10 +14,6 @@ namespace {
 constexpr std::int64_t kImageChars = 4800;
 constexpr std::size_t kToolResultMaxChars = 2000;
 
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
 
 std::int64_t tokens_of_chars(std::int64_t chars) { return (chars + 3) / 4; }
 

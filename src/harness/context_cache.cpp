@@ -35,10 +35,17 @@ void ContextCache::add(AgentMessage message) {
   } else {
     trailing_ += tokens;
   }
+  // Results in the provider's order, as build_context lists them: a
+  // batch's results are appended as its calls end.
+  const bool result = std::holds_alternative<ToolResultMessage>(message);
   if (!is_failed_response(message)) {
-    if (auto converted = to_llm(message)) request_.messages.push_back(std::move(*converted));
+    if (auto converted = to_llm(message)) {
+      request_.messages.push_back(std::move(*converted));
+      if (result) place_tool_result(request_.messages);
+    }
   }
   messages_.push_back(std::move(message));
+  if (result) place_tool_result(messages_);
 }
 
 void ContextCache::extend(const TreeEntry& entry) {

@@ -10,13 +10,18 @@
 // Events are published with neither held.
 #pragma once
 
+#include <atomic>
+#include <cassert>
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <thread>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "cairn/harness/harness.hpp"
@@ -26,9 +31,47 @@
 
 namespace cairn {
 
+// A mutex that knows, in debug builds, which thread holds it, so that a
+// function documented "called with mu held" can assert it: std::mutex
+// cannot be asked, and try_lock() on a mutex the caller holds is undefined.
+// Lockable, for lock_guard and unique_lock; waited on with
+// condition_variable_any.
+class OwnedMutex {
+ public:
+  void lock() {
+    mu_.lock();
+    note_owner(std::this_thread::get_id());
+  }
+  bool try_lock() {
+    if (!mu_.try_lock()) return false;
+    note_owner(std::this_thread::get_id());
+    return true;
+  }
+  void unlock() {
+    note_owner(std::thread::id());
+    mu_.unlock();
+  }
+  void assert_held() const {
+#ifndef NDEBUG
+    assert(owner_.load(std::memory_order_relaxed) == std::this_thread::get_id() && "called without the lock it needs");
+#endif
+  }
+
+ private:
+  void note_owner([[maybe_unused]] std::thread::id id) {
+#ifndef NDEBUG
+    owner_.store(id, std::memory_order_relaxed);
+#endif
+  }
+  std::mutex mu_;
+#ifndef NDEBUG
+  std::atomic<std::thread::id> owner_{};
+#endif
+};
+
 struct RefRuntime {
   std::string name;
-  std::mutex ref_mu;
+  OwnedMutex ref_mu;
   // Touched only by the thread running the ref's operation (see `active`).
   ContextCache context;
 
@@ -70,16 +113,25 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
   // The same from the settings at the branch's leaf.
   BranchConfig config_from(const SessionContext& settings);
 
-  // Operations (run.cpp).
+  // Acceptance (acceptance.cpp); each accepted operation then runs its
+  // procedure on the calling thread (run_operation, operation.hpp).
   RunResult prompt(const std::shared_ptr<RefRuntime>& rt, std::vector<AgentMessage> messages);
   RunResult compact(const std::shared_ptr<RefRuntime>& rt, std::optional<std::string> custom_instructions);
   RunResult navigate(const std::shared_ptr<RefRuntime>& rt, const std::string& target_id, NavigateOptions options);
   RunResult run_structural(const std::shared_ptr<RefRuntime>& rt, OperationIntent intent);
   RunResult resume(const std::shared_ptr<RefRuntime>& rt);
   AbortResult abort(const std::shared_ptr<RefRuntime>& rt);
-  QueueResult enqueue(const std::shared_ptr<RefRuntime>& rt, const std::string& queue, AgentMessage message);
+  QueueResult enqueue(const std::shared_ptr<RefRuntime>& rt, QueueKind queue, AgentMessage message);
   // A tree write on the ref: appended now when idle, deferred while it runs.
   Result<std::string> write(const std::shared_ptr<RefRuntime>& rt, TreeEntry entry);
+
+  // Why the harness takes nothing more on `rt` — closed, faulted, or (with
+  // `check_ref`) the ref deleted — if it does not. Called with mu held.
+  struct Refusal {
+    Outcome outcome;
+    Error error;
+  };
+  std::optional<Refusal> refusal(const RefRuntime& rt, bool check_ref = true) const;
 
   // Marks the harness faulted and tells everyone, once.
   void enter_fault(const Error& error);
@@ -91,10 +143,32 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
 
   std::shared_ptr<Session> session;
   Hooks hooks;
+
+ private:
+  // Restore's steps.
+  Result<SuspendedOperation> restore_operation(RefRuntime& rt, const std::string& open_id);
+  Status fold_tail(const std::string& ref, std::int64_t start_seq, OpState& op,
+                   std::optional<SuspendedOperation::Damaged>& damaged);
+  Status note_missing(const std::string& ref, const OpState& op, SuspendedOperation::Missing& missing);
+  Status restore_next_run(RefRuntime& rt);
+
+  // Acceptance's steps (acceptance.cpp).
+  std::optional<Refusal> reserve(RefRuntime& rt);  // takes mu
+  void release(RefRuntime& rt);                    // takes mu
+  // With rt.ref_mu held: appends operation_started and opens the
+  // operation; (run id, seq), or the append's failure (harness faulted,
+  // reservation released).
+  Result<std::pair<std::string, std::int64_t>> start_operation(RefRuntime& rt, OperationIntent intent, bool takes_next_run);
+  RunIntent before_run(const RefRuntime& rt, const std::vector<AgentMessage>& messages,
+                       std::vector<AgentMessage>& injected);
+  std::optional<Error> unresumable(const RefRuntime& rt) const;  // mu held
+  BeforeResumeEvent resume_event(const OpState& op) const;       // mu held
+
+ public:
   EventBus bus;
 
-  std::mutex mu;
-  std::condition_variable idle_cv;
+  OwnedMutex mu;
+  std::condition_variable_any idle_cv;
   HarnessOptions options;  // config: guarded by mu
   std::map<std::string, std::shared_ptr<RefRuntime>, std::less<>> refs;
   std::map<std::string, std::shared_ptr<const ArgumentValidator>, std::less<>> validators;
@@ -102,7 +176,35 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
   bool closed = false;
 };
 
+// Calls `call(handler)` for each of a hook's `handlers`, in order. A handler
+// that throws becomes a handler_error event naming the hook (`name`) and the
+// next one runs: a hook never kills the run. A `call` that returns bool stops
+// the hook early by returning false.
+template <class Fn, class Call>
+void call_hooks(HarnessCore& core, const std::string& ref, const std::optional<std::string>& run_id,
+                std::string_view name, const std::vector<Fn>& handlers, Call&& call) {
+  for (const auto& handler : handlers) {
+    try {
+      if constexpr (std::is_same_v<decltype(call(handler)), bool>) {
+        if (!call(handler)) return;
+      } else {
+        call(handler);
+      }
+    } catch (const std::exception& e) {
+      core.report_handler_error(ref, run_id, "hook", std::string(name), e.what());
+    }
+  }
+}
+
+// The queues' contents as queue_update lists them. Called with mu held.
+Json queue_lists(const RefRuntime& rt);
+// The messages of queued items.
+std::vector<AgentMessage> messages_of(const std::vector<ProvisionedEntry>& items);
+
 // Rejections and faults, as results.
 Error rejection(std::string code, std::string message);
+// A rejection (`code`) of input the log could not hold, because a string
+// in `encoded` is not valid UTF-8: it names `what`, the field and the byte.
+std::optional<Error> invalid_text(const Json& encoded, std::string_view what, std::string code);
 
 }  // namespace cairn

@@ -1,10 +1,14 @@
-// AgentHarness and AgentRef: acceptance checks, restore, config and writes.
-// The operations themselves are in run.cpp.
+// AgentHarness and AgentRef: the API's handles, restore and config. What the
+// calls on a ref accept is decided in acceptance.cpp; the operations then
+// run their procedures (run_procedure.cpp, compaction_procedure.cpp,
+// navigation_procedure.cpp).
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "core.hpp"
+#include "model_output.hpp"
+#include "utf8.hpp"
 
 namespace cairn {
 
@@ -31,7 +35,11 @@ std::string_view to_string(OperationStatus status) {
 
 Error rejection(std::string code, std::string message) { return Error{std::move(code), std::move(message)}; }
 
-namespace {
+std::optional<Error> invalid_text(const Json& encoded, std::string_view what, std::string code) {
+  auto invalid = find_invalid_utf8(encoded);
+  if (!invalid) return std::nullopt;
+  return rejection(std::move(code), invalid->describe(what));
+}
 
 std::vector<AgentMessage> messages_of(const std::vector<ProvisionedEntry>& items) {
   std::vector<AgentMessage> out;
@@ -41,7 +49,9 @@ std::vector<AgentMessage> messages_of(const std::vector<ProvisionedEntry>& items
   return out;
 }
 
-UserMessage user_message(std::string text, std::vector<ImageContent> images) {
+namespace {
+
+UserMessage make_user_message(std::string text, std::vector<ImageContent> images) {
   UserMessage message{.timestamp = now_unix_ms()};
   if (images.empty()) {
     message.content = std::move(text);
@@ -107,148 +117,145 @@ Result<std::vector<SuspendedOperation>> HarnessCore::restore() {
   for (const auto& info : session->refs()) {
     auto rt = std::make_shared<RefRuntime>();
     rt->name = info.name;
-
     if (info.open_operation) {
-      const auto seq = session->seq_of(*info.open_operation);
-      auto record = seq ? session->get_record(*seq) : Result<std::optional<Record>>(std::nullopt);
-      if (!record) return std::unexpected(record.error());
-      if (!*record || !std::holds_alternative<HarnessRecord>((*record)->body)) {
-        return fail("corrupt_log", fmt::format("ref '{}': its open operation '{}' has no operation_started record",
-                                               info.name, *info.open_operation));
-      }
-      OpState op = open_operation(std::get<HarnessRecord>((*record)->body), *seq);
-      // The ref's bounded tail: everything after its operation_started.
-      auto tail = session->get_log(*seq);
-      if (!tail) return std::unexpected(tail.error());
-      for (const auto& line : *tail) {
-        auto decoded = decode_record(Json::parse(line.json));
-        if (!decoded) return std::unexpected(decoded.error());
-        decoded->seq = line.seq;
-        std::string_view owner;
-        if (const auto* entry = std::get_if<TreeEntry>(&decoded->body)) {
-          owner = entry->ref ? std::string_view(*entry->ref) : std::string_view("main");
-        } else if (const auto* harness = std::get_if<HarnessRecord>(&decoded->body)) {
-          owner = harness->ref;
-        }
-        if (owner != info.name) continue;
-        if (auto folded = reduce(op, *decoded); !folded) return std::unexpected(folded.error());
-      }
-
-      SuspendedOperation s{.ref = info.name, .kind = op.kind, .id = op.id, .started_at = op.started_at};
-      if (const auto* intent = std::get_if<RunIntent>(&op.intent)) {
-        for (const auto& message : intent->initial_messages) {
-          const auto* body = std::get_if<MessageBody>(&message.body);
-          const auto* user = body ? std::get_if<UserMessage>(&body->message) : nullptr;
-          if (!user) continue;
-          if (const auto* text = std::get_if<std::string>(&user->content)) {
-            s.prompt.push_back(TextContent{.text = *text});
-          } else {
-            s.prompt = std::get<std::vector<UserBlock>>(user->content);
-          }
-          break;
-        }
-      }
-      if (op.cancelled) {
-        s.cancelled = SuspendedOperation::Cancelled{messages_of(op.pending_steer), messages_of(op.pending_follow_up)};
-      } else {
-        // What resuming would need: the tools of calls that must run again,
-        // and the branch's model.
-        if (op.tool_batch) {
-          for (const auto& call : op.tool_batch->calls) {
-            const bool rerun = !call.result_exists && (!call.started || call.started->replay == "safe");
-            const bool known = std::any_of(options.tools.begin(), options.tools.end(),
-                                           [&](const Tool& t) { return t.name == call.name; });
-            if (rerun && call.started && !known &&
-                std::find(s.missing.tools.begin(), s.missing.tools.end(), call.name) == s.missing.tools.end()) {
-              s.missing.tools.push_back(call.name);
-            }
-          }
-        }
-        auto config = branch_config(info.name);
-        if (!config) return std::unexpected(config.error());
-        if (!config->model_known) {
-          s.missing.models.push_back(fmt::format("{}/{}", config->model_ref.provider, config->model_ref.model_id));
-        }
-      }
-      rt->status = op.cancelled ? OperationStatus::cancelling : OperationStatus::suspended;
-      rt->op = std::move(op);
-      rt->suspended = s;
-      suspended.push_back(std::move(s));
+      auto restored = restore_operation(*rt, *info.open_operation);
+      if (!restored) return std::unexpected(restored.error());
+      suspended.push_back(std::move(*restored));
     }
-
-    // Next-run items: accepted after the ref's last run started, not yet in the tree.
-    std::optional<std::int64_t> last_run_seq;
-    HarnessQuery starts{.type = RecordType::operation_started, .ref = info.name, .order = Order::newest_first, .limit = 16};
-    while (true) {
-      auto page = session->find_harness_entries(starts);
-      if (!page) return std::unexpected(page.error());
-      for (const auto& record : page->items) {
-        if (op_kind(std::get<OperationStarted>(record.body).intent) == "run") {
-          last_run_seq = session->seq_of(record.id);
-          break;
-        }
-      }
-      if (last_run_seq || !page->next_cursor) break;
-      starts.cursor = page->next_cursor;
-    }
-    auto queued = session->find_harness_entries(
-        HarnessQuery{.type = RecordType::queue_enqueued, .ref = info.name, .after_seq = last_run_seq});
-    if (!queued) return std::unexpected(queued.error());
-    for (const auto& record : queued->items) {
-      const auto& item = std::get<QueueEnqueued>(record.body);
-      if (item.queue == "nextRun" && !session->seq_of(item.target.id)) rt->next_run.push_back(item.target);
-    }
+    if (auto queued = restore_next_run(*rt); !queued) return std::unexpected(queued.error());
     refs.emplace(info.name, std::move(rt));
   }
   return suspended;
 }
 
-Result<std::string> HarnessCore::write(const std::shared_ptr<RefRuntime>& rt, TreeEntry entry) {
-  if (entry.id.empty()) entry.id = session->new_entry_id();
-  std::int64_t seq;
-  std::optional<std::string> run_id;
-  {
-    std::lock_guard ref_lock(rt->ref_mu);
-    {
-      std::lock_guard lock(mu);
-      if (closed) return fail("closed", "the harness is closed");
-      if (faulted) return fail("faulted", "the harness is faulted: appends stopped working");
-      if (rt->deleted) return fail("unknown_ref", fmt::format("ref '{}' was deleted", rt->name));
-      // While the ref has an open operation its tree belongs to the run: the
-      // write waits for the next checkpoint, after the step's messages.
-      if (rt->op && !rt->finishing) run_id = rt->op->id;
-    }
-    Record record;
-    if (run_id) {
-      record.body = HarnessRecord{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
-                                  .body = WriteDeferred{.run_id = *run_id, .target = entry}};
-    } else {
-      entry.parent_id = session->leaf(rt->name);
-      entry.ref = rt->name;
-      entry.timestamp = now_iso8601();
-      record.body = entry;
-    }
-    auto appended = session->append(record);
-    if (!appended) {
-      enter_fault(appended.error());
-      return std::unexpected(appended.error());
-    }
-    seq = appended->first_seq;
-    if (run_id) {
-      std::lock_guard lock(mu);
-      (void)reduce(*rt->op, Record{.seq = seq, .body = record.body});
+// The ref's open operation, suspended: its state folded from the records
+// after its operation_started.
+Result<SuspendedOperation> HarnessCore::restore_operation(RefRuntime& rt, const std::string& open_id) {
+  const auto seq = session->seq_of(open_id);
+  auto record = seq ? session->get_record(*seq) : Result<std::optional<Record>>(std::nullopt);
+  if (!record) return std::unexpected(record.error());
+  if (!*record || !std::holds_alternative<HarnessRecord>((*record)->body)) {
+    return fail("corrupt_log", fmt::format("ref '{}': its open operation '{}' has no operation_started record",
+                                           rt.name, open_id));
+  }
+  const auto& started = std::get<HarnessRecord>((*record)->body);
+  std::optional<SuspendedOperation::Damaged> damaged;
+  // A placeholder standing for the operation_started: what the operation
+  // was is lost, so it is a run that can only be ended.
+  OpState op = std::holds_alternative<Damaged>(started.body)
+                   ? OpState{.id = started.id, .kind = OperationKind::run, .ref = started.ref, .start_seq = *seq,
+                             .started_at = started.timestamp, .intent = RunIntent{}}
+                   : open_operation(started, *seq);
+  if (std::holds_alternative<Damaged>(started.body)) damaged = SuspendedOperation::Damaged{{*seq}};
+  if (auto folded = fold_tail(rt.name, *seq, op, damaged); !folded) return std::unexpected(folded.error());
+
+  SuspendedOperation s{.ref = rt.name, .kind = std::string(to_string(op.kind)), .id = op.id, .started_at = op.started_at};
+  op.damaged = damaged.has_value();
+  s.damaged = std::move(damaged);
+  if (const auto* intent = std::get_if<RunIntent>(&op.intent)) {
+    for (const auto& message : intent->initial_messages) {
+      const auto* body = std::get_if<MessageBody>(&message.body);
+      const auto* user = body ? std::get_if<UserMessage>(&body->message) : nullptr;
+      if (!user) continue;
+      if (const auto* text = std::get_if<std::string>(&user->content)) {
+        s.prompt.push_back(TextContent{.text = *text});
+      } else {
+        s.prompt = std::get<std::vector<UserBlock>>(user->content);
+      }
+      break;
     }
   }
-  if (run_id) {
-    publish(Event{"write_pending", rt->name, run_id, seq, {{"entryId", entry.id}, {"entry", encode_provisioned(entry)}}});
-  } else if (const auto* body = std::get_if<MessageBody>(&entry.body)) {
-    auto message = std::make_shared<const AgentMessage>(body->message);
-    publish(Event{"message_start", rt->name, std::nullopt, std::nullopt, Json::object(), message});
-    publish(Event{"message_end", rt->name, std::nullopt, seq, {{"entryId", entry.id}}, message});
-  } else {
-    publish(Event{"entry_added", rt->name, std::nullopt, seq, {{"entry", encode(entry)}}});
+  if (op.cancelled) {
+    s.cancelled = SuspendedOperation::Cancelled{messages_of(op.pending_steer), messages_of(op.pending_follow_up)};
+  } else if (!s.damaged) {
+    if (auto noted = note_missing(rt.name, op, s.missing); !noted) return std::unexpected(noted.error());
   }
-  return entry.id;
+  rt.status = op.cancelled ? OperationStatus::cancelling : OperationStatus::suspended;
+  rt.op = std::move(op);
+  rt.suspended = s;
+  return s;
+}
+
+// Folds the ref's bounded tail — everything after its operation_started at
+// `start_seq` — into `op`, noting placeholders that may hide its records.
+Status HarnessCore::fold_tail(const std::string& ref, std::int64_t start_seq, OpState& op,
+                              std::optional<SuspendedOperation::Damaged>& damaged) {
+  auto tail = session->get_log(start_seq);
+  if (!tail) return std::unexpected(tail.error());
+  for (const auto& line : *tail) {
+    auto decoded = decode_record(Json::parse(line.json));
+    if (!decoded) return std::unexpected(decoded.error());
+    decoded->seq = line.seq;
+    // A placeholder written while the operation was open may hide one of
+    // its records, whatever ref it now names.
+    if (const DamageReport* damage = damage_of(*decoded)) {
+      const auto& runs = damage->open_runs;
+      if (std::find(runs.begin(), runs.end(), op.id) != runs.end()) {
+        if (!damaged) damaged.emplace();
+        damaged->placeholders.push_back(line.seq);
+      }
+    }
+    std::string_view owner;
+    if (const auto* entry = std::get_if<TreeEntry>(&decoded->body)) {
+      owner = entry->ref ? std::string_view(*entry->ref) : std::string_view("main");
+    } else if (const auto* harness = std::get_if<HarnessRecord>(&decoded->body)) {
+      owner = harness->ref;
+    }
+    if (owner != ref) continue;
+    // Around damage the tail may be one the harness could not have
+    // written (a result whose call was lost): what does not fold is
+    // left out, and the operation can only be aborted anyway.
+    if (auto folded = reduce(op, *decoded); !folded && !damaged) return std::unexpected(folded.error());
+  }
+  return {};
+}
+
+// What resuming would need: the tools of calls that must run again, and
+// the branch's model.
+Status HarnessCore::note_missing(const std::string& ref, const OpState& op, SuspendedOperation::Missing& missing) {
+  if (op.tool_batch) {
+    for (const auto& call : op.tool_batch->calls) {
+      const bool rerun = !call.result_exists && (!call.started || replay_of(*call.started) == Replay::safe);
+      const bool known = std::any_of(options.tools.begin(), options.tools.end(),
+                                     [&](const Tool& t) { return t.name == call.name; });
+      if (rerun && call.started && !known &&
+          std::find(missing.tools.begin(), missing.tools.end(), call.name) == missing.tools.end()) {
+        missing.tools.push_back(call.name);
+      }
+    }
+  }
+  auto config = branch_config(ref);
+  if (!config) return std::unexpected(config.error());
+  if (!config->model_known) {
+    missing.models.push_back(fmt::format("{}/{}", config->model_ref.provider, config->model_ref.model_id));
+  }
+  return {};
+}
+
+// Next-run items: accepted after the ref's last run started, not yet in the tree.
+Status HarnessCore::restore_next_run(RefRuntime& rt) {
+  std::optional<std::int64_t> last_run_seq;
+  HarnessQuery starts{.type = RecordType::operation_started, .ref = rt.name, .order = Order::newest_first, .limit = 16};
+  while (true) {
+    auto page = session->find_harness_entries(starts);
+    if (!page) return std::unexpected(page.error());
+    for (const auto& record : page->items) {
+      if (kind_of(std::get<OperationStarted>(record.body).intent) == OperationKind::run) {
+        last_run_seq = session->seq_of(record.id);
+        break;
+      }
+    }
+    if (last_run_seq || !page->next_cursor) break;
+    starts.cursor = page->next_cursor;
+  }
+  auto queued = session->find_harness_entries(
+      HarnessQuery{.type = RecordType::queue_enqueued, .ref = rt.name, .after_seq = last_run_seq});
+  if (!queued) return std::unexpected(queued.error());
+  for (const auto& record : queued->items) {
+    const auto& item = std::get<QueueEnqueued>(record.body);
+    if (item.queue == queue_name(QueueKind::next_run) && !session->seq_of(item.target.id)) rt.next_run.push_back(item.target);
+  }
+  return {};
 }
 
 void HarnessCore::enter_fault(const Error& error) {
@@ -257,16 +264,20 @@ void HarnessCore::enter_fault(const Error& error) {
     if (faulted) return;
     faulted = true;
   }
-  publish(Event{"fault", "", std::nullopt, std::nullopt, {{"code", error.code}, {"message", error.message}}});
+  // options.secrets is set at creation and never changed: read without mu.
+  publish(Event{"fault", "", std::nullopt, std::nullopt,
+                {{"code", error.code}, {"message", sanitize_text(error.message, options.secrets)}}});
 }
 
 void HarnessCore::report_handler_error(const std::string& ref, const std::optional<std::string>& run_id,
                                        std::string kind, std::string name, std::string what) {
-  Json data = {{"kind", kind}, {kind == "hook" ? "hook" : "event", std::move(name)}, {"error", std::move(what)}};
+  const std::string key = kind == "hook" || kind == "tool" ? kind : "event";
+  Json data = {{"kind", kind}, {key, std::move(name)}, {"error", sanitize_text(std::move(what), options.secrets)}};
   publish(Event{"handler_error", ref, run_id, std::nullopt, std::move(data)});
 }
 
 void HarnessCore::became_idle(RefRuntime& rt, std::vector<std::function<void()>>& callbacks) {
+  mu.assert_held();
   if (!rt.active) {
     for (auto& callback : rt.when_idle) callbacks.push_back(std::move(callback));
     rt.when_idle.clear();
@@ -373,7 +384,7 @@ std::vector<RefStatus> AgentHarness::refs() const {
     std::lock_guard lock(core_->mu);
     for (const auto& [name, rt] : core_->refs) {
       RefStatus status{.name = name};
-      if (rt->op) status.run = RefStatus::Run{rt->op->id, rt->op->kind, rt->active ? rt->status : (rt->op->cancelled ? OperationStatus::cancelling : OperationStatus::suspended)};
+      if (rt->op) status.run = RefStatus::Run{rt->op->id, std::string(to_string(rt->op->kind)), rt->active ? rt->status : (rt->op->cancelled ? OperationStatus::cancelling : OperationStatus::suspended)};
       out.push_back(std::move(status));
     }
   }
@@ -475,7 +486,7 @@ Result<ForkResult> AgentRef::fork(Store& store, ForkOptions options) const {
 }
 
 RunResult AgentRef::prompt(std::string text, std::vector<ImageContent> images) {
-  return prompt(std::vector<AgentMessage>{user_message(std::move(text), std::move(images))});
+  return prompt(std::vector<AgentMessage>{make_user_message(std::move(text), std::move(images))});
 }
 
 RunResult AgentRef::prompt(std::vector<AgentMessage> messages) {
@@ -508,30 +519,28 @@ AbortResult AgentRef::abort() {
   return core_->abort(rt);
 }
 
+namespace {
+
+QueueResult enqueue_on(HarnessCore& core, const std::string& ref, QueueKind queue, AgentMessage message) {
+  auto rt = core.find_ref(ref);
+  if (!rt) return unknown_ref<QueueResult>(ref);
+  return core.enqueue(rt, queue, std::move(message));
+}
+
+}  // namespace
+
 QueueResult AgentRef::steer(std::string text, std::vector<ImageContent> images) {
-  return steer(AgentMessage(user_message(std::move(text), std::move(images))));
+  return enqueue_on(*core_, name_, QueueKind::steer, make_user_message(std::move(text), std::move(images)));
 }
-QueueResult AgentRef::steer(AgentMessage message) {
-  auto rt = core_->find_ref(name_);
-  if (!rt) return unknown_ref<QueueResult>(name_);
-  return core_->enqueue(rt, "steer", std::move(message));
-}
+QueueResult AgentRef::steer(AgentMessage message) { return enqueue_on(*core_, name_, QueueKind::steer, std::move(message)); }
 QueueResult AgentRef::follow_up(std::string text, std::vector<ImageContent> images) {
-  return follow_up(AgentMessage(user_message(std::move(text), std::move(images))));
+  return enqueue_on(*core_, name_, QueueKind::follow_up, make_user_message(std::move(text), std::move(images)));
 }
-QueueResult AgentRef::follow_up(AgentMessage message) {
-  auto rt = core_->find_ref(name_);
-  if (!rt) return unknown_ref<QueueResult>(name_);
-  return core_->enqueue(rt, "followUp", std::move(message));
-}
+QueueResult AgentRef::follow_up(AgentMessage message) { return enqueue_on(*core_, name_, QueueKind::follow_up, std::move(message)); }
 QueueResult AgentRef::next_run(std::string text, std::vector<ImageContent> images) {
-  return next_run(AgentMessage(user_message(std::move(text), std::move(images))));
+  return enqueue_on(*core_, name_, QueueKind::next_run, make_user_message(std::move(text), std::move(images)));
 }
-QueueResult AgentRef::next_run(AgentMessage message) {
-  auto rt = core_->find_ref(name_);
-  if (!rt) return unknown_ref<QueueResult>(name_);
-  return core_->enqueue(rt, "nextRun", std::move(message));
-}
+QueueResult AgentRef::next_run(AgentMessage message) { return enqueue_on(*core_, name_, QueueKind::next_run, std::move(message)); }
 
 void AgentRef::wait_for_idle() const {
   auto rt = core_->find_ref(name_);

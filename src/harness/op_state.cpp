@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "cairn/overloaded.hpp"
+
 namespace cairn {
 namespace {
 
@@ -16,6 +18,37 @@ bool erase_by_id(std::vector<ProvisionedEntry>& items, const std::string& id) {
 
 }  // namespace
 
+std::string_view to_string(OperationKind kind) {
+  switch (kind) {
+    case OperationKind::run: return "run";
+    case OperationKind::compaction: return "compaction";
+    case OperationKind::navigation: return "navigation";
+  }
+  return "unknown";
+}
+
+OperationKind kind_of(const OperationIntent& intent) {
+  return std::visit(Overloaded{
+                        [](const RunIntent&) { return OperationKind::run; },
+                        [](const CompactionIntent&) { return OperationKind::compaction; },
+                        [](const NavigationIntent&) { return OperationKind::navigation; },
+                    },
+                    intent);
+}
+
+std::string_view queue_name(QueueKind queue) {
+  switch (queue) {
+    case QueueKind::steer: return "steer";
+    case QueueKind::follow_up: return "followUp";
+    case QueueKind::next_run: return "nextRun";
+  }
+  return "unknown";
+}
+
+Replay replay_of(const ToolStarted& started) {
+  return started.replay == to_string(Replay::safe) ? Replay::safe : Replay::never;
+}
+
 bool ToolBatch::unresolved() const {
   return std::any_of(calls.begin(), calls.end(), [](const ToolCallState& c) { return !c.result_exists; });
 }
@@ -24,7 +57,7 @@ OpState open_operation(const HarnessRecord& started, std::int64_t seq) {
   const auto& body = std::get<OperationStarted>(started.body);
   OpState op;
   op.id = started.id;
-  op.kind = std::string(op_kind(body.intent));
+  op.kind = kind_of(body.intent);
   op.ref = started.ref;
   op.start_seq = seq;
   op.started_at = started.timestamp;
@@ -52,7 +85,7 @@ Status reduce(OpState& op, const Record& record) {
       for (const auto& block : assistant->content) {
         if (const auto* call = std::get_if<ToolCall>(&block)) {
           batch.calls.push_back(ToolCallState{.index = index, .call_id = call->id, .name = call->name,
-                                              .args = call->arguments});
+                                              .args = call->arguments, .raw_arguments = call->raw_arguments});
         }
         ++index;
       }
@@ -104,8 +137,8 @@ Status reduce(OpState& op, const Record& record) {
           }
           it->started = body;
         } else if constexpr (std::is_same_v<B, QueueEnqueued>) {
-          if (body.queue == "steer") op.pending_steer.push_back(body.target);
-          if (body.queue == "followUp") op.pending_follow_up.push_back(body.target);
+          if (body.queue == queue_name(QueueKind::steer)) op.pending_steer.push_back(body.target);
+          if (body.queue == queue_name(QueueKind::follow_up)) op.pending_follow_up.push_back(body.target);
         } else if constexpr (std::is_same_v<B, WriteDeferred>) {
           op.pending_writes.push_back(body.target);
         }

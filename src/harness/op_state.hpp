@@ -8,23 +8,42 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cairn/error.hpp"
+#include "cairn/harness/tool.hpp"
 #include "cairn/log/record.hpp"
 
 namespace cairn {
+
+enum class OperationKind { run, compaction, navigation };
+// The log's spelling (operation_started's intent kind, RunResult::kind).
+std::string_view to_string(OperationKind kind);
+OperationKind kind_of(const OperationIntent& intent);
+
+// The three queues of a ref (durable-harness-design.txt, timelines).
+enum class QueueKind { steer, follow_up, next_run };
+// The log's spelling (queue_enqueued.queue): "steer" | "followUp" | "nextRun".
+std::string_view queue_name(QueueKind queue);
+
+// The replay policy a tool_started recorded ("never" | "safe" in the log).
+Replay replay_of(const ToolStarted& started);
 
 struct ToolCallState {
   std::int64_t index = 0;
   std::string call_id;
   std::string name;
   Json args;
+  std::optional<std::string> raw_arguments;  // the model's arguments were not a JSON object
   std::optional<ToolStarted> started;
   bool result_exists = false;
 };
 
-// The run's newest assistant message with tool calls, and where each call is.
+// The run's newest assistant message with tool calls, and where each call
+// is. Each call's tool_started is appended when it starts and its result
+// when it ends, so after a crash a call may have a result (it ended), a
+// tool_started alone (it was running) or neither (it never started).
 struct ToolBatch {
   std::string assistant_entry_id;
   std::vector<ToolCallState> calls;
@@ -33,7 +52,7 @@ struct ToolBatch {
 
 struct OpState {
   std::string id;
-  std::string kind;  // run | compaction | navigation
+  OperationKind kind = OperationKind::run;
   std::string ref;
   std::int64_t start_seq = 0;
   std::string started_at;
@@ -41,6 +60,9 @@ struct OpState {
   OperationIntent intent;
 
   bool cancelled = false;
+  // Open where `cairn repair` replaced damaged records: only abort ends it
+  // (results.hpp, SuspendedOperation::damaged).
+  bool damaged = false;
   // Attempts made for the current request cycle: +1 per generation_started,
   // back to 0 whenever a tree entry of this operation commits.
   std::int64_t request_attempts = 0;

@@ -8,7 +8,7 @@
 namespace cairn {
 namespace {
 
-std::vector<AgentMessage> messages_of(const std::vector<ProvisionedEntry>& items) {
+std::vector<AgentMessage> watched_messages(const std::vector<ProvisionedEntry>& items) {
   std::vector<AgentMessage> out;
   for (const auto& item : items) {
     if (const auto* body = std::get_if<MessageBody>(&item.body)) out.push_back(body->message);
@@ -19,7 +19,7 @@ std::vector<AgentMessage> messages_of(const std::vector<ProvisionedEntry>& items
 // With core.mu held.
 std::optional<RunSnapshot> run_snapshot(const RefRuntime& rt) {
   if (!rt.op) return std::nullopt;
-  RunSnapshot run{.id = rt.op->id, .kind = rt.op->kind, .started_at = rt.op->started_at};
+  RunSnapshot run{.id = rt.op->id, .kind = std::string(to_string(rt.op->kind)), .started_at = rt.op->started_at};
   run.status = rt.active ? rt.status : (rt.op->cancelled ? OperationStatus::cancelling : OperationStatus::suspended);
   if (!rt.active) run.suspended = rt.suspended;
   if (rt.streaming) run.streaming_message = std::get<AssistantMessage>(*rt.streaming);
@@ -48,11 +48,11 @@ Result<RefWatch> AgentRef::watch() const {
     std::lock_guard lock(core_->mu);
     snapshot.run = run_snapshot(*rt);
     if (rt->op && !rt->op->cancelled) {
-      snapshot.steer = messages_of(rt->op->pending_steer);
-      snapshot.follow_up = messages_of(rt->op->pending_follow_up);
+      snapshot.steer = watched_messages(rt->op->pending_steer);
+      snapshot.follow_up = watched_messages(rt->op->pending_follow_up);
     }
     if (rt->op) snapshot.pending_writes = rt->op->pending_writes;
-    snapshot.next_run = messages_of(rt->next_run);
+    snapshot.next_run = watched_messages(rt->next_run);
     snapshot.faulted = core_->faulted;
   }
   {
@@ -74,7 +74,7 @@ SessionWatch AgentHarness::watch_session() {
     std::lock_guard lock(core_->mu);
     for (const auto& [name, rt] : core_->refs) runtimes.push_back(rt);
   }
-  std::vector<std::unique_lock<std::mutex>> locks;
+  std::vector<std::unique_lock<OwnedMutex>> locks;
   for (const auto& rt : runtimes) locks.emplace_back(rt->ref_mu);
 
   SessionSnapshot snapshot;

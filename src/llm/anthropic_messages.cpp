@@ -7,7 +7,8 @@
 #include <fmt/format.h>
 
 #include "anthropic_wire.hpp"
-#include "cairn/store/session.hpp"
+#include "cairn/secrets.hpp"
+#include "provider_support.hpp"
 #include "wire_support.hpp"
 
 namespace cairn {
@@ -21,18 +22,20 @@ constexpr const char* kApiVersion = "2023-06-01";
 // decision, and the error event last.
 class Ending {
  public:
-  Ending(ProviderResponse& response, anthropic::StreamDecoder& decoder, std::vector<std::string> secrets)
+  Ending(ProviderResponse& response, anthropic::StreamDecoder& decoder, Secrets secrets)
       : response_(response), decoder_(decoder), secrets_(std::move(secrets)) {}
 
   void fail(const wire::Failure& failure) {
     response_.message.stop_reason = StopReason::error;
-    response_.message.error_message = wire::redact(failure.message, secrets_);
+    response_.message.error_message = to_valid_utf8(secrets_.redact(failure.message));
     response_.retryable = failure.retryable;
     response_.retry_after_ms = failure.retry_after_ms;
     response_.context_overflow = failure.context_overflow;
     if (failure.status != 0) response_.status = failure.status;
     tell();
   }
+
+  const Secrets& secrets() const { return secrets_; }
 
   void abort() {
     response_.message.stop_reason = StopReason::aborted;
@@ -44,6 +47,8 @@ class Ending {
  private:
   void tell() {
     try {
+      // Whoever adds up the deltas gets all that arrived, as the message has it.
+      decoder_.report_open_blocks();
       decoder_.emit(ProviderEvent::Type::error);
     } catch (...) {
       // The sink failed while told of a failure; the response says it all.
@@ -52,7 +57,7 @@ class Ending {
 
   ProviderResponse& response_;
   anthropic::StreamDecoder& decoder_;
-  std::vector<std::string> secrets_;
+  Secrets secrets_;
 };
 
 class AnthropicMessagesProvider final : public Provider {
@@ -63,18 +68,10 @@ class AnthropicMessagesProvider final : public Provider {
   ProviderResponse stream(const Model& model, const LlmContext& context, const StreamOptions& options,
                           const PayloadHook& before_payload, const ProviderEventSink& on_event,
                           std::stop_token cancel) override {
-    ProviderResponse response;
-    AssistantMessage& message = response.message;
-    message.api = model.api;
-    message.provider = model.provider;
-    message.model = model.id;
-    message.timestamp = now_unix_ms();
-    anthropic::StreamDecoder decoder(model, message, on_event);
+    ProviderResponse response = wire::response_for(model);
+    anthropic::StreamDecoder decoder(model, response.message, on_event);
     // The key, and whatever else names a credential, stays out of every error text.
-    std::vector<std::string> secrets = wire::header_secrets(model.headers);
-    for (auto& secret : wire::header_secrets(options.headers)) secrets.push_back(std::move(secret));
-    if (!api_key_.empty()) secrets.push_back(api_key_);
-    Ending ending(response, decoder, std::move(secrets));
+    Ending ending(response, decoder, wire::request_secrets(api_key_, model, options));
     try {
       exchange(model, context, options, before_payload, cancel, decoder, response, ending);
     } catch (const std::exception& e) {
@@ -124,11 +121,9 @@ class AnthropicMessagesProvider final : public Provider {
       ending.fail(wire::classify_status(http.status, http.headers, outcome.error_body));
     } else if (!http.ok()) {
       ending.fail(wire::classify_transport(http));
-    } else if (!decoder.started() && !outcome.error_body.empty()) {
-      // A server that ignored "stream": true, or a proxy's page: asking
-      // again gets the same.
-      ending.fail(wire::Failure{.message = fmt::format("expected an event stream, got: {}",
-                                                       wire::sanitize_utf8(outcome.error_body.substr(0, 300)))});
+    } else if (outcome.not_event_stream) {
+      // A server that ignored "stream": true, or a proxy's page.
+      ending.fail(wire::not_an_event_stream(outcome, ending.secrets()));
     } else if (!decoder.message_stopped()) {
       // The connection closed cleanly in the middle of the message: as
       // transient as a reset one.
@@ -136,6 +131,7 @@ class AnthropicMessagesProvider final : public Provider {
     } else if (decoder.unsuccessful_stop()) {
       ending.fail(wire::Failure{.message = fmt::format("the model stopped: {}", *decoder.unsuccessful_stop())});
     } else {
+      decoder.report_open_blocks();
       decoder.emit(ProviderEvent::Type::done);
     }
   }

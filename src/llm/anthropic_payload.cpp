@@ -20,10 +20,6 @@ constexpr std::int64_t kMinOutputTokens = 1024;
 
 Json ephemeral() { return {{"type", "ephemeral"}}; }
 
-bool is_blank(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
-}
-
 Json image_block(const ImageContent& image) {
   return {{"type", "image"}, {"source", {{"type", "base64"}, {"media_type", image.mime_type}, {"data", image.data}}}};
 }
@@ -36,7 +32,7 @@ bool accepts_images(const Model& model) {
 // (the API refuses empty text blocks and empty messages).
 std::optional<Json> user_content(const UserContent& content, bool images) {
   if (const auto* text = std::get_if<std::string>(&content)) {
-    if (is_blank(*text)) return std::nullopt;
+    if (wire::blank(*text)) return std::nullopt;
     return Json(*text);
   }
   // A model without image input would refuse the request with an image in
@@ -44,7 +40,7 @@ std::optional<Json> user_content(const UserContent& content, bool images) {
   Json blocks = Json::array();
   for (const auto& block : std::get<std::vector<UserBlock>>(content)) {
     if (const auto* text = std::get_if<TextContent>(&block)) {
-      if (!is_blank(text->text)) blocks.push_back({{"type", "text"}, {"text", text->text}});
+      if (!wire::blank(text->text)) blocks.push_back({{"type", "text"}, {"text", text->text}});
     } else if (images) {
       blocks.push_back(image_block(std::get<ImageContent>(block)));
     }
@@ -87,7 +83,7 @@ Json assistant_content(const AssistantMessage& message) {
   Json blocks = Json::array();
   for (const auto& block : message.content) {
     if (const auto* text = std::get_if<TextContent>(&block)) {
-      if (!is_blank(text->text)) blocks.push_back({{"type", "text"}, {"text", text->text}});
+      if (!wire::blank(text->text)) blocks.push_back({{"type", "text"}, {"text", text->text}});
     } else if (const auto* thinking = std::get_if<ThinkingContent>(&block)) {
       const std::string signature = thinking->thinking_signature.value_or("");
       if (thinking->redacted.value_or(false)) {
@@ -97,7 +93,7 @@ Json assistant_content(const AssistantMessage& message) {
         // Kept even with empty text: a thinking block whose display was
         // omitted is only its signature, and a tool-use turn needs it back.
         blocks.push_back({{"type", "thinking"}, {"thinking", thinking->thinking}, {"signature", signature}});
-      } else if (!is_blank(thinking->thinking)) {
+      } else if (!wire::blank(thinking->thinking)) {
         // Unsigned (an aborted stream): the API would refuse it as a
         // thinking block. Plain text, without tags the model might learn to
         // imitate.
@@ -105,10 +101,12 @@ Json assistant_content(const AssistantMessage& message) {
       }
     } else {
       const auto& call = std::get<ToolCall>(block);
+      // The API takes only an object: arguments that were not one (kept in
+      // raw_arguments, `arguments` empty) go back as {}.
       blocks.push_back({{"type", "tool_use"},
                         {"id", call.id},
                         {"name", call.name},
-                        {"input", call.arguments.is_object() ? call.arguments : Json::object()}});
+                        {"input", call.arguments.is_object() && !call.raw_arguments ? call.arguments : Json::object()}});
     }
   }
   return blocks;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "anthropic_wire.hpp"
+#include "cairn/llm/tool_arguments.hpp"
 
 namespace cairn::anthropic {
 namespace {
@@ -40,10 +41,41 @@ void StreamDecoder::ensure_started() {
   if (sink_) sink_(ProviderEvent{.type = ProviderEvent::Type::start, .partial = &message_});
 }
 
-void StreamDecoder::emit(ProviderEvent::Type type, int content_index, std::string_view delta) {
+void StreamDecoder::emit(ProviderEvent::Type type, int content_index, std::string delta) {
   if (type != ProviderEvent::Type::error) ensure_started();
   if (type == ProviderEvent::Type::start || !sink_) return;
-  sink_(ProviderEvent{.type = type, .content_index = content_index, .delta = std::string(delta), .partial = &message_});
+  sink_(ProviderEvent{.type = type, .content_index = content_index, .delta = std::move(delta), .partial = &message_});
+}
+
+void StreamDecoder::report(OpenBlock& block) {
+  std::string delta = pacer_.take(block.content_index);
+  if (delta.empty()) return;
+  auto& content = message_.content[static_cast<std::size_t>(block.content_index)];
+  switch (block.kind) {
+    case Kind::text:
+      emit(ProviderEvent::Type::text_delta, block.content_index, std::move(delta));
+      break;
+    case Kind::thinking:
+      emit(ProviderEvent::Type::thinking_delta, block.content_index, std::move(delta));
+      break;
+    case Kind::tool_use:
+      if (block.open) {
+        // For display only; what the tool runs with is read at the block's end.
+        Json partial = wire::parse_partial_json(block.partial_json);
+        if (partial.is_object()) std::get<ToolCall>(content).arguments = std::move(partial);
+      }
+      emit(ProviderEvent::Type::toolcall_delta, block.content_index, std::move(delta));
+      break;
+    case Kind::redacted_thinking:
+    case Kind::ignored:
+      break;
+  }
+}
+
+void StreamDecoder::report_open_blocks() {
+  for (OpenBlock& block : blocks_) {
+    if (block.open && block.content_index >= 0) report(block);
+  }
 }
 
 bool StreamDecoder::malformed(std::string what) {
@@ -152,6 +184,9 @@ bool StreamDecoder::on_block_start(const Json& data) {
     open.kind = Kind::tool_use;
     const Json* input = object_field(*block, "input");
     message_.content.push_back(ToolCall{.id = *id, .name = *name, .arguments = input ? *input : Json::object()});
+    if (auto it = block->find("input"); it != block->end() && !it->is_object() && !it->is_null()) {
+      open.partial_json = it->dump();  // not arguments: kept raw at the block's end, as any text that is not an object
+    }
     emit(ProviderEvent::Type::toolcall_start, content_index);
   } else {
     // Server tool blocks and whatever comes next: not content cairn keeps.
@@ -179,12 +214,12 @@ bool StreamDecoder::on_block_delta(const Json& data) {
     const std::string* text = piece("text");
     if (block->kind != Kind::text || !text) return malformed("text_delta out of place");
     std::get<TextContent>(content).text += *text;
-    emit(ProviderEvent::Type::text_delta, index, *text);
+    if (pacer_.add(index, *text)) report(*block);
   } else if (*type == "thinking_delta") {
     const std::string* thinking = piece("thinking");
     if (block->kind != Kind::thinking || !thinking) return malformed("thinking_delta out of place");
     std::get<ThinkingContent>(content).thinking += *thinking;
-    emit(ProviderEvent::Type::thinking_delta, index, *thinking);
+    if (pacer_.add(index, *thinking)) report(*block);
   } else if (*type == "signature_delta") {
     const std::string* signature = piece("signature");
     if (block->kind != Kind::thinking || !signature) return malformed("signature_delta out of place");
@@ -196,8 +231,7 @@ bool StreamDecoder::on_block_delta(const Json& data) {
     // The API often opens with an empty piece; it changes nothing.
     if (json->empty()) return true;
     block->partial_json += *json;
-    std::get<ToolCall>(content).arguments = wire::parse_partial_json(block->partial_json);
-    emit(ProviderEvent::Type::toolcall_delta, index, *json);
+    if (pacer_.add(index, *json)) report(*block);
   }
   // citations_delta and later kinds carry nothing cairn keeps.
   return true;
@@ -210,10 +244,12 @@ bool StreamDecoder::on_block_stop(const Json& data) {
   const int index = block->content_index;
   switch (block->kind) {
     case Kind::text:
+      report(*block);
       emit(ProviderEvent::Type::text_end, index);
       break;
     case Kind::thinking:
     case Kind::redacted_thinking:
+      report(*block);
       emit(ProviderEvent::Type::thinking_end, index);
       break;
     case Kind::tool_use: {
@@ -221,14 +257,12 @@ bool StreamDecoder::on_block_stop(const Json& data) {
       if (!block->partial_json.empty()) {
         // The partial parse was for display; what the tool runs with must be
         // exactly what the model sent.
-        Json arguments = Json::parse(block->partial_json, nullptr, /*allow_exceptions=*/false);
-        if (arguments.is_discarded() || !arguments.is_object()) {
-          failure_ = wire::Failure{
-              .message = fmt::format("the arguments of tool call {} ({}) are not a JSON object", call.id, call.name)};
-          return false;
-        }
-        call.arguments = std::move(arguments);
+        ToolArguments read = read_tool_arguments(block->partial_json);
+        call.arguments = std::move(read.arguments);
+        call.raw_arguments = std::move(read.raw);
+        std::string().swap(block->partial_json);
       }
+      report(*block);
       emit(ProviderEvent::Type::toolcall_end, index);
       break;
     }

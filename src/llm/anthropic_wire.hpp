@@ -13,6 +13,7 @@
 #include "cairn/json.hpp"
 #include "cairn/llm/provider.hpp"
 #include "cairn/llm/sse.hpp"
+#include "delta_pacer.hpp"
 #include "wire_support.hpp"
 
 namespace cairn::anthropic {
@@ -41,10 +42,11 @@ Json build_payload(const Model& model, const LlmContext& context, const StreamOp
 // ---- response ---------------------------------------------------------------
 
 // Feeds on the SSE events of one response and keeps `message` (content, usage,
-// cost, stop reason) current, telling `sink` about every change. The stream's
-// own failures (a malformed event, an error event, tool arguments that are
-// not JSON) stop it and are kept in failure(); the transport's are the
-// caller's business.
+// cost, stop reason) current, telling `sink` about every change (deltas
+// paced, see delta_pacer.hpp). The stream's own failures (a malformed event,
+// an error event) stop it and are kept in failure(); the transport's are the
+// caller's business. Tool arguments that are not a JSON object are not a
+// failure: the call keeps them raw (read_tool_arguments).
 class StreamDecoder {
  public:
   StreamDecoder(const Model& model, AssistantMessage& message, const ProviderEventSink& sink);
@@ -55,7 +57,10 @@ class StreamDecoder {
   // Emits `start` if nothing was emitted yet. The caller uses it before
   // `done`; a failure before the first event is reported without it.
   void ensure_started();
-  void emit(ProviderEvent::Type type, int content_index = -1, std::string_view delta = {});
+  void emit(ProviderEvent::Type type, int content_index = -1, std::string delta = {});
+  // Emits the deltas that open blocks gathered and have not reported: the
+  // caller does before done or error.
+  void report_open_blocks();
 
   bool started() const { return started_; }
   bool message_stopped() const { return message_stopped_; }
@@ -83,11 +88,13 @@ class StreamDecoder {
   void read_usage(const Json& usage);
   OpenBlock* find_block(const Json& data);
   bool malformed(std::string what);
+  void report(OpenBlock& block);
 
   const Model& model_;
   AssistantMessage& message_;
   const ProviderEventSink& sink_;
   std::vector<OpenBlock> blocks_;
+  wire::DeltaPacer pacer_;
   bool started_ = false;
   bool message_stopped_ = false;
   std::optional<wire::Failure> failure_;

@@ -7,6 +7,14 @@
 
 namespace cairn::curl {
 
+std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
 Status ensure_initialized() {
   static const CURLcode code = curl_global_init(CURL_GLOBAL_DEFAULT);
   if (code != CURLE_OK) return fail("io_error", fmt::format("libcurl failed to initialise: {}", curl_easy_strerror(code)));

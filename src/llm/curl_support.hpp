@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include <curl/curl.h>
 
@@ -64,5 +66,8 @@ class SigpipeBlock {
   sigset_t old_mask_;
   bool active_ = false;  // false when SIGPIPE was blocked or pending already
 };
+
+// ASCII letters lowered, every other byte kept: HTTP header names compare so.
+std::string ascii_lower(std::string_view text);
 
 }  // namespace cairn::curl

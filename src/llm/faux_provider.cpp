@@ -2,13 +2,13 @@
 #include <thread>
 
 #include "cairn/llm/faux.hpp"
-#include "cairn/store/session.hpp"
+#include "wire_support.hpp"
 
 namespace cairn {
 namespace {
 
 // Sleeps for `delay` unless `cancel` is requested first; true when cancelled.
-bool cancellable_sleep(std::chrono::milliseconds delay, std::stop_token cancel) {
+bool faux_sleep(std::chrono::milliseconds delay, std::stop_token cancel) {
   if (cancel.stop_requested()) return true;
   if (delay.count() <= 0) return false;
   std::mutex mu;
@@ -88,12 +88,8 @@ ProviderResponse FauxProvider::stream(const Model& model, const LlmContext& cont
   }
   if (!scripted && script_) scripted = script_(context);
 
-  ProviderResponse response;
+  ProviderResponse response = wire::response_for(model);
   AssistantMessage& message = response.message;
-  message.api = model.api;
-  message.provider = model.provider;
-  message.model = model.id;
-  message.timestamp = now_unix_ms();
   auto emit = [&](ProviderEvent::Type type, int index, std::string delta = {}) {
     if (on_event) on_event(ProviderEvent{.type = type, .content_index = index, .delta = std::move(delta), .partial = &message});
   };
@@ -115,7 +111,7 @@ ProviderResponse FauxProvider::stream(const Model& model, const LlmContext& cont
 
   emit(ProviderEvent::Type::start, -1);
   for (std::size_t i = 0; i < script.content.size(); ++i) {
-    if (cancellable_sleep(script.chunk_delay, cancel)) return finish_error("aborted", StopReason::aborted);
+    if (faux_sleep(script.chunk_delay, cancel)) return finish_error("aborted", StopReason::aborted);
     const int index = static_cast<int>(i);
     std::visit(
         [&](const auto& block) {
@@ -144,12 +140,12 @@ ProviderResponse FauxProvider::stream(const Model& model, const LlmContext& cont
         },
         script.content[i]);
     if (script.stall && i == 0) {
-      cancellable_sleep(std::chrono::hours(24), cancel);
+      faux_sleep(std::chrono::hours(24), cancel);
       return finish_error("aborted", StopReason::aborted);
     }
   }
   if (script.stall && script.content.empty()) {
-    cancellable_sleep(std::chrono::hours(24), cancel);
+    faux_sleep(std::chrono::hours(24), cancel);
     return finish_error("aborted", StopReason::aborted);
   }
   if (cancel.stop_requested()) return finish_error("aborted", StopReason::aborted);

@@ -34,14 +34,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
-    return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  });
-  return out;
-}
-
 // "HTTP/1.1 429 Too Many Requests", "HTTP/2 200": the number after the first space.
 int parse_status(std::string_view line) {
   std::size_t space = line.find(' ');
@@ -81,7 +73,7 @@ std::size_t on_header_line(char* data, std::size_t size, std::size_t count, void
     transfer.headers.back().second += ' ';
     transfer.headers.back().second += line;
   } else if (std::size_t colon = line.find(':'); colon != std::string_view::npos) {
-    transfer.headers.emplace_back(lower(trim(line.substr(0, colon))), std::string(trim(line.substr(colon + 1))));
+    transfer.headers.emplace_back(curl::ascii_lower(trim(line.substr(0, colon))), std::string(trim(line.substr(colon + 1))));
   }
   return bytes;
 }

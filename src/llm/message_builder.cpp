@@ -1,23 +1,36 @@
 #include "message_builder.hpp"
 
-#include <fmt/format.h>
-
-#include "cairn/store/session.hpp"
+#include "cairn/llm/tool_arguments.hpp"
 
 namespace cairn::wire {
 
 MessageBuilder::MessageBuilder(const Model& model, const ProviderEventSink& on_event)
-    : model_(model), on_event_(on_event) {
-  AssistantMessage& message = response_.message;
-  message.api = model.api;
-  message.provider = model.provider;
-  message.model = model.id;
-  message.timestamp = now_unix_ms();
+    : model_(model), on_event_(on_event), response_(response_for(model)) {}
+
+void MessageBuilder::emit(ProviderEvent::Type type, int index, std::string delta) {
+  if (!on_event_) return;
+  on_event_(ProviderEvent{.type = type, .content_index = index, .delta = std::move(delta), .partial = &response_.message});
 }
 
-void MessageBuilder::emit(ProviderEvent::Type type, int index, std::string_view delta) {
-  if (!on_event_) return;
-  on_event_(ProviderEvent{.type = type, .content_index = index, .delta = std::string(delta), .partial = &response_.message});
+void MessageBuilder::report(int index) {
+  std::string delta = pacer_.take(index);
+  if (delta.empty()) return;
+  AssistantBlock& content = response_.message.content.at(static_cast<std::size_t>(index));
+  if (std::holds_alternative<TextContent>(content)) {
+    emit(ProviderEvent::Type::text_delta, index, std::move(delta));
+  } else if (std::holds_alternative<ThinkingContent>(content)) {
+    emit(ProviderEvent::Type::thinking_delta, index, std::move(delta));
+  } else {
+    if (open_.contains(index)) {
+      Json partial = parse_partial_json(arguments_[index]);
+      if (partial.is_object()) std::get<ToolCall>(content).arguments = std::move(partial);
+    }
+    emit(ProviderEvent::Type::toolcall_delta, index, std::move(delta));
+  }
+}
+
+void MessageBuilder::report_open_blocks() {
+  for (int index : open_) report(index);
 }
 
 void MessageBuilder::start() {
@@ -38,11 +51,13 @@ int MessageBuilder::begin_text(std::optional<std::string> signature) {
 void MessageBuilder::text_delta(int index, std::string_view delta) {
   if (delta.empty()) return;
   block<TextContent>(index).text += delta;
-  emit(ProviderEvent::Type::text_delta, index, delta);
+  if (pacer_.add(index, delta)) report(index);
 }
 
 void MessageBuilder::end_text(int index) {
-  if (open_.erase(index) == 0) return;
+  if (!open_.contains(index)) return;
+  report(index);
+  open_.erase(index);
   emit(ProviderEvent::Type::text_end, index);
 }
 
@@ -58,11 +73,13 @@ int MessageBuilder::begin_thinking(std::optional<std::string> signature) {
 void MessageBuilder::thinking_delta(int index, std::string_view delta) {
   if (delta.empty()) return;
   block<ThinkingContent>(index).thinking += delta;
-  emit(ProviderEvent::Type::thinking_delta, index, delta);
+  if (pacer_.add(index, delta)) report(index);
 }
 
 void MessageBuilder::end_thinking(int index) {
-  if (open_.erase(index) == 0) return;
+  if (!open_.contains(index)) return;
+  report(index);
+  open_.erase(index);
   emit(ProviderEvent::Type::thinking_end, index);
 }
 
@@ -83,54 +100,37 @@ int MessageBuilder::begin_tool_call(std::string id, std::string name, std::strin
 
 void MessageBuilder::tool_call_delta(int index, std::string_view fragment) {
   if (fragment.empty()) return;
-  std::string& text = arguments_[index];
-  text += fragment;
-  Json partial = parse_partial_json(text);
-  if (partial.is_object()) block<ToolCall>(index).arguments = std::move(partial);
-  emit(ProviderEvent::Type::toolcall_delta, index, fragment);
+  arguments_[index] += fragment;
+  if (pacer_.add(index, fragment)) report(index);
 }
 
 void MessageBuilder::set_tool_call_arguments(int index, std::string text) { arguments_[index] = std::move(text); }
 
-std::optional<Failure> MessageBuilder::end_tool_call(int index) {
-  if (!open_.contains(index)) return std::nullopt;
+void MessageBuilder::end_tool_call(int index) {
+  if (!open_.contains(index)) return;
   ToolCall& call = block<ToolCall>(index);
-  const std::string& text = arguments_[index];
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    call.arguments = Json::object();  // a tool that takes nothing; some servers send ""
-  } else {
-    Json parsed = Json::parse(text, nullptr, false);
-    if (parsed.is_discarded() || !parsed.is_object()) {
-      // The model's own output: a new attempt may well get it right, but
-      // that is the caller's decision, not a transport fault.
-      return Failure{.message = fmt::format("the arguments of tool call '{}' ({}) are not a JSON object: {}", call.name,
-                                            call.id, sanitize_utf8(text.substr(0, 200)))};
-    }
-    call.arguments = std::move(parsed);
-  }
+  ToolArguments read = read_tool_arguments(arguments_[index]);
+  call.arguments = std::move(read.arguments);
+  call.raw_arguments = std::move(read.raw);
   open_.erase(index);
   arguments_.erase(index);
+  report(index);
   emit(ProviderEvent::Type::toolcall_end, index);
-  return std::nullopt;
 }
 
-std::optional<Failure> MessageBuilder::end_block(int index) {
+void MessageBuilder::end_block(int index) {
   const AssistantBlock& content = response_.message.content.at(static_cast<std::size_t>(index));
   if (std::holds_alternative<TextContent>(content)) {
     end_text(index);
   } else if (std::holds_alternative<ThinkingContent>(content)) {
     end_thinking(index);
   } else {
-    return end_tool_call(index);
+    end_tool_call(index);
   }
-  return std::nullopt;
 }
 
-std::optional<Failure> MessageBuilder::end_open_blocks() {
-  while (!open_.empty()) {
-    if (auto failure = end_block(*open_.begin())) return failure;
-  }
-  return std::nullopt;
+void MessageBuilder::end_open_blocks() {
+  while (!open_.empty()) end_block(*open_.begin());
 }
 
 ProviderResponse MessageBuilder::finish(StopReason reason) {
@@ -138,19 +138,22 @@ ProviderResponse MessageBuilder::finish(StopReason reason) {
   AssistantMessage& message = response_.message;
   message.usage.cost = cost_of(message.usage, model_.prices);
   message.stop_reason = reason;
+  report_open_blocks();
   emit(ProviderEvent::Type::done, -1);
   return std::move(response_);
 }
 
-ProviderResponse MessageBuilder::fail(const Failure& failure, std::span<const std::string> secrets) {
+ProviderResponse MessageBuilder::fail(const Failure& failure, const Secrets& secrets) {
   AssistantMessage& message = response_.message;
   message.usage.cost = cost_of(message.usage, model_.prices);
   message.stop_reason = StopReason::error;
-  message.error_message = sanitize_utf8(redact(failure.message, secrets));
+  message.error_message = to_valid_utf8(secrets.redact(failure.message));
   response_.retryable = failure.retryable;
   response_.retry_after_ms = failure.retry_after_ms;
   response_.context_overflow = failure.context_overflow;
   if (failure.status != 0) response_.status = failure.status;  // else the stream's own, kept when it began
+  // Whoever adds up the deltas gets all that arrived, as the message has it.
+  report_open_blocks();
   emit(ProviderEvent::Type::error, -1);
   return std::move(response_);
 }
@@ -163,6 +166,7 @@ ProviderResponse MessageBuilder::abort() {
   response_.retryable = false;
   response_.retry_after_ms.reset();
   response_.context_overflow = false;
+  report_open_blocks();
   emit(ProviderEvent::Type::error, -1);
   return std::move(response_);
 }

@@ -2,17 +2,19 @@
 // provider events that report each change to it. A provider's stream parser
 // says what happened on the wire (a block began, text arrived, a tool call's
 // arguments grew); this keeps the message, the content indexes and the event
-// order consistent, so that every provider streams alike.
+// order consistent, so that every provider streams alike. Deltas are paced
+// (delta_pacer.hpp): a long block's fragments are reported a few at a time.
 #pragma once
 
 #include <map>
 #include <optional>
 #include <set>
-#include <span>
 #include <string>
 #include <string_view>
 
 #include "cairn/llm/provider.hpp"
+#include "cairn/secrets.hpp"
+#include "delta_pacer.hpp"
 #include "wire_support.hpp"
 
 namespace cairn::wire {
@@ -39,22 +41,22 @@ class MessageBuilder {
   void thinking_delta(int index, std::string_view delta);
   void end_thinking(int index);
 
-  // A tool call's arguments arrive as JSON text in fragments: each one is
-  // reported as a toolcall_delta and the arguments so far are parsed
+  // A tool call's arguments arrive as JSON text in fragments, reported as
+  // toolcall_delta; for each report the arguments so far are parsed
   // leniently (parse_partial_json) for the partial message.
   int begin_tool_call(std::string id, std::string name, std::string arguments_so_far = {});
   void tool_call_delta(int index, std::string_view fragment);
   // The server's final word on the arguments, replacing the fragments.
   void set_tool_call_arguments(int index, std::string text);
-  // Parses the arguments strictly (empty text is no arguments) and emits
-  // toolcall_end; invalid JSON, or JSON that is not an object, is a failure
-  // and the block stays open.
-  std::optional<Failure> end_tool_call(int index);
+  // Reads the arguments as they ended (read_tool_arguments: text that is
+  // not a JSON object is kept raw, for the call's error result) and emits
+  // toolcall_end.
+  void end_tool_call(int index);
 
-  // Ends `index` whatever kind it is; the failure of a tool call's arguments.
-  std::optional<Failure> end_block(int index);
-  // Ends every open block in content order; the first failure stops there.
-  std::optional<Failure> end_open_blocks();
+  // Ends `index` whatever kind it is.
+  void end_block(int index);
+  // Ends every open block in content order.
+  void end_open_blocks();
   bool is_open(int index) const { return open_.contains(index); }
 
   // The response, done: usage costed at the model's prices, `reason` set,
@@ -62,12 +64,16 @@ class MessageBuilder {
   ProviderResponse finish(StopReason reason);
   // The response, failed: stop_reason error, the failure's message with
   // every secret removed, its classification, error emitted.
-  ProviderResponse fail(const Failure& failure, std::span<const std::string> secrets);
+  ProviderResponse fail(const Failure& failure, const Secrets& secrets);
   // The response, aborted by the caller.
   ProviderResponse abort();
 
  private:
-  void emit(ProviderEvent::Type type, int index, std::string_view delta = {});
+  void emit(ProviderEvent::Type type, int index, std::string delta = {});
+  // Emits the delta of what `index` gathered and has not reported.
+  void report(int index);
+  // The same for every open block, before the response ends.
+  void report_open_blocks();
   template <class Block>
   Block& block(int index) {
     return std::get<Block>(response_.message.content.at(static_cast<std::size_t>(index)));
@@ -79,6 +85,7 @@ class MessageBuilder {
   bool started_ = false;
   std::set<int> open_;
   std::map<int, std::string> arguments_;  // tool calls' JSON text so far, by content index
+  DeltaPacer pacer_;
 };
 
 }  // namespace cairn::wire

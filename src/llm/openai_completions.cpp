@@ -24,12 +24,12 @@ using wire::string_field;
 
 // Reads one response's chunks into the builder. The stream ends at [DONE];
 // a finish_reason says how the response ended (the usage chunk may follow).
-class CompletionsStream {
+class CompletionsStream final : public wire::OpenAiStreamParser {
  public:
   explicit CompletionsStream(wire::MessageBuilder& out) : out_(out) {}
 
   // False stops the transfer: the stream is over, or broken (failure()).
-  bool on_event(const SseEvent& event) {
+  bool on_event(const SseEvent& event) override {
     std::string_view data = event.data;
     if (data == "[DONE]") {
       done_ = true;
@@ -39,7 +39,7 @@ class CompletionsStream {
     if (chunk.is_discarded() || !chunk.is_object()) {
       // Bytes mangled on the way, most likely: worth another attempt.
       failure_ = Failure{.message = fmt::format("the server sent a malformed chunk: {}",
-                                                wire::sanitize_utf8(data.substr(0, 200))),
+                                                to_valid_utf8(data.substr(0, 200))),
                          .retryable = true};
       return false;
     }
@@ -58,12 +58,12 @@ class CompletionsStream {
     return true;
   }
 
-  const std::optional<Failure>& failure() const { return failure_; }
-  // The server said the response is complete.
-  bool complete() const { return done_ || finish_reason_.has_value(); }
+  const std::optional<Failure>& failure() const override { return failure_; }
+  // A finish_reason says so; only the usage chunk may follow it.
+  bool complete() const override { return done_ || finish_reason_.has_value(); }
 
   // The stop reason finish_reason names, or the failure it stands for.
-  std::variant<StopReason, Failure> stop_reason() const {
+  std::variant<StopReason, Failure> stop_reason() const override {
     std::string_view reason = finish_reason_ ? std::string_view(*finish_reason_) : "stop";
     if (reason == "length") return StopReason::length;
     if (reason == "content_filter") {
@@ -151,7 +151,7 @@ class CompletionsStream {
       // every call 0).
       const auto& existing = std::get<ToolCall>(out_.message().content.at(static_cast<std::size_t>(known->second)));
       if (!existing.id.empty() && existing.id != id) {
-        if (auto failure = out_.end_block(known->second)) return fail(std::move(*failure));
+        out_.end_block(known->second);
         calls_.erase(known);
         known = calls_.end();
       }
@@ -183,10 +183,7 @@ class CompletionsStream {
       }
     }
     if (keep_tool_calls) return true;
-    for (const auto& [wire_index, index] : calls_) {
-      if (!out_.is_open(index)) continue;
-      if (auto failure = out_.end_block(index)) return fail(std::move(*failure));
-    }
+    for (const auto& [wire_index, index] : calls_) out_.end_block(index);
     return true;
   }
 
@@ -203,56 +200,14 @@ class CompletionsStream {
   std::optional<Failure> failure_;
 };
 
-// Where a model without a base URL is served.
-std::string_view base_url(const Model& model) {
-  return model.base_url.empty() ? std::string_view("https://api.openai.com/v1") : std::string_view(model.base_url);
-}
-
-class OpenAiCompletionsProvider final : public Provider {
- public:
-  OpenAiCompletionsProvider(std::string api_key, HttpClient client)
-      : api_key_(std::move(api_key)), client_(std::move(client)) {}
-
-  ProviderResponse stream(const Model& model, const LlmContext& context, const StreamOptions& options,
-                          const PayloadHook& before_payload, const ProviderEventSink& on_event,
-                          std::stop_token cancel) override {
-    wire::MessageBuilder out(model, on_event);
-    std::vector<std::string> secrets = wire::request_secrets(api_key_, model, options);
-    return wire::guarded(out, secrets, [&]() -> ProviderResponse {
-      Json payload = wire::completions_payload(model, context, options);
-      if (before_payload) payload = before_payload(model, std::move(payload));
-      HttpHeaders auth;
-      if (!api_key_.empty()) auth.emplace_back("Authorization", "Bearer " + api_key_);
-      HttpRequest request = wire::json_request(wire::join_url(base_url(model), "/chat/completions"), payload, auth,
-                                               model, options);
-      if (cancel.stop_requested()) return out.abort();
-
-      CompletionsStream parser(out);
-      wire::SseOutcome outcome =
-          wire::stream_sse(client_, request, [&](const SseEvent& event) { return parser.on_event(event); }, cancel);
-      wire::keep_headers(out.response(), outcome.http);
-
-      if (cancel.stop_requested() && !parser.complete()) return out.abort();
-      if (parser.failure()) return out.fail(*parser.failure(), secrets);
-      // Once the choice has finished only the usage chunk is outstanding; a
-      // connection lost then does not undo the response.
-      if (!parser.complete()) return out.fail(wire::outcome_failure(outcome).value_or(wire::ended_early()), secrets);
-      if (auto failure = out.end_open_blocks()) return out.fail(*failure, secrets);
-      auto reason = parser.stop_reason();
-      if (auto* failure = std::get_if<Failure>(&reason)) return out.fail(*failure, secrets);
-      return out.finish(std::get<StopReason>(reason));
-    });
-  }
-
- private:
-  std::string api_key_;
-  HttpClient client_;
-};
-
 }  // namespace
 
 std::shared_ptr<Provider> make_openai_completions_provider(std::string api_key, HttpClient client) {
-  return std::make_shared<OpenAiCompletionsProvider>(std::move(api_key), std::move(client));
+  return std::make_shared<wire::OpenAiProvider>(
+      std::move(api_key), std::move(client), "/chat/completions", wire::completions_payload,
+      [](wire::MessageBuilder& out) -> std::unique_ptr<wire::OpenAiStreamParser> {
+        return std::make_unique<CompletionsStream>(out);
+      });
 }
 
 }  // namespace cairn

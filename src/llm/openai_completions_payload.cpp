@@ -7,12 +7,6 @@
 namespace cairn::wire {
 namespace {
 
-bool blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
-
-bool takes_images(const Model& model) {
-  return std::find(model.input.begin(), model.input.end(), "image") != model.input.end();
-}
-
 std::string data_url(const ImageContent& image) { return "data:" + image.mime_type + ";base64," + image.data; }
 
 // Mistral takes tool call ids of exactly nine letters and digits.
@@ -49,7 +43,7 @@ bool known_reasoning_field(std::string_view name) {
   return std::find(std::begin(kReasoningFields), std::end(kReasoningFields), name) != std::end(kReasoningFields);
 }
 
-Json user_content(const Model& model, const UserContent& content) {
+Json completions_user_content(const Model& model, const UserContent& content) {
   if (const auto* text = std::get_if<std::string>(&content)) return *text;
   Json parts = Json::array();
   for (const UserBlock& block : std::get<std::vector<UserBlock>>(content)) {
@@ -82,9 +76,12 @@ std::optional<Json> assistant_message(const AssistantMessage& message, const Com
       }
     } else {
       const auto& call = std::get<ToolCall>(block);
+      // Arguments that were not an object go back as the model wrote them:
+      // the conversation shows it what it sent and the error it got.
       tool_calls.push_back({{"id", call.id},
                             {"type", "function"},
-                            {"function", {{"name", call.name}, {"arguments", call.arguments.dump()}}}});
+                            {"function", {{"name", call.name},
+                                          {"arguments", call.raw_arguments.value_or(call.arguments.dump())}}}});
     }
   }
   if (!thinking.empty() && compat.requires_thinking_as_text) {
@@ -118,7 +115,7 @@ Json messages(const Model& model, const LlmContext& context, const CompletionsCo
   for (std::size_t i = 0; i < prepared.size(); ++i) {
     const LlmMessage& message = prepared[i];
     if (const auto* user = std::get_if<UserMessage>(&message)) {
-      Json content = user_content(model, user->content);
+      Json content = completions_user_content(model, user->content);
       if (content.is_array() && content.empty()) continue;  // only images, for a model that sees none
       if (after_tool_result && compat.requires_assistant_after_tool_result) out.push_back(bridge);
       out.push_back({{"role", "user"}, {"content", std::move(content)}});
@@ -134,21 +131,11 @@ Json messages(const Model& model, const LlmContext& context, const CompletionsCo
       Json images = Json::array();
       for (; i < prepared.size() && std::holds_alternative<ToolResultMessage>(prepared[i]); ++i) {
         const auto& result = std::get<ToolResultMessage>(prepared[i]);
-        std::string text;
-        bool has_image = false;
-        for (const UserBlock& block : result.content) {
-          if (const auto* t = std::get_if<TextContent>(&block)) {
-            if (!text.empty()) text += "\n";
-            text += t->text;
-          } else {
-            has_image = true;
-            if (takes_images(model)) {
-              images.push_back({{"type", "image_url"}, {"image_url", {{"url", data_url(std::get<ImageContent>(block))}}}});
-            }
-          }
-        }
-        if (text.empty() && has_image) text = "(see attached image)";
-        Json tool = {{"role", "tool"}, {"tool_call_id", result.tool_call_id}, {"content", text}};
+        ToolResultParts parts = tool_result_parts(result, model, [](const ImageContent& image) {
+          return Json{{"type", "image_url"}, {"image_url", {{"url", data_url(image)}}}};
+        });
+        for (Json& image : parts.images) images.push_back(std::move(image));
+        Json tool = {{"role", "tool"}, {"tool_call_id", result.tool_call_id}, {"content", std::move(parts.text)}};
         if (compat.requires_tool_result_name && !result.tool_name.empty()) tool["name"] = result.tool_name;
         out.push_back(std::move(tool));
       }
@@ -168,6 +155,23 @@ Json messages(const Model& model, const LlmContext& context, const CompletionsCo
 bool host_is(const Model& model, std::string_view host) { return model.base_url.find(host) != std::string::npos; }
 
 }  // namespace
+
+ToolResultParts tool_result_parts(const ToolResultMessage& result, const Model& model,
+                                  const std::function<Json(const ImageContent&)>& image) {
+  ToolResultParts parts;
+  bool has_image = false;
+  for (const UserBlock& block : result.content) {
+    if (const auto* t = std::get_if<TextContent>(&block)) {
+      if (!parts.text.empty()) parts.text += "\n";
+      parts.text += t->text;
+    } else {
+      has_image = true;
+      if (takes_images(model)) parts.images.push_back(image(std::get<ImageContent>(block)));
+    }
+  }
+  if (parts.text.empty() && has_image) parts.text = "(see attached image)";
+  return parts;
+}
 
 std::optional<std::string> reasoning_effort(std::string_view thinking_level, bool supports_xhigh) {
   if (thinking_level.empty() || thinking_level == "off") return std::nullopt;

@@ -3,7 +3,10 @@
 // from Model::compat (the keys are documented in openai_completions.hpp).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "cairn/json.hpp"
 #include "cairn/llm/provider.hpp"
@@ -34,6 +37,17 @@ CompletionsCompat resolve_completions_compat(const Model& model);
 inline constexpr std::string_view kReasoningFields[] = {"reasoning_content", "reasoning", "reasoning_text"};
 
 Json completions_payload(const Model& model, const LlmContext& context, const StreamOptions& options);
+
+// A tool result as both OpenAI APIs carry it: a tool's output holds text
+// only, so its text blocks are joined by line breaks ("(see attached
+// image)" when there are only images) and its images, each `image(block)`,
+// are for a user message after it (none when the model takes no images).
+struct ToolResultParts {
+  std::string text;
+  Json images = Json::array();
+};
+ToolResultParts tool_result_parts(const ToolResultMessage& result, const Model& model,
+                                  const std::function<Json(const ImageContent&)>& image);
 
 // A thinking level as an OpenAI reasoning effort; nullopt for "off".
 std::optional<std::string> reasoning_effort(std::string_view thinking_level, bool supports_xhigh);

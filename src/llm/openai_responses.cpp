@@ -22,16 +22,16 @@ using wire::field;
 using wire::int_field;
 using wire::string_field;
 
-class ResponsesStream {
+class ResponsesStream final : public wire::OpenAiStreamParser {
  public:
   explicit ResponsesStream(wire::MessageBuilder& out) : out_(out) {}
 
   // False stops the transfer: the response is over, or broken (failure()).
-  bool on_event(const SseEvent& event) {
+  bool on_event(const SseEvent& event) override {
     Json data = Json::parse(event.data, nullptr, false);
     if (data.is_discarded() || !data.is_object()) {
       return fail(Failure{.message = fmt::format("the server sent a malformed event: {}",
-                                                 wire::sanitize_utf8(std::string_view(event.data).substr(0, 200))),
+                                                 to_valid_utf8(std::string_view(event.data).substr(0, 200))),
                           .retryable = true});
     }
     std::string type(string_field(data, "type"));
@@ -75,9 +75,10 @@ class ResponsesStream {
     return true;  // response.created, content_part.*, *.done and the rest add nothing
   }
 
-  const std::optional<Failure>& failure() const { return failure_; }
-  bool complete() const { return stop_reason_.has_value(); }
-  StopReason stop_reason() const { return stop_reason_.value_or(StopReason::stop); }
+  const std::optional<Failure>& failure() const override { return failure_; }
+  // The transfer stops at response.completed, so nothing can fail after it.
+  bool complete() const override { return stop_reason_.has_value(); }
+  std::variant<StopReason, Failure> stop_reason() const override { return stop_reason_.value_or(StopReason::stop); }
 
  private:
   struct Item {
@@ -170,7 +171,7 @@ class ResponsesStream {
           call.id = fmt::format("{}|{}", string_field(*item, "call_id"), string_field(*item, "id"));
         }
         if (!string_field(*item, "name").empty()) call.name = string_field(*item, "name");
-        if (auto failure = out_.end_tool_call(index)) return fail(std::move(*failure));
+        out_.end_tool_call(index);
         return true;
       }
     }
@@ -234,53 +235,14 @@ class ResponsesStream {
   std::optional<Failure> failure_;
 };
 
-std::string_view base_url(const Model& model) {
-  return model.base_url.empty() ? std::string_view("https://api.openai.com/v1") : std::string_view(model.base_url);
-}
-
-class OpenAiResponsesProvider final : public Provider {
- public:
-  OpenAiResponsesProvider(std::string api_key, HttpClient client)
-      : api_key_(std::move(api_key)), client_(std::move(client)) {}
-
-  ProviderResponse stream(const Model& model, const LlmContext& context, const StreamOptions& options,
-                          const PayloadHook& before_payload, const ProviderEventSink& on_event,
-                          std::stop_token cancel) override {
-    wire::MessageBuilder out(model, on_event);
-    std::vector<std::string> secrets = wire::request_secrets(api_key_, model, options);
-    return wire::guarded(out, secrets, [&]() -> ProviderResponse {
-      Json payload = wire::responses_payload(model, context, options);
-      if (before_payload) payload = before_payload(model, std::move(payload));
-      HttpHeaders auth;
-      if (!api_key_.empty()) auth.emplace_back("Authorization", "Bearer " + api_key_);
-      HttpRequest request =
-          wire::json_request(wire::join_url(base_url(model), "/responses"), payload, auth, model, options);
-      if (cancel.stop_requested()) return out.abort();
-
-      ResponsesStream parser(out);
-      wire::SseOutcome outcome =
-          wire::stream_sse(client_, request, [&](const SseEvent& event) { return parser.on_event(event); }, cancel);
-      wire::keep_headers(out.response(), outcome.http);
-
-      if (cancel.stop_requested() && !parser.complete()) return out.abort();
-      if (parser.failure()) return out.fail(*parser.failure(), secrets);
-      // The transfer stops at response.completed, so what failed after it
-      // did not touch the response.
-      if (!parser.complete()) return out.fail(wire::outcome_failure(outcome).value_or(wire::ended_early()), secrets);
-      if (auto failure = out.end_open_blocks()) return out.fail(*failure, secrets);
-      return out.finish(parser.stop_reason());
-    });
-  }
-
- private:
-  std::string api_key_;
-  HttpClient client_;
-};
-
 }  // namespace
 
 std::shared_ptr<Provider> make_openai_responses_provider(std::string api_key, HttpClient client) {
-  return std::make_shared<OpenAiResponsesProvider>(std::move(api_key), std::move(client));
+  return std::make_shared<wire::OpenAiProvider>(
+      std::move(api_key), std::move(client), "/responses", wire::responses_payload,
+      [](wire::MessageBuilder& out) -> std::unique_ptr<wire::OpenAiStreamParser> {
+        return std::make_unique<ResponsesStream>(out);
+      });
 }
 
 }  // namespace cairn

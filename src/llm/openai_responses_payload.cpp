@@ -13,16 +13,8 @@ namespace {
 // The Responses API's limit on ids it is given back.
 constexpr std::size_t kMaxId = 64;
 
-bool takes_images(const Model& model) {
-  return std::find(model.input.begin(), model.input.end(), "image") != model.input.end();
-}
-
 Json input_image(const ImageContent& image) {
   return {{"type", "input_image"}, {"detail", "auto"}, {"image_url", "data:" + image.mime_type + ";base64," + image.data}};
-}
-
-bool same_model(const AssistantMessage& message, const Model& model) {
-  return message.provider == model.provider && message.api == model.api && message.model == model.id;
 }
 
 std::string sanitize_id(std::string_view id) {
@@ -107,7 +99,8 @@ void append_assistant(Json& input, const AssistantMessage& message, const Model&
       Json item = {{"type", "function_call"},
                    {"call_id", call.id.substr(0, bar)},
                    {"name", call.name},
-                   {"arguments", call.arguments.dump()}};
+                   // Arguments that were not an object go back as the model wrote them.
+                   {"arguments", call.raw_arguments.value_or(call.arguments.dump())}};
       // The server pairs a function call's item id with the reasoning item
       // before it; without that item (another model's call, or reasoning
       // that could not be replayed) the id would fail the pairing.
@@ -118,22 +111,10 @@ void append_assistant(Json& input, const AssistantMessage& message, const Model&
 }
 
 void append_tool_result(Json& input, const ToolResultMessage& result, const Model& model) {
-  std::string text;
-  Json images = Json::array();
-  bool has_image = false;
-  for (const UserBlock& block : result.content) {
-    if (const auto* t = std::get_if<TextContent>(&block)) {
-      if (!text.empty()) text += "\n";
-      text += t->text;
-    } else {
-      has_image = true;
-      if (takes_images(model)) images.push_back(input_image(std::get<ImageContent>(block)));
-    }
-  }
-  if (text.empty() && has_image) text = "(see attached image)";
+  auto [text, images] = tool_result_parts(result, model, input_image);
   input.push_back({{"type", "function_call_output"},
                    {"call_id", result.tool_call_id.substr(0, result.tool_call_id.find('|'))},
-                   {"output", text}});
+                   {"output", std::move(text)}});
   if (!images.empty()) {
     images.insert(images.begin(), Json{{"type", "input_text"}, {"text", "Attached image(s) from tool result:"}});
     input.push_back({{"role", "user"}, {"content", std::move(images)}});

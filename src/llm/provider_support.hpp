@@ -4,11 +4,16 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "cairn/llm/provider.hpp"
+#include "cairn/secrets.hpp"
 #include "message_builder.hpp"
 #include "wire_support.hpp"
 
@@ -16,7 +21,9 @@ namespace cairn::wire {
 
 // The credentials one request carries: the provider's key and any
 // credential among the model's and the caller's headers.
-std::vector<std::string> request_secrets(const std::string& api_key, const Model& model, const StreamOptions& options);
+// Values shorter than Secrets::kMinLength are left out (a test key "x"):
+// redacting them would blank that character in every message.
+Secrets request_secrets(const std::string& api_key, const Model& model, const StreamOptions& options);
 
 // A streaming JSON POST to `url`: `auth` headers, then the model's headers,
 // then the caller's (each replacing an earlier one of the same name), the
@@ -30,8 +37,17 @@ void keep_headers(ProviderResponse& response, const HttpResult& http);
 
 // What a transfer that the stream parser did not fail of failed of: the
 // event stream's format, the transport, an error status, or a 2xx answer
-// that was not a stream. Nullopt when the transfer succeeded.
-std::optional<Failure> outcome_failure(const SseOutcome& outcome);
+// that was not a stream (not_an_event_stream). Nullopt when the transfer
+// succeeded.
+std::optional<Failure> outcome_failure(const SseOutcome& outcome, const Secrets& secrets);
+
+// A 2xx answer whose body is not an event stream: the server's error when
+// it is a JSON error object (classified as a stream's error is), else a
+// failure that names the status and Content-Type and quotes the body's
+// first ~200 bytes on one line, `secrets` redacted. Not retryable: the same
+// request to the same URL gets the same page (most often a base URL that
+// points at a web server or a proxy's login page, not at the API).
+Failure not_an_event_stream(const SseOutcome& outcome, const Secrets& secrets);
 
 // The stream ended without the server saying the response was complete:
 // as good as a broken connection.
@@ -39,7 +55,50 @@ Failure ended_early();
 
 // Runs `body`; an exception from it (a hook, a listener, an allocation)
 // becomes a failed response, still carrying what was streamed.
-ProviderResponse guarded(MessageBuilder& out, const std::vector<std::string>& secrets,
+ProviderResponse guarded(MessageBuilder& out, const Secrets& secrets,
                          const std::function<ProviderResponse()>& body);
+
+// --- The OpenAI APIs' stream ----------------------------------------------
+
+// Reads the event stream of one OpenAI API (chat completions, responses)
+// into a MessageBuilder, and says how the response ended.
+class OpenAiStreamParser {
+ public:
+  virtual ~OpenAiStreamParser() = default;
+  // False stops the transfer (a failure, or nothing more the response needs).
+  virtual bool on_event(const SseEvent& event) = 0;
+  // The server has said how the response ended; what goes wrong with the
+  // transfer after that does not undo the response.
+  virtual bool complete() const = 0;
+  // What the stream itself failed of (an error event, a malformed chunk).
+  virtual const std::optional<Failure>& failure() const = 0;
+  // How a complete response ended: a stop reason, or a failure the server
+  // reported as its ending (a content filter).
+  virtual std::variant<StopReason, Failure> stop_reason() const = 0;
+};
+
+// Both OpenAI providers: one stream frame, so that they fail alike. The
+// payload (before_payload applied) goes in a bearer-authorised POST to
+// `path` under the model's base URL, the events are read by the parser
+// `make_parser` builds, and the response ends by the first cause: a stop
+// request, the stream's failure, the transfer's (outcome_failure, or
+// ended_early), then the parser's stop reason.
+class OpenAiProvider final : public Provider {
+ public:
+  using PayloadFn = Json (*)(const Model&, const LlmContext&, const StreamOptions&);
+  using ParserFn = std::unique_ptr<OpenAiStreamParser> (*)(MessageBuilder&);
+  OpenAiProvider(std::string api_key, HttpClient client, std::string path, PayloadFn payload, ParserFn make_parser);
+
+  ProviderResponse stream(const Model& model, const LlmContext& context, const StreamOptions& options,
+                          const PayloadHook& before_payload, const ProviderEventSink& on_event,
+                          std::stop_token cancel) override;
+
+ private:
+  std::string api_key_;
+  HttpClient client_;
+  std::string path_;
+  PayloadFn payload_;
+  ParserFn make_parser_;
+};
 
 }  // namespace cairn::wire

@@ -32,7 +32,7 @@ bool contains(std::string_view haystack, std::string_view needle) {
   return haystack.find(needle) != std::string_view::npos;
 }
 
-std::string_view trim(std::string_view text) {
+std::string_view trim_space(std::string_view text) {
   while (!text.empty() && std::string_view(" \t\r\n").find(text.front()) != std::string_view::npos) text.remove_prefix(1);
   while (!text.empty() && std::string_view(" \t\r\n").find(text.back()) != std::string_view::npos) text.remove_suffix(1);
   return text;
@@ -40,7 +40,7 @@ std::string_view trim(std::string_view text) {
 
 // A number of (possibly fractional) units, the whole text.
 std::optional<double> parse_number(std::string_view text) {
-  text = trim(text);
+  text = trim_space(text);
   if (text.empty()) return std::nullopt;
   double value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -83,7 +83,7 @@ std::optional<SystemClock::time_point> from_utc(int year, int month, int day, in
 
 // RFC 9110's preferred HTTP date: "Sun, 06 Nov 1994 08:49:37 GMT".
 std::optional<SystemClock::time_point> parse_http_date(std::string_view text) {
-  text = trim(text);
+  text = trim_space(text);
   if (text.size() != 29 || text[3] != ',' || text.substr(25) != " GMT") return std::nullopt;
   static constexpr std::array<std::string_view, 12> kMonths = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                                                "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
@@ -102,7 +102,7 @@ std::optional<SystemClock::time_point> parse_http_date(std::string_view text) {
 // RFC 3339, as Anthropic's reset headers: "2025-01-31T12:00:30Z",
 // fractional seconds and numeric offsets allowed.
 std::optional<SystemClock::time_point> parse_rfc3339(std::string_view text) {
-  text = trim(text);
+  text = trim_space(text);
   if (text.size() < 20 || text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != 't' && text[10] != ' ') ||
       text[13] != ':' || text[16] != ':') {
     return std::nullopt;
@@ -131,7 +131,7 @@ std::optional<SystemClock::time_point> parse_rfc3339(std::string_view text) {
 // A Go duration, as OpenAI's x-ratelimit-reset-* headers: "1s", "6m0s",
 // "20ms", "1h2m3.5s".
 std::optional<double> parse_duration_ms(std::string_view text) {
-  text = trim(text);
+  text = trim_space(text);
   if (text.empty()) return std::nullopt;
   double total = 0;
   while (!text.empty()) {
@@ -234,20 +234,18 @@ ServerError read_error_body(std::string_view body) {
     if (out.text.empty()) out.text = json_scalar(field(json, "message"));
     if (out.text.empty()) out.text = json_scalar(field(json, "detail"));
     if (out.kind.empty()) out.kind = json_scalar(field(json, "code"));
-    if (out.text.empty() && out.kind.empty()) out.text = std::string(trim(body));
+    if (out.text.empty() && out.kind.empty()) out.text = std::string(trim_space(body));
   } else {
-    out.text = std::string(trim(body));
+    out.text = std::string(trim_space(body));
   }
   return out;
 }
 
 // Server text, made fit for an error message: valid UTF-8, bounded.
 std::string bounded(std::string_view text) {
-  std::string clean = sanitize_utf8(trim(text));
+  std::string clean = to_valid_utf8(trim_space(text));
   if (clean.size() <= kMaxErrorText) return clean;
-  std::size_t cut = kMaxErrorText;
-  while (cut > 0 && (static_cast<unsigned char>(clean[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
-  clean.resize(cut);
+  clean.resize(utf8_floor(clean, kMaxErrorText));
   return clean + "…";
 }
 
@@ -347,7 +345,7 @@ Failure classify_status(int status, const HttpHeaders& headers, std::string_view
 Failure classify_transport(const HttpResult& result) {
   Failure failure;
   failure.status = result.status;
-  std::string detail = sanitize_utf8(result.message);
+  std::string detail = to_valid_utf8(result.message);
   switch (result.failure) {
     case HttpFailure::connect_failed:
       failure.retryable = true;

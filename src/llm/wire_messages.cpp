@@ -2,6 +2,7 @@
 // converted to that API's wire shape. The rules are pi's (transform-messages),
 // so a session moves between models and providers as it does there.
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -9,12 +10,6 @@
 
 namespace cairn::wire {
 namespace {
-
-bool same_model(const AssistantMessage& message, const Model& model) {
-  return message.provider == model.provider && message.api == model.api && message.model == model.id;
-}
-
-bool blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
 
 // An assistant message as `model` may receive it.
 AssistantMessage adapt(const AssistantMessage& message, const Model& model,
@@ -89,7 +84,14 @@ std::vector<LlmMessage> prepare_messages(const std::vector<LlmMessage>& messages
     } else if (const auto* result = std::get_if<ToolResultMessage>(&message)) {
       ToolResultMessage copy = *result;
       if (auto it = renamed.find(copy.tool_call_id); it != renamed.end()) copy.tool_call_id = it->second;
-      answered.insert(copy.tool_call_id);
+      // A result must follow the message that made its call, once: every API
+      // refuses the request otherwise. One whose call is not there (the
+      // message was lost to damage and replaced by a placeholder, or
+      // imported without it) or that repeats an answered call is left out,
+      // so the conversation can go on.
+      const bool called = std::any_of(pending.begin(), pending.end(),
+                                      [&](const ToolCall& call) { return call.id == copy.tool_call_id; });
+      if (!called || !answered.insert(copy.tool_call_id).second) continue;
       last_timestamp = copy.timestamp;
       out.emplace_back(std::move(copy));
     } else {

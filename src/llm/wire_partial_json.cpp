@@ -8,13 +8,15 @@
 #include <optional>
 #include <string>
 
+#include "cairn/llm/tool_arguments.hpp"
 #include "wire_support.hpp"
 
 namespace cairn::wire {
 namespace {
 
-// Deeper nesting than any tool's arguments; bounds the recursion.
-constexpr int kMaxDepth = 256;
+// As deep as finished arguments may nest; bounds the recursion. What is
+// deeper is left out of the partial view, as the finished call keeps it raw.
+constexpr int kMaxDepth = kMaxToolArgumentDepth;
 
 void append_utf8(std::string& out, std::uint32_t code_point) {
   if (code_point < 0x80) {
@@ -82,24 +84,31 @@ class PartialParser {
     while (!at_end() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) ++pos_;
   }
 
+  // Steps to the next member of `container`, which `close` ends: true at
+  // the member, false when there is none: the container has closed (and is
+  // complete) or the text is cut short or broken before the member.
+  bool next_member(Parsed& container, char close, bool first) {
+    skip_blanks();
+    if (at_end()) return false;
+    if (text_[pos_] == close) {
+      ++pos_;
+      container.complete = true;
+      return false;
+    }
+    if (!first) {
+      if (text_[pos_] != ',') return false;
+      ++pos_;
+    }
+    return true;
+  }
+
   std::optional<Parsed> object(int depth) {
     ++pos_;  // '{'
     Parsed out{Json::object(), false};
     for (bool first = true;; first = false) {
+      if (!next_member(out, '}', first)) return out;
       skip_blanks();
-      if (at_end()) return out;
-      if (text_[pos_] == '}') {
-        ++pos_;
-        out.complete = true;
-        return out;
-      }
-      if (!first) {
-        if (text_[pos_] != ',') return out;
-        ++pos_;
-        skip_blanks();
-        if (at_end()) return out;
-      }
-      if (text_[pos_] != '"') return out;
+      if (at_end() || text_[pos_] != '"') return out;
       std::optional<Parsed> key = string();
       if (!key || !key->complete) return out;  // a key cut short names nothing yet
       skip_blanks();
@@ -116,17 +125,7 @@ class PartialParser {
     ++pos_;  // '['
     Parsed out{Json::array(), false};
     for (bool first = true;; first = false) {
-      skip_blanks();
-      if (at_end()) return out;
-      if (text_[pos_] == ']') {
-        ++pos_;
-        out.complete = true;
-        return out;
-      }
-      if (!first) {
-        if (text_[pos_] != ',') return out;
-        ++pos_;
-      }
+      if (!next_member(out, ']', first)) return out;
       std::optional<Parsed> element = value(depth + 1);
       if (!element) return out;
       out.value.push_back(std::move(element->value));
@@ -225,7 +224,8 @@ Json parse_partial_json(std::string_view text) {
     // At the end of a stream the whole text is JSON; before that it rarely
     // ends like a whole value, and trying would scan every prefix twice.
     std::size_t last = text.find_last_not_of(" \t\r\n");
-    if (last != std::string_view::npos && (text[last] == '}' || text[last] == ']')) {
+    if (last != std::string_view::npos && (text[last] == '}' || text[last] == ']') &&
+        !nests_deeper_than(text, kMaxDepth)) {
       Json whole = Json::parse(text, nullptr, false);
       if (!whole.is_discarded()) return whole;
     }

@@ -4,7 +4,12 @@
 
 #include "wire_support.hpp"
 
+#include "cairn/log/ids.hpp"
+#include "curl_support.hpp"
+
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 namespace cairn::wire {
 namespace {
@@ -12,84 +17,48 @@ namespace {
 // An error body worth reading is short; a longer one is not read further.
 constexpr std::size_t kMaxErrorBody = std::size_t{64} << 10;
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
-    return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  });
-  return out;
-}
-
-// A body that says it is JSON but is an event stream all the same (some
-// proxies relabel streams).
-bool looks_like_sse(std::string_view body) {
-  std::size_t start = body.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos) return false;
-  body.remove_prefix(start);
-  return body.starts_with("data:") || body.starts_with("event:") || body.starts_with(":");
+// Whether a 2xx body is server-sent events, from its first bytes: nullopt
+// while they do not tell yet. A stream's first line is a field the SSE
+// format knows or a comment; a page, a JSON answer or garbage is not.
+std::optional<bool> starts_like_sse(std::string_view head, bool whole) {
+  static constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (head.starts_with(kBom)) {
+    head.remove_prefix(kBom.size());
+  } else if (kBom.starts_with(head) && !head.empty()) {
+    if (!whole) return std::nullopt;
+  }
+  std::size_t start = head.find_first_not_of("\r\n");
+  if (start == std::string_view::npos) {
+    // Blank lines are a stream's, but say nothing yet; a body of nothing
+    // else is a stream that ended early.
+    return whole || head.size() >= kMaxErrorBody ? std::optional(true) : std::nullopt;
+  }
+  head.remove_prefix(start);
+  std::size_t end = head.find_first_of(":\r\n");
+  if (end == std::string_view::npos) {
+    constexpr std::size_t kLongestField = 5;  // "event", "retry"
+    return whole || head.size() > kLongestField ? std::optional(false) : std::nullopt;
+  }
+  std::string_view name = head.substr(0, end);
+  return name.empty() || name == "data" || name == "event" || name == "id" || name == "retry";
 }
 
 }  // namespace
 
-int utf8_sequence(std::string_view bytes) {
-  if (bytes.empty()) return -1;
-  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(bytes[i]); };
-  unsigned char lead = byte(0);
-  if (lead < 0x80) return 1;
-  int length;
-  unsigned char low = 0x80, high = 0xBF;  // the second byte's range
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-  } else {
-    return 0;
-  }
-  for (int i = 1; i < length; ++i) {
-    if (static_cast<std::size_t>(i) >= bytes.size()) return -1;
-    unsigned char c = byte(static_cast<std::size_t>(i));
-    if (i == 1 ? (c < low || c > high) : (c < 0x80 || c > 0xBF)) return 0;
-  }
-  return length;
-}
-
-std::string sanitize_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  while (!text.empty()) {
-    int length = utf8_sequence(text);
-    if (length > 0) {
-      out.append(text.substr(0, static_cast<std::size_t>(length)));
-      text.remove_prefix(static_cast<std::size_t>(length));
-    } else {
-      out += "\xEF\xBF\xBD";
-      text.remove_prefix(1);
-    }
-  }
-  return out;
-}
-
-std::string redact(std::string text, std::span<const std::string> secrets) {
-  static constexpr std::string_view kMark = "[redacted]";
-  for (const std::string& secret : secrets) {
-    if (secret.empty()) continue;
-    for (std::size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + kMark.size())) {
-      text.replace(at, secret.size(), kMark);
-    }
-  }
-  return text;
+ProviderResponse response_for(const Model& model) {
+  ProviderResponse response;
+  AssistantMessage& message = response.message;
+  message.api = model.api;
+  message.provider = model.provider;
+  message.model = model.id;
+  message.timestamp = now_unix_ms();
+  return response;
 }
 
 std::vector<std::string> header_secrets(const std::map<std::string, std::string>& headers) {
   std::vector<std::string> secrets;
   for (const auto& [name, value] : headers) {
-    std::string key = lower(name);
+    std::string key = curl::ascii_lower(name);
     bool credential = key == "authorization" || key == "proxy-authorization" || key == "cookie" ||
                       key.find("key") != std::string::npos || key.find("token") != std::string::npos ||
                       key.find("secret") != std::string::npos;
@@ -103,6 +72,18 @@ std::vector<std::string> header_secrets(const std::map<std::string, std::string>
   return secrets;
 }
 
+bool same_model(const AssistantMessage& message, const Model& model) {
+  return message.provider == model.provider && message.api == model.api && message.model == model.id;
+}
+
+bool takes_images(const Model& model) {
+  return std::find(model.input.begin(), model.input.end(), "image") != model.input.end();
+}
+
+std::string_view openai_base_url(const Model& model) {
+  return model.base_url.empty() ? std::string_view("https://api.openai.com/v1") : std::string_view(model.base_url);
+}
+
 std::string join_url(std::string_view base, std::string_view path) {
   while (base.ends_with('/')) base.remove_suffix(1);
   std::string url(base);
@@ -112,8 +93,8 @@ std::string join_url(std::string_view base, std::string_view path) {
 }
 
 void set_header(HttpHeaders& headers, std::string_view name, std::string value) {
-  std::string key = lower(name);
-  std::erase_if(headers, [&](const auto& header) { return lower(header.first) == key; });
+  std::string key = curl::ascii_lower(name);
+  std::erase_if(headers, [&](const auto& header) { return curl::ascii_lower(header.first) == key; });
   headers.emplace_back(std::string(name), std::move(value));
 }
 
@@ -140,7 +121,8 @@ SseOutcome stream_sse(const HttpClient& client, const HttpRequest& request,
   std::stop_source stop;
   std::stop_callback forward(cancel, [&stop] { stop.request_stop(); });
   SseParser parser;
-  bool event_stream = false;
+  enum class Body { undecided, events, other } body = Body::other;
+  std::string head;  // a 2xx body's first bytes, until they tell what it is
   bool body_full = false;
 
   auto deliver = [&](std::string_view bytes) {
@@ -156,36 +138,51 @@ SseOutcome stream_sse(const HttpClient& client, const HttpRequest& request,
       stop.request_stop();
     }
   };
-
-  auto on_headers = [&](int status, const HttpHeaders& headers) {
-    auto type = find_header(headers, "content-type");
-    bool json = type && lower(*type).starts_with("application/json");
-    event_stream = status >= 200 && status < 300 && !json;
-  };
-  auto on_body = [&](std::string_view chunk) {
-    if (stop.stop_requested()) return;
-    if (event_stream) {
-      deliver(chunk);
-      return;
-    }
-    outcome.error_body.append(chunk.substr(0, kMaxErrorBody - outcome.error_body.size()));
+  auto collect = [&](std::string_view bytes) {
+    outcome.error_body.append(bytes.substr(0, kMaxErrorBody - outcome.error_body.size()));
     if (outcome.error_body.size() >= kMaxErrorBody) {
       body_full = true;
       stop.request_stop();
     }
   };
+  auto decide = [&](bool whole) {
+    std::optional<bool> events = starts_like_sse(head, whole);
+    if (!events) return;
+    body = *events ? Body::events : Body::other;
+    outcome.not_event_stream = !*events;
+    std::string bytes = std::exchange(head, {});
+    if (*events) {
+      deliver(bytes);
+    } else {
+      collect(bytes);
+    }
+  };
+
+  auto on_headers = [&](int status, const HttpHeaders&) {
+    body = status >= 200 && status < 300 ? Body::undecided : Body::other;
+  };
+  auto on_body = [&](std::string_view chunk) {
+    if (stop.stop_requested()) return;
+    switch (body) {
+      case Body::undecided:
+        head.append(chunk);
+        decide(/*whole=*/false);
+        break;
+      case Body::events:
+        deliver(chunk);
+        break;
+      case Body::other:
+        collect(chunk);
+        break;
+    }
+  };
   outcome.http = client.stream(request, on_headers, on_body, stop.get_token());
+  if (body == Body::undecided && outcome.http.ok()) decide(/*whole=*/true);
 
   bool stopped_by_us = outcome.stopped_by_handler || outcome.sse_error || body_full;
   if (outcome.http.failure == HttpFailure::cancelled && stopped_by_us && !cancel.stop_requested()) {
     outcome.http.failure = HttpFailure::none;
     outcome.http.message.clear();
-  }
-  int status = outcome.http.status;
-  if (outcome.http.ok() && status >= 200 && status < 300 && !event_stream && looks_like_sse(outcome.error_body)) {
-    std::string body = std::move(outcome.error_body);
-    outcome.error_body.clear();
-    deliver(body);
   }
   return outcome;
 }

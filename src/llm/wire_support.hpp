@@ -12,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <span>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -23,6 +22,7 @@
 #include "cairn/llm/http.hpp"
 #include "cairn/llm/provider.hpp"
 #include "cairn/llm/sse.hpp"
+#include "cairn/utf8.hpp"
 
 namespace cairn::wire {
 
@@ -33,9 +33,14 @@ namespace cairn::wire {
 // objects. A key whose value has not begun, a number that is not yet one
 // ("1.", "-") and a literal cut short ("tr") are left out, as is anything
 // after the first byte that no JSON could continue with. Strings never end
-// inside an escape or a UTF-8 sequence, so the result always serialises. An
-// empty object when nothing is usable. Never throws.
+// inside an escape or a UTF-8 sequence, so the result always serialises.
+// Containers nested deeper than kMaxToolArgumentDepth are left out. An empty
+// object when nothing is usable. Never throws.
 Json parse_partial_json(std::string_view text);
+
+// Whether the arrays and objects of `text` (JSON, or the start of it) nest
+// deeper than `limit`, found by one scan that builds nothing.
+bool nests_deeper_than(std::string_view text, int limit);
 
 // --- Failures ------------------------------------------------------------
 
@@ -85,43 +90,53 @@ bool is_context_overflow(std::string_view text);
 
 struct SseOutcome {
   HttpResult http;
-  // The body of a response that was not an event stream: an error status's
-  // (up to 64 KiB; the transfer stops there), or a 2xx JSON body a server
-  // sent instead of a stream.
+  // The body of a response that was not an event stream (up to 64 KiB; the
+  // transfer stops there): an error status's, or a 2xx body that is not
+  // server-sent events (not_event_stream).
   std::string error_body;
+  // A 2xx response whose body does not begin as an event stream does (a
+  // proxy's HTML page, a JSON answer, garbage), whatever its Content-Type.
+  bool not_event_stream = false;
   bool stopped_by_handler = false;  // on_event returned false
   std::optional<Error> sse_error;   // the stream broke the SSE format (a line too long)
 };
 
 // Sends `request`; on a 2xx event stream feeds each SSE event to on_event,
 // which returns false to stop the transfer (a malformed chunk, or the last
-// event a provider needs). Otherwise collects the body as error_body. A stop
-// on `cancel` ends the transfer within milliseconds (http.failure cancelled).
+// event a provider needs). Otherwise collects the body as error_body. A 2xx
+// body is an event stream when its first line (after a BOM and blank lines)
+// is an SSE field or comment; its Content-Type is not trusted either way, as
+// proxies relabel streams. A stop on `cancel` ends the transfer within
+// milliseconds (http.failure cancelled).
 SseOutcome stream_sse(const HttpClient& client, const HttpRequest& request,
                       const std::function<bool(const SseEvent&)>& on_event, std::stop_token cancel);
 
+// --- Responses -----------------------------------------------------------
+
+// A response not streamed yet: its message names the model (api, provider,
+// id) and is stamped now, as every provider's response is.
+ProviderResponse response_for(const Model& model);
+
 // --- Text ----------------------------------------------------------------
 
-// The length of the UTF-8 sequence at the start of `bytes` if it is a valid
-// one; 0 if it cannot be; -1 if `bytes` ends before it does. Overlong forms
-// and surrogates are invalid (RFC 3629), as the JSON serialiser insists.
-int utf8_sequence(std::string_view bytes);
-
-// `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD:
-// fit for a message the log stores (it refuses invalid UTF-8).
-std::string sanitize_utf8(std::string_view text);
+// Nothing but spaces, tabs and line breaks (or nothing at all): text that a
+// payload leaves out, as the APIs refuse or ignore it.
+inline bool blank(std::string_view text) { return text.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
 // --- Credentials ---------------------------------------------------------
 
-// Removes every occurrence of each (non-empty) secret from `text`, leaving
-// "[redacted]" in its place.
-std::string redact(std::string text, std::span<const std::string> secrets);
-
 // The values of `headers` that carry credentials (authorization, x-api-key,
-// api-key and any name holding "key", "token" or "secret"), for redact().
+// api-key and any name holding "key", "token" or "secret"), for Secrets.
 std::vector<std::string> header_secrets(const std::map<std::string, std::string>& headers);
 
 // --- Requests ------------------------------------------------------------
+
+// Whether `message` came from `model` (same provider, api and id).
+bool same_model(const AssistantMessage& message, const Model& model);
+// Whether the model takes images as input (its `input` lists "image").
+bool takes_images(const Model& model);
+// The model's base URL, or OpenAI's when it names none.
+std::string_view openai_base_url(const Model& model);
 
 // `base` (a model's base_url, trailing slashes ignored) joined with `path`.
 std::string join_url(std::string_view base, std::string_view path);
@@ -150,7 +165,9 @@ std::string serialize_payload(const Json& payload);
 // - tool call ids from another model pass through `normalize_tool_call_id`
 //   (when set), and the tool results naming them follow;
 // - a tool call that got no result before the next user or assistant message
-//   gets an error result "No result provided", as every API requires one.
+//   gets an error result "No result provided", as every API requires one;
+// - a tool result whose call is not in the assistant message before it (lost
+//   to damage, say), or a second result of one call, is left out.
 // "Another model" is one whose provider, api or id differs from `model`'s.
 std::vector<LlmMessage> prepare_messages(
     const std::vector<LlmMessage>& messages, const Model& model,

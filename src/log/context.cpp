@@ -42,12 +42,48 @@ std::optional<AgentMessage> project_entry(const TreeEntry& entry) {
 
 namespace {
 
+// Where `call_id` stands among `assistant`'s tool calls; past the last one
+// when it is none of them.
+std::size_t call_rank(const AssistantMessage& assistant, std::string_view call_id) {
+  std::size_t rank = 0;
+  for (const auto& block : assistant.content) {
+    if (const auto* call = std::get_if<ToolCall>(&block)) {
+      if (call->id == call_id) return rank;
+      ++rank;
+    }
+  }
+  return rank;
+}
+
+template <class Message>
+std::size_t place_result(std::vector<Message>& messages) {
+  const std::size_t last = messages.size() - 1;
+  std::size_t first = last;  // of the run of results the new one joins
+  while (first > 0 && std::holds_alternative<ToolResultMessage>(messages[first - 1])) --first;
+  if (first == 0 || !std::holds_alternative<AssistantMessage>(messages[first - 1])) return last;
+  const auto& assistant = std::get<AssistantMessage>(messages[first - 1]);
+  auto rank = [&](const Message& m) { return call_rank(assistant, std::get<ToolResultMessage>(m).tool_call_id); };
+  // The run before it is already in order: it goes after every result
+  // whose call comes before or at its own (stable, so equal ranks keep the
+  // order they were appended in).
+  const std::size_t own = rank(messages[last]);
+  std::size_t at = last;
+  while (at > first && rank(messages[at - 1]) > own) --at;
+  if (at != last) {
+    std::rotate(messages.begin() + static_cast<std::ptrdiff_t>(at), messages.end() - 1, messages.end());
+  }
+  return at;
+}
+
 bool projects(const IndexedRecord& record) {
   return record.type == RecordType::message || record.type == RecordType::custom_message ||
          record.type == RecordType::branch_summary;
 }
 
 }  // namespace
+
+std::size_t place_tool_result(std::vector<AgentMessage>& messages) { return place_result(messages); }
+std::size_t place_tool_result(std::vector<LlmMessage>& messages) { return place_result(messages); }
 
 Result<SessionContext> SessionIndex::build_context(std::optional<std::string_view> leaf_id, bool with_messages) const {
   SessionContext context;
@@ -109,8 +145,13 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
     auto entry = decode_entry(seq);
     if (!entry) return std::unexpected(entry.error());
     if (auto message = project_entry(*entry)) {
+      const bool result = std::holds_alternative<ToolResultMessage>(*message);
       context.messages.push_back(std::move(*message));
       context.entry_ids.push_back(entry->id);
+      if (result) {
+        const auto at = static_cast<std::ptrdiff_t>(place_tool_result(context.messages));
+        std::rotate(context.entry_ids.begin() + at, context.entry_ids.end() - 1, context.entry_ids.end());
+      }
     }
     return {};
   };

@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "cairn/log/checksum.hpp"
 #include "cairn/log/index.hpp"
+#include "cairn/overloaded.hpp"
 #include "json_reader.hpp"
 
 namespace cairn {
@@ -18,10 +20,6 @@ using detail::join_path;
 
 namespace {
 
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
 
 // Collects the first broken rule; later checks become no-ops, so a checker
 // reads as a flat list of rules.
@@ -155,6 +153,23 @@ void check_message(Checks& c, const std::string& path, const AgentMessage& messa
   std::visit([&](const auto& m) { c.extra(path, m.extra); }, message);
 }
 
+// ---- placeholders -----------------------------------------------------------
+
+// `tree`: the placeholder stands in the tree (damaged_entry), so the type it
+// had must be a tree entry's; a damaged record's must not be.
+void check_damage(Checks& c, const DamageReport& damage, bool tree) {
+  if (damage.was) {
+    const auto was = parse_record_type(*damage.was);
+    if (!was || is_placeholder(*was) || is_tree_type(*was) != tree) {
+      c.fail("was", fmt::format("'{}' is not a {} type", *damage.was, tree ? "tree entry" : "harness record"));
+    }
+  }
+  c.non_empty("reason", damage.reason);
+  c.at_least("bytes", damage.bytes, 0);
+  for (std::size_t i = 0; i < damage.open_runs.size(); ++i) c.non_empty(index_path("openRuns", i), damage.open_runs[i]);
+  c.non_empty("repairedAt", damage.repaired_at);
+}
+
 // ---- tree entries -----------------------------------------------------------
 
 void check_body(Checks& c, const std::string& path, const TreeBody& body) {
@@ -181,6 +196,10 @@ void check_body(Checks& c, const std::string& path, const TreeBody& body) {
                  [&](const Label& b) { c.non_empty(field("targetId"), b.target_id); },
                  [&](const SessionInfo&) {},
                  [&](const Leaf& b) { c.non_empty(field("targetId"), b.target_id); },
+                 [&](const DamagedEntry& b) {
+                   c.non_empty(field("targetId"), b.target_id);
+                   check_damage(c, b.damage, /*tree=*/true);
+                 },
              },
              body);
 }
@@ -291,6 +310,12 @@ void check_harness_body(Checks& c, const HarnessBody& body) {
                    c.non_empty("at", b.at);
                  },
                  [&](const RefDeleted& b) { c.non_empty("name", b.name); },
+                 [&](const Damaged& b) {
+                   c.non_empty("runId", b.run_id);
+                   c.non_empty("name", b.name);
+                   c.non_empty("at", b.at);
+                   check_damage(c, b.damage, /*tree=*/false);
+                 },
              },
              body);
 }
@@ -313,14 +338,31 @@ void check_ignorable(Checks& c, const IgnorableRecord& record) {
   c.extra("", record.json);
 }
 
+// The stored line ends with its checksum member (checksum.hpp): no record may
+// bring a top-level field of that name.
+void check_unreserved(Checks& c, const Json& fields) {
+  if (fields.is_object() && fields.contains(std::string(kChecksumKey))) {
+    c.fail(kChecksumKey, "is reserved for the record's checksum");
+  }
+}
+
 }  // namespace
 
 Status check_fields(const Record& record) {
   Checks c;
   std::visit(Overloaded{
-                 [&](const TreeEntry& entry) { check_tree_entry(c, "", entry); },
-                 [&](const HarnessRecord& harness) { check_harness(c, harness); },
-                 [&](const IgnorableRecord& ignorable) { check_ignorable(c, ignorable); },
+                 [&](const TreeEntry& entry) {
+                   check_tree_entry(c, "", entry);
+                   check_unreserved(c, entry.extra);
+                 },
+                 [&](const HarnessRecord& harness) {
+                   check_harness(c, harness);
+                   check_unreserved(c, harness.extra);
+                 },
+                 [&](const IgnorableRecord& ignorable) {
+                   check_ignorable(c, ignorable);
+                   check_unreserved(c, ignorable.json);
+                 },
              },
              record.body);
   return c.status();

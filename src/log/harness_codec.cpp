@@ -3,6 +3,8 @@
 // resumable. Shapes follow the design document's HarnessEntry types.
 #include <fmt/format.h>
 
+#include "cairn/log/checksum.hpp"
+#include "cairn/overloaded.hpp"
 #include "json_reader.hpp"
 #include "record_codec_detail.hpp"
 
@@ -12,10 +14,6 @@ using detail::ObjectReader;
 
 namespace {
 
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
 
 Json optional_string_json(const std::optional<std::string>& value) {
   return value ? Json(*value) : Json(nullptr);
@@ -57,7 +55,7 @@ Json encode_intent(const OperationIntent& intent) {
   return out;
 }
 
-void encode_body(Json& out, const HarnessBody& body) {
+void encode_harness_body(Json& out, const HarnessBody& body) {
   std::visit(Overloaded{
                  [&](const OperationStarted& b) {
                    out["sourceLeafId"] = optional_string_json(b.source_leaf_id);
@@ -108,6 +106,12 @@ void encode_body(Json& out, const HarnessBody& body) {
                    out["at"] = optional_string_json(b.at);
                  },
                  [&](const RefDeleted& b) { out["name"] = b.name; },
+                 [&](const Damaged& b) {
+                   if (b.run_id) out["runId"] = *b.run_id;
+                   if (b.name) out["name"] = *b.name;
+                   if (b.at) out["at"] = *b.at;
+                   detail::encode_damage(out, b.damage);
+                 },
              },
              body);
 }
@@ -221,7 +225,7 @@ ToolStarted decode_tool_started(ObjectReader& r) {
   return b;
 }
 
-HarnessBody decode_body(RecordType type, ObjectReader& r) {
+HarnessBody decode_harness_body(RecordType type, ObjectReader& r) {
   switch (type) {
     case RecordType::operation_started:
       return decode_operation_started(r);
@@ -258,6 +262,14 @@ HarnessBody decode_body(RecordType type, ObjectReader& r) {
     }
     case RecordType::ref_deleted:
       return RefDeleted{r.string("name")};
+    case RecordType::damaged: {
+      Damaged b;
+      b.run_id = r.optional_string("runId");
+      b.name = r.optional_string("name");
+      b.at = r.optional_string("at");
+      b.damage = detail::decode_damage(r);
+      return b;
+    }
     default:
       // Callers pass harness types only.
       r.fail_at("type", fmt::format("'{}' is not a harness record type", to_string(type)));
@@ -289,11 +301,44 @@ std::string_view run_id_of(const HarnessRecord& record) {
                         [](const WriteDeferred& b) { return std::string_view(b.run_id); },
                         [](const RefCreated&) { return std::string_view(); },
                         [](const RefDeleted&) { return std::string_view(); },
+                        [](const Damaged& b) { return b.run_id ? std::string_view(*b.run_id) : std::string_view(); },
                     },
                     record.body);
 }
 
 namespace detail {
+
+void encode_damage(Json& out, const DamageReport& damage) {
+  if (damage.was) out["was"] = *damage.was;
+  out["reason"] = damage.reason;
+  out["bytes"] = damage.bytes;
+  out["openRuns"] = damage.open_runs;
+  if (damage.original) out["original"] = *damage.original;
+  out["repairedAt"] = damage.repaired_at;
+}
+
+DamageReport decode_damage(ObjectReader& r) {
+  DamageReport damage;
+  damage.was = r.optional_string("was");
+  damage.reason = r.string("reason");
+  damage.bytes = r.integer("bytes");
+  if (const Json* runs = r.required("openRuns")) {
+    if (!runs->is_array()) {
+      r.fail_at("openRuns", "expected an array");
+    } else {
+      for (const Json& run : *runs) {
+        if (!run.is_string()) {
+          r.fail_at("openRuns", "expected an array of strings");
+          break;
+        }
+        damage.open_runs.push_back(run.get<std::string>());
+      }
+    }
+  }
+  damage.original = r.optional_string("original");
+  damage.repaired_at = r.string("repairedAt");
+  return damage;
+}
 
 Json encode_harness(const HarnessRecord& record, std::optional<std::int64_t> seq) {
   Json out = {{"type", to_string(type_of(record.body))}};
@@ -301,7 +346,7 @@ Json encode_harness(const HarnessRecord& record, std::optional<std::int64_t> seq
   out["id"] = record.id;
   out["ref"] = record.ref;
   out["timestamp"] = record.timestamp;
-  encode_body(out, record.body);
+  encode_harness_body(out, record.body);
   append_extra(out, record.extra);
   return out;
 }
@@ -310,11 +355,12 @@ Result<HarnessRecord> decode_harness(const Json& json, RecordType type) {
   ObjectReader r(json, "");
   r.skip("type");
   r.skip("seq");  // the record's, read by decode_record
+  r.skip(kChecksumKey);  // the stored line's, checked by whoever read it
   HarnessRecord record;
   record.id = r.string("id");
   record.ref = r.string("ref");
   record.timestamp = r.string("timestamp");
-  record.body = decode_body(type, r);
+  record.body = decode_harness_body(type, r);
   record.extra = r.extra();
   if (!r.ok()) return std::unexpected(r.status().error());
   return record;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cairn/log/checksum.hpp"
 #include "id_table.hpp"
 
 namespace cairn {
@@ -48,6 +49,20 @@ std::string_view StringArena::store(std::string_view text) {
   used_ += text.size();
   bytes_ += text.size();
   return {at, text.size()};
+}
+
+RecordMeta copy_meta(const RecordMeta& meta, StringArena& strings) {
+  RecordMeta kept = meta;
+  auto copy = [&](std::string_view text) { return text.empty() ? text : strings.store(text); };
+  kept.id = copy(meta.id);
+  if (meta.parent_id) kept.parent_id = copy(*meta.parent_id);
+  if (meta.target_id) kept.target_id = copy(*meta.target_id);
+  kept.ref = copy(meta.ref);
+  kept.run_id = copy(meta.run_id);
+  kept.name = copy(meta.name);
+  kept.custom_type = copy(meta.custom_type);
+  kept.role = copy(meta.role);
+  return kept;
 }
 
 SessionIndex::SessionIndex() : by_id_(std::make_unique<IdTable>()) {
@@ -113,7 +128,7 @@ void SessionIndex::add_view(const RecordMeta& meta, std::string_view line) {
   record.id_hash = IdTable::hash(record.id);
   record.parent = seq_or_none(meta.parent_id);
   record.target = seq_or_none(meta.target_id);
-  if (meta.type == RecordType::operation_started) {
+  if (acting_type(meta) == RecordType::operation_started) {
     record.run = static_cast<std::int32_t>(records_.size());
   } else if (!meta.run_id.empty()) {
     record.run = find_id(meta.run_id);
@@ -189,6 +204,13 @@ Result<std::string> SessionIndex::checked(std::int64_t seq, LineSource::Stored s
     return fail("corrupt_log", fmt::format("seq {}: the stored record changed since the session was opened: its id "
                                            "is '{}', was '{}'",
                                            seq, stored.id, at(seq).id));
+  }
+  // A line read back from its store now is checked as the open path checks
+  // the lines it reads: a store that indexes from columns reads payloads late.
+  auto checksum = check_checksum(stored.line);
+  if (!checksum) return fail("corrupt_log", fmt::format("seq {}: {}", seq, checksum.error().message));
+  if (*checksum == Checksum::absent && checksums_required_) {
+    return fail("corrupt_log", fmt::format("seq {}: the record has no checksum, which its session's format requires", seq));
   }
   return std::move(stored.line);
 }

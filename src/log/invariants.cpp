@@ -19,11 +19,31 @@ std::optional<std::string> owned(std::optional<std::string_view> text) {
 
 }  // namespace
 
-Status check_invariants(const RecordMeta& record, const LogStateView& state) {
+RecordType acting_type(const RecordMeta& record) {
+  if (!is_placeholder(record.type)) return record.type;
+  const auto was = parse_record_type(record.custom_type);
+  if (record.type == RecordType::damaged_entry) {
+    return was == RecordType::leaf && record.target_id ? RecordType::leaf : RecordType::damaged_entry;
+  }
+  switch (was.value_or(RecordType::damaged)) {
+    case RecordType::operation_started:
+    case RecordType::operation_finished:
+    case RecordType::ref_created:
+    case RecordType::ref_deleted:
+      return *was;
+    default:
+      return RecordType::damaged;
+  }
+}
+
+Status check_invariants(const RecordMeta& stored, const LogStateView& state) {
+  // A placeholder is checked as the record it acts as.
+  RecordMeta record = stored;
+  record.type = acting_type(stored);
   if (record.seq != state.next_seq()) {
     return fail("corrupt_log", fmt::format("seq gap: expected seq {}, found {}", state.next_seq(), record.seq));
   }
-  if (record.type == RecordType::ignorable) {
+  if (record.type == RecordType::ignorable || record.type == RecordType::damaged) {
     if (!record.id.empty() && state.type_of_id(record.id)) {
       return fail("duplicate_id", fmt::format("seq {}: id '{}' is already used", record.seq, record.id));
     }
@@ -104,13 +124,14 @@ Status check_invariants(const RecordMeta& record, const LogStateView& state) {
 
 void apply_record(const RecordMeta& record, MutableLogState& state) {
   if (!record.id.empty()) state.put_id(record.id, record.type);
-  if (record.type == RecordType::ignorable) return;
+  const RecordType acting = acting_type(record);
+  if (acting == RecordType::ignorable || acting == RecordType::damaged) return;
 
-  if (is_tree_type(record.type)) {
-    state.mutable_ref(record.ref).leaf = record.type == RecordType::leaf ? owned(record.target_id) : std::string(record.id);
+  if (is_tree_type(acting)) {
+    state.mutable_ref(record.ref).leaf = acting == RecordType::leaf ? owned(record.target_id) : std::string(record.id);
     return;
   }
-  switch (record.type) {
+  switch (acting) {
     case RecordType::ref_created:
       state.create_ref(record.name, owned(record.target_id));
       break;

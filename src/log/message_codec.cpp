@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cairn/log/message.hpp"
+#include "cairn/overloaded.hpp"
 #include "json_reader.hpp"
 
 namespace cairn {
@@ -15,10 +16,6 @@ using detail::ObjectReader;
 
 namespace {
 
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
 
 // ---- encoding ---------------------------------------------------------------
 
@@ -45,6 +42,7 @@ Json encode_thinking(const ThinkingContent& block) {
 
 Json encode_tool_call(const ToolCall& block) {
   Json out = {{"type", "toolCall"}, {"id", block.id}, {"name", block.name}, {"arguments", block.arguments}};
+  if (block.raw_arguments) out["rawArguments"] = *block.raw_arguments;
   detail::append_extra(out, block.extra);
   return out;
 }
@@ -165,6 +163,7 @@ ToolCall decode_tool_call(ObjectReader& r) {
   block.id = r.string("id");
   block.name = r.string("name");
   block.arguments = r.object("arguments");
+  block.raw_arguments = r.optional_string("rawArguments");
   return block;
 }
 

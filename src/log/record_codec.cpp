@@ -9,8 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "cairn/log/checksum.hpp"
 #include "cairn/log/index.hpp"
 #include "cairn/log/record.hpp"
+#include "cairn/overloaded.hpp"
 #include "json_reader.hpp"
 #include "record_codec_detail.hpp"
 
@@ -23,7 +25,7 @@ using detail::ObjectReader;
 
 namespace {
 
-constexpr std::array<std::pair<RecordType, std::string_view>, 20> kTypeNames{{
+constexpr std::array<std::pair<RecordType, std::string_view>, 22> kTypeNames{{
     {RecordType::message, "message"},
     {RecordType::model_change, "model_change"},
     {RecordType::thinking_level_change, "thinking_level_change"},
@@ -35,6 +37,7 @@ constexpr std::array<std::pair<RecordType, std::string_view>, 20> kTypeNames{{
     {RecordType::label, "label"},
     {RecordType::session_info, "session_info"},
     {RecordType::leaf, "leaf"},
+    {RecordType::damaged_entry, "damaged_entry"},
     {RecordType::operation_started, "operation_started"},
     {RecordType::operation_cancelled, "operation_cancelled"},
     {RecordType::operation_finished, "operation_finished"},
@@ -44,6 +47,7 @@ constexpr std::array<std::pair<RecordType, std::string_view>, 20> kTypeNames{{
     {RecordType::write_deferred, "write_deferred"},
     {RecordType::ref_created, "ref_created"},
     {RecordType::ref_deleted, "ref_deleted"},
+    {RecordType::damaged, "damaged"},
 }};
 
 }  // namespace
@@ -62,10 +66,21 @@ std::optional<RecordType> parse_record_type(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_tree_type(RecordType type) { return type <= RecordType::leaf; }
+bool is_tree_type(RecordType type) { return type <= RecordType::damaged_entry; }
 
 bool is_harness_type(RecordType type) {
-  return type >= RecordType::operation_started && type <= RecordType::ref_deleted;
+  return type >= RecordType::operation_started && type <= RecordType::damaged;
+}
+
+bool is_placeholder(RecordType type) { return type == RecordType::damaged_entry || type == RecordType::damaged; }
+
+const DamageReport* damage_of(const Record& record) {
+  if (const auto* entry = std::get_if<TreeEntry>(&record.body)) {
+    if (const auto* damaged = std::get_if<DamagedEntry>(&entry->body)) return &damaged->damage;
+  } else if (const auto* harness = std::get_if<HarnessRecord>(&record.body)) {
+    if (const auto* damaged = std::get_if<Damaged>(&harness->body)) return &damaged->damage;
+  }
+  return nullptr;
 }
 
 // The variants list their alternatives in enum order, so the index maps directly.
@@ -81,20 +96,16 @@ RecordType type_of(const Record& record) {
   return RecordType::ignorable;
 }
 
-static_assert(std::variant_size_v<TreeBody> == static_cast<std::size_t>(RecordType::leaf) + 1);
+static_assert(std::variant_size_v<TreeBody> == static_cast<std::size_t>(RecordType::damaged_entry) + 1);
 static_assert(std::variant_size_v<HarnessBody> ==
-              static_cast<std::size_t>(RecordType::ref_deleted) - static_cast<std::size_t>(RecordType::operation_started) + 1);
-static_assert(std::is_same_v<std::variant_alternative_t<10, TreeBody>, Leaf>);
-static_assert(std::is_same_v<std::variant_alternative_t<8, HarnessBody>, RefDeleted>);
+              static_cast<std::size_t>(RecordType::damaged) - static_cast<std::size_t>(RecordType::operation_started) + 1);
+static_assert(std::is_same_v<std::variant_alternative_t<11, TreeBody>, DamagedEntry>);
+static_assert(std::is_same_v<std::variant_alternative_t<9, HarnessBody>, Damaged>);
 
 // ---- tree entry bodies ------------------------------------------------------
 
 namespace {
 
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
 
 void encode_body(Json& out, const TreeBody& body) {
   std::visit(
@@ -147,6 +158,10 @@ void encode_body(Json& out, const TreeBody& body) {
             if (b.name) out["name"] = *b.name;
           },
           [&](const Leaf& b) { out["targetId"] = b.target_id ? Json(*b.target_id) : Json(nullptr); },
+          [&](const DamagedEntry& b) {
+            if (b.target_id) out["targetId"] = *b.target_id;
+            detail::encode_damage(out, b.damage);
+          },
       },
       body);
 }
@@ -233,6 +248,12 @@ TreeBody decode_body(RecordType type, ObjectReader& r) {
       return SessionInfo{r.optional_string("name")};
     case RecordType::leaf:
       return Leaf{r.nullable_string("targetId")};
+    case RecordType::damaged_entry: {
+      DamagedEntry b;
+      b.target_id = r.optional_string("targetId");
+      b.damage = detail::decode_damage(r);
+      return b;
+    }
     default:
       // Callers pass tree types only.
       r.fail_at("type", fmt::format("'{}' is not a tree entry type", to_string(type)));
@@ -264,6 +285,7 @@ Result<TreeEntry> decode_tree(const Json& json, const std::string& path, bool pr
     }
   } else {
     r.skip("seq");  // the record's, read by decode_record
+    r.skip(kChecksumKey);  // the stored line's, checked by whoever read it
     entry.parent_id = r.nullable_string("parentId");
     entry.timestamp = r.string("timestamp");
     entry.ref = r.optional_string("ref");
@@ -337,6 +359,7 @@ Result<Record> decode_record_unchecked(const Json& json, bool require_seq) {
     }
     Json kept = json;
     kept.erase("seq");
+    kept.erase(std::string(kChecksumKey));
     return Record{*seq, IgnorableRecord{std::move(kept)}};
   }
   if (is_tree_type(*type)) {

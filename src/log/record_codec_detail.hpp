@@ -14,4 +14,10 @@ Json encode_harness(const HarnessRecord& record, std::optional<std::int64_t> seq
 // `type` is a harness type; `json` is an object (checked by the caller).
 Result<HarnessRecord> decode_harness(const Json& json, RecordType type);
 
+class ObjectReader;
+// A placeholder's damage report: {"was"?, "reason", "bytes", "openRuns",
+// "original"?, "repairedAt"}, shared by damaged_entry and damaged.
+void encode_damage(Json& out, const DamageReport& damage);
+DamageReport decode_damage(ObjectReader& r);
+
 }  // namespace cairn::detail

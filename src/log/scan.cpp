@@ -29,7 +29,7 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
     std::string_view text;
   };
   RecordMeta meta;
-  Field type, id, parent, ref, run, target, at, name, custom_type;
+  Field type, id, parent, ref, run, target, at, name, custom_type, was;
   bool has_seq = false, seq_ok = false, ignorable = false;
   std::string_view role;
   std::string_view bad_field;
@@ -75,6 +75,9 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
         break;
       case 'c':
         if (key == "customType") take(custom_type, value, key);
+        break;
+      case 'w':
+        if (key == "was") take(was, value, key);
         break;
       case 'm':
         if (key == "message") {
@@ -128,6 +131,10 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
         if (role.empty()) return fail("invalid_record", "message.role: missing or not a string");
         meta.role = role;
         break;
+      case RecordType::damaged_entry:
+        meta.custom_type = was.text;  // the type it had (RecordMeta::custom_type)
+        meta.target_id = optional_text(target);
+        break;
       default:
         break;
     }
@@ -148,6 +155,12 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
     case RecordType::ref_deleted:
       if (!name.present) return fail("invalid_record", "name: missing");
       meta.name = name.text;
+      break;
+    case RecordType::damaged:
+      meta.custom_type = was.text;
+      meta.run_id = run.text;
+      meta.name = name.text;
+      meta.target_id = optional_text(at);
       break;
     default:
       if (run.is_null) return fail("invalid_record", "runId: expected a string, found null");
@@ -177,6 +190,10 @@ RecordMeta meta_of(const Record& record) {
     if (const auto* custom = std::get_if<Custom>(&entry->body)) meta.custom_type = custom->custom_type;
     if (const auto* custom = std::get_if<CustomMessageBody>(&entry->body)) meta.custom_type = custom->custom_type;
     if (const auto* message = std::get_if<MessageBody>(&entry->body)) meta.role = role_of(message->message);
+    if (const auto* damaged = std::get_if<DamagedEntry>(&entry->body)) {
+      if (damaged->damage.was) meta.custom_type = *damaged->damage.was;
+      meta.target_id = view(damaged->target_id);
+    }
   } else if (const auto* harness = std::get_if<HarnessRecord>(&record.body)) {
     meta.id = harness->id;
     meta.ref = harness->ref;
@@ -186,6 +203,11 @@ RecordMeta meta_of(const Record& record) {
       meta.target_id = view(created->at);
     }
     if (const auto* deleted = std::get_if<RefDeleted>(&harness->body)) meta.name = deleted->name;
+    if (const auto* damaged = std::get_if<Damaged>(&harness->body)) {
+      if (damaged->damage.was) meta.custom_type = *damaged->damage.was;
+      if (damaged->name) meta.name = *damaged->name;
+      meta.target_id = view(damaged->at);
+    }
   } else if (const auto* ignorable = std::get_if<IgnorableRecord>(&record.body)) {
     if (auto it = ignorable->json.find("id"); it != ignorable->json.end() && it->is_string()) {
       meta.id = it->get_ref<const std::string&>();

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "cairn/log/checksum.hpp"
 #include "chunk_pipeline.hpp"
 #include "file_io.hpp"
 
@@ -27,24 +28,6 @@ struct Line {
   bool terminated = false;
   bool in_mapping = false;  // lies in the mapped head, which the index may point into
 };
-
-// Splits `data`, which starts at `offset` in the file, into lines.
-void split_lines(std::string_view data, long long offset, bool in_mapping, std::vector<Line>& lines) {
-  std::size_t start = 0;
-  while (start < data.size()) {
-    std::size_t end = data.find('\n', start);
-    const bool terminated = end != std::string_view::npos;
-    if (!terminated) end = data.size();
-    lines.push_back(Line{data.substr(start, end - start), offset + static_cast<long long>(start), terminated, in_mapping});
-    start = end + 1;
-  }
-}
-
-std::vector<Line> split_lines(std::string_view data) {
-  std::vector<Line> lines;
-  split_lines(data, 0, false, lines);
-  return lines;
-}
 
 Result<SessionHeader> parse_header(const std::string& path, std::string_view line) {
   Json json = Json::parse(line, nullptr, false);
@@ -130,20 +113,20 @@ struct ScannedLine {
   std::optional<Error> error;
 };
 
-Result<RecordMeta> scan_record(std::string_view text, bool padded) {
+// Scans one record line and checks its checksum (`checksums`: the session's
+// format requires one on every line).
+Result<RecordMeta> scan_record(std::string_view text, bool padded, bool checksums) {
   auto scanned = scan_line(text, padded);
   if (!scanned && scanned.error().message == "no seq") {
     return fail("corrupt_log", "record has no seq (a pi session file? use `cairn import pi`)");
   }
+  if (!scanned) return scanned;
+  auto checksum = check_checksum(text);
+  if (!checksum) return std::unexpected(checksum.error());
+  if (*checksum == Checksum::absent && checksums) {
+    return fail("corrupt_log", "the record has no checksum, which its session's format requires");
+  }
   return scanned;
-}
-
-// Scans and checks one record line; the error text says why it is bad.
-Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& meta) {
-  auto scanned = scan_record(text, /*padded=*/false);
-  if (!scanned) return std::unexpected(scanned.error());
-  meta = *scanned;
-  return check_invariants(meta, index);
 }
 
 // Parsing a large file's lines takes about as long as indexing them, and the
@@ -152,8 +135,8 @@ Status check_line(std::string_view text, const SessionIndex& index, RecordMeta& 
 // its lines' index fields (the parser's own buffer is reused line by line).
 class ScanPipeline {
  public:
-  explicit ScanPipeline(std::string_view head)
-      : head_(head), cursor_(head, {}), pipeline_([this](Chunk& chunk) { return produce(chunk); }) {}
+  ScanPipeline(std::string_view head, bool checksums)
+      : head_(head), checksums_(checksums), cursor_(head, {}), pipeline_([this](Chunk& chunk) { return produce(chunk); }) {}
 
   // The next head line (after the header), or false at the end of the head.
   bool next(ScannedLine*& out) {
@@ -192,32 +175,20 @@ class ScanPipeline {
       scanned.line = line;
       const bool padded = line.offset + static_cast<long long>(line.text.size() + kScanPadding) <=
                           static_cast<long long>(head_.size());
-      auto meta = scan_record(line.text, padded);
+      auto meta = scan_record(line.text, padded, checksums_);
       if (!meta) {
         scanned.error = meta.error();
         return false;  // the reader stops here
       }
-      scanned.meta = keep(*meta, chunk.strings);
+      scanned.meta = copy_meta(*meta, chunk.strings);
       scanned.id_hash = SessionIndex::hash_id(scanned.meta.id);
     }
     return true;
   }
 
-  static RecordMeta keep(const RecordMeta& meta, StringArena& strings) {
-    RecordMeta kept = meta;
-    auto copy = [&](std::string_view text) { return text.empty() ? text : strings.store(text); };
-    kept.id = copy(meta.id);
-    if (meta.parent_id) kept.parent_id = copy(*meta.parent_id);
-    if (meta.target_id) kept.target_id = copy(*meta.target_id);
-    kept.ref = copy(meta.ref);
-    kept.run_id = copy(meta.run_id);
-    kept.name = copy(meta.name);
-    kept.custom_type = copy(meta.custom_type);
-    kept.role = copy(meta.role);
-    return kept;
-  }
 
   std::string_view head_;
+  bool checksums_;
   LineCursor cursor_;    // the producer's
   bool started_ = false;  // the producer's
   std::unique_ptr<Chunk> current_;  // the consumer's
@@ -259,6 +230,7 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
   auto header = parse_header(path, line.text);
   if (!header) return std::unexpected(header.error());
   contents.header = std::move(*header);
+  const bool checksums = checksums_required(contents.header.version);
   contents.index.reserve(estimate_lines(head) + 2);
   contents.good_length = static_cast<long long>(line.text.size()) + 1;
 
@@ -270,18 +242,26 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
     Status status = !scanned ? Status(std::unexpected(scanned.error())) : check_invariants(*scanned, contents.index);
     if (!status) {
       const std::string where = fmt::format("{}:{}: seq {}", path, number, contents.index.next_seq());
-      // Only bytes that are incomplete or do not parse can be a torn write. A
-      // well-formed record that breaks a rule (a seq gap, an unknown required
-      // type) is damage wherever it is.
-      if (last && (!line.terminated || !Json::accept(line.text))) {
+      // Only a last line without its newline can be a torn write: an append
+      // writes its line and newline at once, and a JSON line holds no raw
+      // newline, so a write cut short ends before its '\n' (and a power loss
+      // that zeroes the end of the file zeroes that '\n' too). A complete line
+      // that is damaged may be an acknowledged record — a tool_started whose
+      // tool ran — and cutting it would let that tool run again: it is damage
+      // wherever it is, for `cairn repair` to replace by a placeholder.
+      if (last && !line.terminated) {
         contents.report.tail_cut = true;
         contents.report.bytes_cut = file_size - line.offset;
         contents.report.last_good_seq = contents.index.next_seq() - 1;
         contents.report.detail = fmt::format("{}: torn tail: {}", where, status.error().message);
         return Step::stop;
       }
-      return fail(status.error().code == "unknown_type" ? "unknown_type" : "corrupt_log",
-                  fmt::format("{}: {}", where, status.error().message));
+      if (status.error().code == "unknown_type") {
+        return fail("unknown_type", fmt::format("{}: {}", where, status.error().message));
+      }
+      return fail("corrupt_log", fmt::format("{}: {}; the session is refused until `cairn repair` replaces the "
+                                             "record (it keeps a backup and every intact record)",
+                                             where, status.error().message));
     }
     if (line.in_mapping) {
       contents.index.add_view(*scanned, line.text);
@@ -295,7 +275,7 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
   if (head.size() >= kPipelineBytes) {
     // The head never holds the file's last line (see MappedLog), so none of
     // its lines can be a torn tail.
-    ScanPipeline pipeline(head);
+    ScanPipeline pipeline(head, checksums);
     ScannedLine* scanned = nullptr;
     while (pipeline.next(scanned)) {
       if (const ScannedLine* after = pipeline.peek(kPrefetchAhead); after && !after->error) {
@@ -314,7 +294,7 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
     const bool padded = line.in_mapping && line.offset + static_cast<long long>(line.text.size() + kScanPadding) <=
                                                static_cast<long long>(head.size());
     const Result<RecordMeta> meta =
-        line.terminated ? scan_record(line.text, padded) : fail("corrupt_log", "incomplete line (no newline)");
+        line.terminated ? scan_record(line.text, padded, checksums) : fail("corrupt_log", "incomplete line (no newline)");
     auto step = take(line, meta, lines.done());
     if (!step) return std::unexpected(step.error());
     if (*step == Step::stop) break;
@@ -323,38 +303,8 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
   return contents;
 }
 
-Result<JsonlSalvage> salvage_jsonl_session(const std::string& path) {
-  auto data = read_file(path);
-  if (!data) return std::unexpected(data.error());
-  const std::vector<Line> lines = split_lines(*data);
-  if (lines.empty() || !lines[0].terminated) {
-    return fail("corrupt_log", fmt::format("{}: no complete session header; nothing can be salvaged", path));
-  }
-  auto header = parse_header(path, lines[0].text);
-  if (!header) return std::unexpected(header.error());
-
-  JsonlSalvage salvage;
-  salvage.good_length = static_cast<long long>(lines[0].text.size()) + 1;
-  SessionIndex index;
-  std::size_t i = 1;
-  for (; i < lines.size(); ++i) {
-    RecordMeta meta;
-    Status status = lines[i].terminated ? check_line(lines[i].text, index, meta)
-                                        : fail("corrupt_log", "incomplete line (no newline)");
-    if (!status) break;
-    index.add(meta, lines[i].text);
-    salvage.good_length = lines[i].offset + static_cast<long long>(lines[i].text.size()) + 1;
-  }
-  salvage.kept_records = index.next_seq();
-  for (std::size_t j = i; j < lines.size(); ++j) {
-    RecordMeta meta;
-    Status status = j == i ? (lines[j].terminated ? check_line(lines[j].text, index, meta)
-                                                  : fail("corrupt_log", "incomplete line (no newline)"))
-                           : fail("corrupt_log", "follows a damaged record");
-    salvage.removed.push_back(fmt::format("{}:{}: {} bytes: {}", path, j + 1, lines[j].text.size() + (lines[j].terminated ? 1 : 0),
-                                          status ? "ok" : status.error().message));
-  }
-  return salvage;
+Result<SessionHeader> parse_jsonl_header(const std::string& path, std::string_view line) {
+  return parse_header(path, line);
 }
 
 }  // namespace cairn

@@ -6,6 +6,7 @@
 
 #include "cairn/log/index.hpp"
 #include "cairn/store/session.hpp"
+#include "cairn/store/store.hpp"
 
 namespace cairn {
 
@@ -24,12 +25,12 @@ struct JsonlContents {
 // file, the line, the seq and the reason.
 Result<JsonlContents> read_jsonl_session(const std::string& path);
 
-// What repair keeps: everything before the first damaged record.
-struct JsonlSalvage {
-  long long good_length = 0;
-  std::int64_t kept_records = 0;
-  std::vector<std::string> removed;
-};
-Result<JsonlSalvage> salvage_jsonl_session(const std::string& path);
+// The session header on the first line of `path`: corrupt_log when it does
+// not decode, newer_version when this build cannot read its format.
+Result<SessionHeader> parse_jsonl_header(const std::string& path, std::string_view line);
+
+// Repairs the session file at `path`, whose id is `id` (the caller holds the
+// session's writer lock): see Store::repair and repair.hpp.
+Result<RepairReport> repair_jsonl_session(const std::string& path, std::string_view id);
 
 }  // namespace cairn

@@ -16,6 +16,8 @@
 #include "file_io.hpp"
 #include "file_lock.hpp"
 #include "jsonl_reader.hpp"
+#include "new_file.hpp"
+#include "session_ids.hpp"
 
 namespace cairn {
 namespace {
@@ -66,12 +68,10 @@ class JsonlMedium final : public LogMedium {
   std::string buffer_;
 };
 
-bool valid_id(std::string_view id) {
-  if (id.empty() || id.size() > 128) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  }) && id[0] != '.';
-}
+bool valid_id(std::string_view id) { return valid_session_id(id); }
+
+// A session file's first line.
+std::string header_line(const SessionHeader& header) { return encode(header).dump() + "\n"; }
 
 class JsonlStore final : public Store {
  public:
@@ -103,7 +103,7 @@ class JsonlStore final : public Store {
   Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
     SessionHeader header;
     header.id = options.id.value_or(new_session_id());
-    if (!valid_id(header.id)) return fail("invalid_argument", fmt::format("'{}' is not a valid session id", header.id));
+    if (!valid_id(header.id)) return fail("invalid_argument", fmt::format("jsonl: {}", invalid_session_id(header.id)));
     header.timestamp = now_iso8601();
     header.cwd = options.cwd;
     header.parent_session = options.parent_session;
@@ -115,7 +115,7 @@ class JsonlStore final : public Store {
       if (errno == EEXIST) return fail("already_exists", fmt::format("session {} already exists in {}", header.id, dir_));
       return fail("io_error", fmt::format("cannot create {}: {}", path, errno_text()));
     }
-    const std::string line = encode(header).dump() + "\n";
+    const std::string line = header_line(header);
     Status status = write_all(fd, line, 0, path);
     if (status && ::fsync(fd) != 0) status = fail("io_error", fmt::format("cannot sync {}: {}", path, errno_text()));
     ::close(fd);
@@ -123,6 +123,30 @@ class JsonlStore final : public Store {
     if (!status) {
       ::unlink(path.c_str());
       return std::unexpected(status.error());
+    }
+    return open(header.id, OpenOptions{});
+  }
+
+  Result<std::shared_ptr<Session>> create_with_log(const SessionHeader& header, const std::vector<LogLine>& log) override {
+    if (!valid_id(header.id)) return fail("invalid_argument", fmt::format("jsonl: {}", invalid_session_id(header.id)));
+    auto file = NewFile::create(dir_, header.id + ".jsonl");
+    if (!file) return std::unexpected(file.error());
+    // Written a megabyte at a time: a long log is not copied whole once more.
+    constexpr std::size_t kChunk = 1 << 20;
+    std::string buffer = header_line(header);
+    for (const LogLine& line : log) {
+      buffer.append(line.json);
+      buffer.push_back('\n');
+      if (buffer.size() < kChunk) continue;
+      if (auto written = file->write(buffer); !written) return std::unexpected(written.error());
+      buffer.clear();
+    }
+    if (auto written = file->write(buffer); !written) return std::unexpected(written.error());
+    if (auto published = file->publish(); !published) {
+      if (published.error().code == "already_exists") {
+        return fail("already_exists", fmt::format("session {} already exists in {}", header.id, dir_));
+      }
+      return std::unexpected(published.error());
     }
     return open(header.id, OpenOptions{});
   }
@@ -183,33 +207,11 @@ class JsonlStore final : public Store {
 
   Result<RepairReport> repair(std::string_view id) override {
     if (!valid_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    const std::string path = file_of(id);
+    if (::access(path.c_str(), F_OK) != 0) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
     auto lock = FileLock::acquire(lock_of(id), fmt::format("session {} in {}", id, dir_), std::chrono::milliseconds(0), false);
     if (!lock) return std::unexpected(lock.error());
-    const std::string path = file_of(id);
-    auto salvage = salvage_jsonl_session(path);
-    if (!salvage) return std::unexpected(salvage.error());
-    RepairReport report;
-    report.location = path;
-    report.kept_records = salvage->kept_records;
-    report.removed = salvage->removed;
-    struct stat st{};
-    if (::stat(path.c_str(), &st) != 0) return fail("io_error", fmt::format("cannot stat {}: {}", path, errno_text()));
-    report.removed_bytes = static_cast<std::int64_t>(st.st_size) - salvage->good_length;
-    if (report.removed_bytes == 0) return report;
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return fail("io_error", fmt::format("cannot open {}: {}", path, errno_text()));
-    // Under the contents lock, as every cut is: a reader mapping the file
-    // meanwhile would otherwise map bytes that are about to go.
-    if (auto locked = lock_contents(fd, /*exclusive=*/true, path); !locked) {
-      ::close(fd);
-      return std::unexpected(locked.error());
-    }
-    const bool ok = ::ftruncate(fd, static_cast<off_t>(salvage->good_length)) == 0 && ::fsync(fd) == 0;
-    const std::string reason = errno_text();
-    unlock_contents(fd);
-    ::close(fd);
-    if (!ok) return fail("io_error", fmt::format("cannot truncate {}: {}", path, reason));
-    return report;
+    return repair_jsonl_session(path, id);
   }
 
  private:

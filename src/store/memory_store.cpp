@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cairn/store/store.hpp"
+#include "session_ids.hpp"
 
 namespace cairn {
 namespace {
@@ -77,6 +78,9 @@ class MemoryStore final : public Store {
   Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
     auto session = std::make_shared<MemorySession>();
     session->header.id = options.id.value_or(new_session_id());
+    if (!valid_session_id(session->header.id)) {
+      return fail("invalid_argument", fmt::format("memory: {}", invalid_session_id(session->header.id)));
+    }
     session->header.timestamp = now_iso8601();
     session->header.cwd = options.cwd;
     session->header.parent_session = options.parent_session;
@@ -88,6 +92,28 @@ class MemoryStore final : public Store {
       }
     }
     return open(session->header.id, OpenOptions{});
+  }
+
+  Result<std::shared_ptr<Session>> create_with_log(const SessionHeader& header, const std::vector<LogLine>& log) override {
+    if (!valid_session_id(header.id)) return fail("invalid_argument", fmt::format("memory: {}", invalid_session_id(header.id)));
+    auto session = std::make_shared<MemorySession>();
+    session->header = header;
+    session->lines.reserve(log.size());
+    for (const LogLine& line : log) session->lines.push_back(line.json);
+    {
+      std::lock_guard lock(shared_->mu);
+      if (!shared_->sessions.emplace(header.id, session).second) {
+        return fail("already_exists", fmt::format("session {} already exists in memory:", header.id));
+      }
+    }
+    auto opened = open(header.id, OpenOptions{});
+    if (!opened) {
+      // The lines did not make a log (open checks what an append would): no
+      // session is left half-made.
+      std::lock_guard lock(shared_->mu);
+      shared_->sessions.erase(header.id);
+    }
+    return opened;
   }
 
   Result<std::shared_ptr<Session>> open(std::string_view id, const OpenOptions& options) override {
@@ -143,7 +169,8 @@ class MemoryStore final : public Store {
     // Memory sessions hold only validated records: there is never damage.
     RepairReport report;
     report.location = fmt::format("memory session {}", id);
-    report.kept_records = static_cast<std::int64_t>(shared_->sessions.find(id)->second->lines.size());
+    report.records = static_cast<std::int64_t>(shared_->sessions.find(id)->second->lines.size());
+    report.intact = report.records;
     return report;
   }
 

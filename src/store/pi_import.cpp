@@ -10,18 +10,22 @@
 // the session.
 #include "cairn/store/pi_import.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include "cairn/log/record.hpp"
+#include "whole_session.hpp"
 
 namespace cairn {
 namespace {
@@ -54,30 +58,90 @@ std::string type_name(const Json& entry) {
   return it != entry.end() && it->is_string() ? it->get<std::string>() : std::string("(none)");
 }
 
+// The longest line a pi record may be. pi inlines images as base64, so a
+// message with several is megabytes long; a line past this is not one (or is
+// a file that never ends a line).
+constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;
+
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a pipe";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file";
+}
+
+struct Descriptor {
+  int fd;
+  ~Descriptor() { ::close(fd); }
+};
+
+// One line of the file: pi skips what does not parse (a torn last line),
+// and so do we; bytes that are not text are no line pi wrote at all.
+Status take_line(const std::string& path, std::size_t line_number, const std::string& text,
+                 std::vector<PiLine>& lines, std::vector<std::string>& notes) {
+  if (text.find('\0') != std::string::npos || !simdjson::validate_utf8(text.data(), text.size())) {
+    return fail("invalid_argument",
+                fmt::format("{}: line {}: not text ({}), which no pi record holds: not a pi session file", path,
+                            line_number, text.find('\0') != std::string::npos ? "a NUL byte" : "bytes that are not UTF-8"));
+  }
+  if (text.find_first_not_of(" \t\r\n\f\v") == std::string::npos) return {};  // pi skips blank lines
+  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) {
+    notes.push_back(fmt::format("line {}: skipped: not valid JSON (pi skips it too)", line_number));
+  } else if (!json.is_object()) {
+    notes.push_back(fmt::format("line {}: skipped: not a JSON object", line_number));
+  } else {
+    lines.push_back(PiLine{line_number, std::move(json)});
+  }
+  return {};
+}
+
 Result<std::vector<PiLine>> parse_lines(const std::string& path, std::vector<std::string>& notes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // O_NONBLOCK: opening a FIFO would wait for a writer first. Only a regular
+  // file is read at all: a device or a pipe need never end.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     if (errno == ENOENT) return fail("not_found", fmt::format("{}: no such file", path));
     return fail("io_error", fmt::format("{}: {}", path, std::strerror(errno)));
   }
-  std::vector<PiLine> lines;
-  std::string text;
-  std::size_t line_number = 0;
-  while (std::getline(in, text)) {
-    ++line_number;
-    if (text.find_first_not_of(" \t\r\n\f\v") == std::string::npos) continue;  // pi skips blank lines
-    Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) {
-      notes.push_back(fmt::format("line {}: skipped: not valid JSON (pi skips it too)", line_number));
-      continue;
-    }
-    if (!json.is_object()) {
-      notes.push_back(fmt::format("line {}: skipped: not a JSON object", line_number));
-      continue;
-    }
-    lines.push_back(PiLine{line_number, std::move(json)});
+  const Descriptor file{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail("io_error", fmt::format("{}: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) {
+    return fail("invalid_argument",
+                fmt::format("{}: not a regular file ({}); a pi session is a file of JSON lines", path, file_kind(st.st_mode)));
   }
-  if (in.bad()) return fail("io_error", fmt::format("{}: read failed", path));
+
+  std::vector<PiLine> lines;
+  std::string line;
+  std::size_t line_number = 0;
+  std::vector<char> buffer(std::size_t{1} << 20);
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail("io_error", fmt::format("{}: read failed: {}", path, std::strerror(errno)));
+    if (n == 0) break;
+    std::string_view chunk(buffer.data(), static_cast<std::size_t>(n));
+    while (!chunk.empty()) {
+      const std::size_t newline = chunk.find('\n');
+      const std::string_view piece = chunk.substr(0, newline);
+      if (line.size() + piece.size() > kMaxLineBytes) {
+        return fail("invalid_argument", fmt::format("{}: line {}: longer than {} MiB, which no pi record is: not a pi "
+                                                    "session file",
+                                                    path, line_number + 1, kMaxLineBytes >> 20));
+      }
+      line.append(piece);
+      if (newline == std::string_view::npos) break;
+      chunk.remove_prefix(newline + 1);
+      if (auto taken = take_line(path, ++line_number, line, lines, notes); !taken) return std::unexpected(taken.error());
+      line.clear();
+    }
+  }
+  if (!line.empty()) {
+    if (auto taken = take_line(path, ++line_number, line, lines, notes); !taken) return std::unexpected(taken.error());
+  }
   return lines;
 }
 
@@ -317,22 +381,16 @@ Result<PiImportResult> import_pi_session(Store& store, const std::string& path) 
   }
   options.header_extra["importedFrom"] = std::move(imported_from);
 
-  auto created = store.create(options);
+  // The import happens whole or not at all, whenever the process dies.
+  auto created = create_whole_session(store, options, [&](Session& scratch) -> Result<std::int64_t> {
+    if (entries->empty()) return 0;
+    auto appended = scratch.append_json(*entries);
+    if (!appended) return fail(appended.error().code, fmt::format("{}: {}", absolute, appended.error().message));
+    return appended->count;
+  });
   if (!created) return std::unexpected(created.error());
-  std::shared_ptr<Session> session = std::move(*created);
-  if (!entries->empty()) {
-    auto appended = session->append_json(*entries);
-    if (!appended) {
-      // Leave no half-made session behind: the import either happened or not.
-      // The session lets go of its writer lock first, or removal would wait on it.
-      const std::string id = session->id();
-      session.reset();
-      (void)store.remove(id);
-      return fail(appended.error().code, fmt::format("{}: {}", absolute, appended.error().message));
-    }
-    result.imported = appended->count;
-  }
-  result.session = std::move(session);
+  result.session = std::move(created->session);
+  result.imported = created->records;
   return result;
 }
 

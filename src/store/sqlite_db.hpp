@@ -17,8 +17,16 @@ namespace cairn::sqlite {
 
 struct DbError {
   int code = SQLITE_ERROR;  // the extended result code
-  std::string message;      // "database is locked (code 5)"
+  // "database is locked (sqlite code 5)". A damaged file's message names the
+  // file and how to recover what it holds; a file that cannot be opened, the
+  // operating system's reason.
+  std::string message;
 };
+
+// The store's error code for a failure: corrupt_log for a damaged file
+// (SQLITE_CORRUPT, SQLITE_NOTADB), read_only for a write SQLite refused,
+// io_error for the rest.
+const char* error_code(const DbError& error);
 
 template <class T>
 using DbResult = std::expected<T, DbError>;
@@ -102,11 +110,12 @@ class Database {
  public:
   Database() = default;
   ~Database() { sqlite3_close_v2(db_); }
-  Database(Database&& other) noexcept : db_(std::exchange(other.db_, nullptr)) {}
+  Database(Database&& other) noexcept : db_(std::exchange(other.db_, nullptr)), access_(other.access_) {}
   Database& operator=(Database&& other) noexcept {
     if (this != &other) {
       sqlite3_close_v2(db_);
       db_ = std::exchange(other.db_, nullptr);
+      access_ = other.access_;
     }
     return *this;
   }
@@ -114,10 +123,26 @@ class Database {
   Database& operator=(const Database&) = delete;
 
   enum class Missing { create, fail };
+  // How a connection reads the file.
+  enum class Access {
+    read_write,
+    // Reads only, and sees what writers commit (through FILE-shm, which it
+    // creates when it is missing).
+    read_only,
+    // Reads a file nobody writes, without locks or FILE-shm: for a file this
+    // user may only read in a directory it may not write, which has no
+    // write-ahead log holding commits the file does not.
+    immutable,
+  };
   // Opens a database file for reading and writing, creating it if it is
   // missing and `missing` says so. The caller serialises use of the
   // connection (SQLITE_OPEN_NOMUTEX).
   static DbResult<Database> open(const std::string& file, Missing missing = Missing::create);
+  // Opens an existing file for reading only: read_only where SQLite can, else
+  // immutable when that misses nothing (see Access).
+  static DbResult<Database> open_read_only(const std::string& file);
+  // Opens an existing file the way another connection to it was opened.
+  static DbResult<Database> open_as(const std::string& file, Access access);
 
   // Runs one or more statements that return nothing of interest.
   DbStatus exec(const char* sql);
@@ -130,10 +155,13 @@ class Database {
   // The last failure on this connection, as a DbError.
   DbError error() const;
   sqlite3* get() const { return db_; }
+  Access access() const { return access_; }
 
  private:
-  explicit Database(sqlite3* db) : db_(db) {}
+  Database(sqlite3* db, Access access) : db_(db), access_(access) {}
+  static DbResult<Database> open_with(const std::string& name, int flags, Access access);
   sqlite3* db_ = nullptr;
+  Access access_ = Access::read_write;
 };
 
 // A transaction that rolls back when it goes out of scope uncommitted.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <utility>
 
 #include <simdjson.h>
 
@@ -123,7 +124,7 @@ Statement& bind_nonempty(Statement& statement, int index, std::string_view text)
 }
 
 Error io_error(const std::string& where, std::string_view what, const DbError& error) {
-  return Error{"io_error", fmt::format("{}: {}: {}", where, what, error.message)};
+  return Error{error_code(error), fmt::format("{}: {}: {}", where, what, error.message)};
 }
 
 }  // namespace
@@ -243,15 +244,15 @@ Status SqliteMedium::prepare_statements() {
   };
   const Wanted wanted[] = {
       {&generation_of_, "SELECT generation, holder FROM sessions WHERE id = ?1"},
-      {&insert_tree_, kInsertTree},
-      {&insert_harness_, kInsertHarness},
-      {&insert_ignorable_, kInsertIgnorable},
   };
   for (const Wanted& w : wanted) {
     auto statement = db_.prepare(w.sql);
     if (!statement) return std::unexpected(io_error(describe(), "cannot prepare a statement", statement.error()));
     *w.statement = std::move(*statement);
   }
+  auto inserter = RecordInserter::prepare(db_);
+  if (!inserter) return std::unexpected(io_error(describe(), "cannot prepare a statement", inserter.error()));
+  inserter_.emplace(std::move(*inserter));
   return {};
 }
 
@@ -325,15 +326,25 @@ Status SqliteMedium::create(const SessionHeader& header, const std::string& head
   return {};
 }
 
-Status SqliteMedium::insert(const PreparedRecord& record) {
-  const RecordMeta& meta = record.meta;
-  const LineFields fields = scan_fields(record.line);
+DbResult<RecordInserter> RecordInserter::prepare(Database& db) {
+  RecordInserter inserter;
+  for (auto [statement, sql] : {std::pair{&inserter.tree_, kInsertTree}, std::pair{&inserter.harness_, kInsertHarness},
+                                std::pair{&inserter.ignorable_, kInsertIgnorable}}) {
+    auto prepared = db.prepare(sql);
+    if (!prepared) return std::unexpected(std::move(prepared.error()));
+    *statement = std::move(*prepared);
+  }
+  return inserter;
+}
+
+DbStatus RecordInserter::insert(std::string_view session_id, const RecordMeta& meta, std::string_view line) {
+  const LineFields fields = scan_fields(line);
   const std::string_view type_name = to_string(meta.type);
   Statement* statement = nullptr;
   if (is_tree_type(meta.type)) {
-    statement = &insert_tree_;
+    statement = &tree_;
     statement->reset()
-        .bind(1, std::string_view(session_id_))
+        .bind(1, session_id)
         .bind(2, meta.seq)
         .bind(3, std::string_view(meta.id))
         .bind(4, meta.parent_id)
@@ -344,11 +355,11 @@ Status SqliteMedium::insert(const PreparedRecord& record) {
     bind_nonempty(*statement, 9, meta.name);
     bind_nonempty(*statement, 10, meta.custom_type);
     bind_nonempty(*statement, 11, meta.role);
-    statement->bind(12, std::string_view(record.line));
+    statement->bind(12, line);
   } else if (is_harness_type(meta.type)) {
-    statement = &insert_harness_;
+    statement = &harness_;
     statement->reset()
-        .bind(1, std::string_view(session_id_))
+        .bind(1, session_id)
         .bind(2, meta.seq)
         .bind(3, std::string_view(meta.id))
         .bind(4, type_name)
@@ -359,17 +370,65 @@ Status SqliteMedium::insert(const PreparedRecord& record) {
     statement->bind(9, meta.target_id);
     bind_nonempty(*statement, 10, meta.name);
     bind_nonempty(*statement, 11, meta.custom_type);
-    statement->bind(12, std::string_view(record.line));
+    statement->bind(12, line);
   } else {
-    statement = &insert_ignorable_;
-    statement->reset().bind(1, std::string_view(session_id_)).bind(2, meta.seq);
+    statement = &ignorable_;
+    statement->reset().bind(1, session_id).bind(2, meta.seq);
     bind_nonempty(*statement, 3, meta.id);
-    statement->bind(4, fields.type.value_or(type_name)).bind(5, std::string_view(record.line));
+    statement->bind(4, fields.type.value_or(type_name)).bind(5, line);
   }
-  if (auto ran = statement->run(); !ran) {
-    return std::unexpected(io_error(describe(), fmt::format("cannot insert seq {}", meta.seq), ran.error()));
+  return statement->run();
+}
+
+Status SqliteMedium::insert(const PreparedRecord& record) {
+  if (auto ran = inserter_->insert(session_id_, record.meta, record.line); !ran) {
+    return std::unexpected(io_error(describe(), fmt::format("cannot insert seq {}", record.meta.seq), ran.error()));
   }
   return {};
+}
+
+Status SqliteMedium::rewrite(const std::vector<PreparedRecord>& records, const std::optional<SessionHeader>& header) {
+  try {
+    std::lock_guard guard(mu_);
+    auto tx = Transaction::begin(db_, Transaction::Mode::immediate);
+    if (!tx) return std::unexpected(io_error(describe(), "cannot begin the repair", tx.error()));
+    generation_of_.reset().bind(1, std::string_view(session_id_));
+    auto row = generation_of_.step();
+    if (!row) return std::unexpected(io_error(describe(), "cannot read the generation", row.error()));
+    const bool current = *row && generation_of_.int64(0) == generation_;
+    generation_of_.reset();
+    if (!current) return fail("stale_writer", fmt::format("{}: another writer took the session during its repair", describe()));
+    for (std::string_view table : {"session_entries", "harness_entries", "ignorable_entries"}) {
+      auto erase = db_.prepare(fmt::format("DELETE FROM {} WHERE session_id = ?1", table));
+      if (!erase) return std::unexpected(io_error(describe(), "cannot repair", erase.error()));
+      if (auto ran = erase->bind(1, std::string_view(session_id_)).run(); !ran) {
+        return std::unexpected(io_error(describe(), "cannot repair", ran.error()));
+      }
+    }
+    for (const PreparedRecord& record : records) {
+      if (auto inserted = insert(record); !inserted) return inserted;  // tx rolls back
+    }
+    if (header) {
+      const std::string json = encode(*header).dump(-1, ' ', false, Json::error_handler_t::replace);
+      auto update = db_.prepare("UPDATE sessions SET header = ?1, version = ?2, timestamp = ?3, cwd = ?4 WHERE id = ?5");
+      if (!update) return std::unexpected(io_error(describe(), "cannot repair the header", update.error()));
+      if (auto ran = update->bind(1, std::string_view(json))
+                         .bind(2, header->version)
+                         .bind(3, std::string_view(header->timestamp))
+                         .bind(4, std::string_view(header->cwd))
+                         .bind(5, std::string_view(session_id_))
+                         .run();
+          !ran) {
+        return std::unexpected(io_error(describe(), "cannot repair the header", ran.error()));
+      }
+    }
+    if (auto committed = tx->commit(); !committed) {
+      return std::unexpected(io_error(describe(), "cannot commit the repair", committed.error()));
+    }
+    return {};
+  } catch (const std::exception& e) {
+    return fail("io_error", fmt::format("{}: repair failed: {}", describe(), e.what()));
+  }
 }
 
 Status SqliteMedium::append(const std::vector<PreparedRecord>& records) {

@@ -42,6 +42,21 @@ std::string describe_holder(const LockHolder& holder);
 // This process as a holder at `generation`.
 LockHolder this_process(std::int64_t generation);
 
+// Inserts records as rows of one session: prepared once on a connection,
+// which must outlive it. The caller holds the write transaction.
+class RecordInserter {
+ public:
+  static DbResult<RecordInserter> prepare(Database& db);
+  // `line` is the record's stored line; `meta` its index fields.
+  DbStatus insert(std::string_view session_id, const RecordMeta& meta, std::string_view line);
+
+ private:
+  RecordInserter() = default;
+  Statement tree_;
+  Statement harness_;
+  Statement ignorable_;
+};
+
 class SqliteMedium final : public LogMedium {
   struct Key {
     explicit Key() = default;
@@ -60,6 +75,9 @@ class SqliteMedium final : public LogMedium {
   Status create(const SessionHeader& header, const std::string& header_json);
 
   Status append(const std::vector<PreparedRecord>& records) override;
+  // For repair, after claim(): replaces every row of the session by
+  // `records` (seq 0 … n-1) and, given one, its header, in one transaction.
+  Status rewrite(const std::vector<PreparedRecord>& records, const std::optional<SessionHeader>& header);
   std::string describe() const override;
 
   // The lock file, for a session that turned out not to exist.
@@ -82,9 +100,7 @@ class SqliteMedium final : public LogMedium {
   SessionLock lock_;
   Database db_;
   Statement generation_of_;
-  Statement insert_tree_;
-  Statement insert_harness_;
-  Statement insert_ignorable_;
+  std::optional<RecordInserter> inserter_;
 };
 
 }  // namespace cairn::sqlite

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cairn/log/checksum.hpp"
 #include "chunk_pipeline.hpp"
 #include "sqlite_medium.hpp"
 
@@ -159,7 +160,7 @@ Result<RecordMeta> meta_of_row(const Cursor& cursor, std::string_view* payload) 
 }
 
 // The first index field in which the columns and the payload disagree.
-std::optional<std::string_view> disagreement(const RecordMeta& columns, const RecordMeta& payload) {
+std::optional<std::string_view> columns_disagree_with(const RecordMeta& columns, const RecordMeta& payload) {
   if (columns.seq != payload.seq) return "seq";
   if (columns.type != payload.type) return "type";
   if (columns.id != payload.id) return "id";
@@ -173,6 +174,20 @@ std::optional<std::string_view> disagreement(const RecordMeta& columns, const Re
   return std::nullopt;
 }
 
+// Why a payload cannot be trusted beside its columns, or nullopt when it can:
+// its checksum fails or is missing where the format needs one, or (a record
+// from before checksums) it does not scan or disagrees with its columns.
+std::optional<std::string> payload_damage(const RecordMeta& columns, std::string_view payload, bool checksums) {
+  auto checksum = check_checksum(payload);
+  if (!checksum) return checksum.error().message;
+  if (*checksum == Checksum::valid) return std::nullopt;
+  if (checksums) return "the record has no checksum, which its session's format requires";
+  auto scanned = scan_line(payload);
+  if (!scanned) return fmt::format("payload: {}", scanned.error().message);
+  if (auto field = columns_disagree_with(columns, *scanned)) return fmt::format("the {} column disagrees with the payload", *field);
+  return std::nullopt;
+}
+
 std::string seq_break(std::int64_t expected, std::int64_t found) {
   return fmt::format("{}: expected {}, found {}", found > expected ? "seq gap" : "duplicate seq", expected, found);
 }
@@ -182,6 +197,7 @@ std::string seq_break(std::int64_t expected, std::int64_t found) {
 DbResult<RecordReader> RecordReader::prepare(Database& db, std::string file) {
   RecordReader reader;
   reader.file_ = std::move(file);
+  reader.access_ = db.access();
   for (int table = 0; table < 3; ++table) {
     auto scan = db.prepare(kScans[table]);
     if (!scan) return std::unexpected(std::move(scan.error()));
@@ -196,16 +212,16 @@ DbResult<RecordReader> RecordReader::prepare(Database& db, std::string file) {
   return reader;
 }
 
-Result<SessionIndex> RecordReader::load(const std::string& session_id) {
+Result<SessionIndex> RecordReader::load(const std::string& session_id, bool verify_payloads, bool checksums) {
   const std::string at = where(file_, session_id);
-  Merge merge(open_tables_, session_id);
+  Merge merge(verify_payloads ? tables_ : open_tables_, session_id);
   if (auto started = merge.start(); !started) {
-    return fail("io_error", fmt::format("{}: cannot read the records: {}", at, started.error().message));
+    return fail(error_code(started.error()), fmt::format("{}: cannot read the records: {}", at, started.error().message));
   }
   SessionIndex index;
   last_seq_.reset().bind(1, std::string_view(session_id));
   auto last = last_seq_.step();
-  if (!last) return fail("io_error", fmt::format("{}: cannot read the records: {}", at, last.error().message));
+  if (!last) return fail(error_code(last.error()), fmt::format("{}: cannot read the records: {}", at, last.error().message));
   const std::int64_t count = *last ? last_seq_.int64(0) + 1 : 0;
   last_seq_.reset();
   if (count > 0 && count <= kMaxReservation) index.reserve(static_cast<std::size_t>(count));
@@ -215,7 +231,7 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
   // thread alone until the pipeline ends). A row's text is valid only until
   // its statement steps: the chunk copies it, and the index adopts the copy.
   // The payloads stay in the file until a query needs them.
-  index.set_line_source(std::make_shared<SqliteLines>(file_, session_id));
+  index.set_line_source(std::make_shared<SqliteLines>(file_, session_id, access_));
   struct Rows {
     std::vector<RecordMeta> metas;
     StringArena strings;
@@ -234,10 +250,19 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
         rows.error = Error{"corrupt_log", fmt::format("{}: {}", at, seq_break(expected, seq))};
         return false;
       }
-      auto meta = meta_of_row(*next, nullptr);
+      std::string_view payload;
+      auto meta = meta_of_row(*next, verify_payloads ? &payload : nullptr);
       if (!meta) {
         rows.error = Error{meta.error().code, fmt::format("{}, seq {}: {}", at, seq, meta.error().message)};
         return false;
+      }
+      if (verify_payloads) {
+        if (auto damaged = payload_damage(*meta, payload, checksums)) {
+          rows.error = Error{"corrupt_log", fmt::format("{}, seq {}: {}; the session can be read but not written until "
+                                                        "`cairn repair` replaces the record",
+                                                        at, seq, *damaged)};
+          return false;
+        }
       }
       meta->id = copy(meta->id);
       if (meta->parent_id) meta->parent_id = copy(*meta->parent_id);
@@ -248,7 +273,8 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
       rows.metas.push_back(*meta);
       ++expected;
       if (auto advanced = Merge::advance(*next); !advanced) {
-        rows.error = Error{"io_error", fmt::format("{}: cannot read past seq {}: {}", at, seq, advanced.error().message)};
+        rows.error = Error{error_code(advanced.error()),
+                           fmt::format("{}: cannot read past seq {}: {}", at, seq, advanced.error().message)};
         return false;
       }
     }
@@ -271,47 +297,37 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id) {
   return index;
 }
 
-Result<Salvage> RecordReader::salvage(const std::string& session_id) {
+Result<StoredRows> RecordReader::read_rows(const std::string& session_id) {
   const std::string at = where(file_, session_id);
   Merge merge(tables_, session_id);
   if (auto started = merge.start(); !started) {
-    return fail("io_error", fmt::format("{}: cannot read the records: {}", at, started.error().message));
+    return fail(error_code(started.error()), fmt::format("{}: cannot read the records: {}", at, started.error().message));
   }
-  Salvage salvage;
-  SessionIndex index;
-  std::optional<std::int64_t> first_damaged;
+  StoredRows out;
+  auto copy = [&](std::string_view text) { return text.empty() ? text : out.strings.store(text); };
   while (Cursor* next = merge.next()) {
-    const std::int64_t seq = next->seq;
+    StoredRow row;
+    row.table = next->table;
+    row.seq = next->seq;
     std::string_view payload;
-    std::string reason;
-    if (first_damaged) {
-      reason = fmt::format("after the damaged record at seq {}", *first_damaged);
-      (void)meta_of_row(*next, &payload);
-    } else if (seq != salvage.kept) {
-      reason = seq_break(salvage.kept, seq);
-      (void)meta_of_row(*next, &payload);
-    } else if (auto meta = meta_of_row(*next, &payload); !meta) {
-      reason = meta.error().message;
-    } else if (auto scanned = scan_line(payload); !scanned) {
-      reason = fmt::format("payload: {}", scanned.error().message);
-    } else if (auto field = disagreement(*meta, *scanned)) {
-      reason = fmt::format("the {} column disagrees with the payload", *field);
-    } else if (auto valid = check_invariants(*meta, index); !valid) {
-      reason = valid.error().message;
-    } else {
-      index.add(*meta, payload);
-      ++salvage.kept;
+    if (auto meta = meta_of_row(*next, &payload)) {
+      meta->id = copy(meta->id);
+      if (meta->parent_id) meta->parent_id = copy(*meta->parent_id);
+      if (meta->target_id) meta->target_id = copy(*meta->target_id);
+      for (std::string_view* text : {&meta->ref, &meta->run_id, &meta->name, &meta->custom_type, &meta->role}) {
+        *text = copy(*text);
+      }
+      row.columns = *meta;
     }
-    if (!reason.empty()) {
-      if (!first_damaged) first_damaged = seq;
-      salvage.damaged.push_back(
-          DamagedRow{next->table, seq, static_cast<std::int64_t>(payload.size()), std::move(reason)});
-    }
+    row.payload = std::string(payload.empty() ? next->rows->text(next->table == kTree ? 9 : next->table == kHarness ? 8 : 2)
+                                              : payload);
+    out.rows.push_back(std::move(row));
     if (auto advanced = Merge::advance(*next); !advanced) {
-      return fail("io_error", fmt::format("{}: cannot read past seq {}: {}", at, seq, advanced.error().message));
+      return fail(error_code(advanced.error()),
+                  fmt::format("{}: cannot read past seq {}: {}", at, next->seq, advanced.error().message));
     }
   }
-  return salvage;
+  return out;
 }
 
 }  // namespace cairn::sqlite
@@ -325,13 +341,13 @@ struct SqliteLines::Connection {
   Statement bytes_before;
 };
 
-SqliteLines::SqliteLines(std::string file, std::string session_id)
-    : file_(std::move(file)), session_id_(std::move(session_id)) {}
+SqliteLines::SqliteLines(std::string file, std::string session_id, Database::Access access)
+    : file_(std::move(file)), session_id_(std::move(session_id)), access_(access) {}
 SqliteLines::~SqliteLines() = default;
 
 DbResult<SqliteLines::Connection*> SqliteLines::connect() const {
   if (connection_) return connection_.get();
-  auto db = Database::open(file_, Database::Missing::fail);
+  auto db = Database::open_as(file_, access_);
   if (!db) return std::unexpected(std::move(db.error()));
   db->set_busy_timeout(kBusyTimeoutMs);
   auto connection = std::make_unique<Connection>();
@@ -356,11 +372,14 @@ Result<LineSource::Stored> SqliteLines::line(std::int64_t seq, RecordType type) 
   const std::string at = fmt::format("{}, seq {}", where(file_, session_id_), seq);
   std::lock_guard lock(mu_);
   auto connected = connect();
-  if (!connected) return fail("io_error", fmt::format("{}: cannot read the record: {}", at, connected.error().message));
+  if (!connected) {
+    return fail(error_code(connected.error()),
+                fmt::format("{}: cannot read the record: {}", at, connected.error().message));
+  }
   Statement& read = (*connected)->lines[table];
   read.reset().bind(1, std::string_view(session_id_)).bind(2, seq);
   auto row = read.step();
-  if (!row) return fail("io_error", fmt::format("{}: cannot read the record: {}", at, row.error().message));
+  if (!row) return fail(error_code(row.error()), fmt::format("{}: cannot read the record: {}", at, row.error().message));
   if (!*row) {
     read.reset();
     return fail("corrupt_log", fmt::format("{}: the record is no longer in {}", at, kEntryTables[table]));
@@ -376,13 +395,16 @@ Result<std::vector<LineSource::Stored>> SqliteLines::lines(std::int64_t begin, s
   std::vector<bool> found(out.size());
   std::lock_guard lock(mu_);
   auto connected = connect();
-  if (!connected) return fail("io_error", fmt::format("{}: cannot read the records: {}", at, connected.error().message));
+  if (!connected) {
+    return fail(error_code(connected.error()),
+                fmt::format("{}: cannot read the records: {}", at, connected.error().message));
+  }
   // Each table holds its rows in seq order; together they fill the range.
   for (Statement& range : (*connected)->ranges) {
     range.reset().bind(1, std::string_view(session_id_)).bind(2, begin).bind(3, end);
     for (;;) {
       auto row = range.step();
-      if (!row) return fail("io_error", fmt::format("{}: cannot read the records: {}", at, row.error().message));
+      if (!row) return fail(error_code(row.error()), fmt::format("{}: cannot read the records: {}", at, row.error().message));
       if (!*row) break;
       const std::int64_t seq = range.int64(0);
       const auto slot = static_cast<std::size_t>(seq - begin);
@@ -408,7 +430,7 @@ Result<std::int64_t> SqliteLines::bytes_before(std::int64_t end) const {
   std::lock_guard lock(mu_);
   auto connected = connect();
   auto failed = [&](const DbError& error) {
-    return fail("io_error", fmt::format("{}: cannot size the records: {}", where(file_, session_id_), error.message));
+    return fail(error_code(error), fmt::format("{}: cannot size the records: {}", where(file_, session_id_), error.message));
   };
   if (!connected) return failed(connected.error());
   Statement& sum = (*connected)->bytes_before;

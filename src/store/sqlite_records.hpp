@@ -17,17 +17,19 @@ namespace cairn::sqlite {
 // The tables that hold records, by the number the readers use for them.
 inline constexpr std::string_view kEntryTables[] = {"session_entries", "harness_entries", "ignorable_entries"};
 
-// A row repair removes, and why.
-struct DamagedRow {
+// One row as repair reads it: where it is, its index columns and its payload.
+struct StoredRow {
   int table = 0;  // index into kEntryTables
   std::int64_t seq = 0;
-  std::int64_t bytes = 0;  // its payload's
-  std::string reason;
+  // The columns as a record's index fields (views into StoredRows::strings);
+  // nullopt when they do not even make one (an unknown type, a record in the
+  // wrong table).
+  std::optional<RecordMeta> columns;
+  std::string payload;
 };
-
-struct Salvage {
-  std::int64_t kept = 0;            // rows before the first damaged one
-  std::vector<DamagedRow> damaged;  // that row and every later one, in seq order
+struct StoredRows {
+  std::vector<StoredRow> rows;  // in seq order
+  StringArena strings;
 };
 
 // Reads a session's rows in seq order: a three-way merge of three scans, each
@@ -47,16 +49,21 @@ class RecordReader {
   // types (unknown_type), each kind in its table and the log's invariants
   // (corrupt_log naming the seq). Call inside a read transaction, so the
   // three scans see one snapshot.
-  Result<SessionIndex> load(const std::string& session_id);
+  //
+  // `verify_payloads`, for a session opened for writing: also reads every
+  // payload and refuses the session (corrupt_log, naming the seq) when one
+  // fails its checksum, lacks one where `checksums` says the format requires
+  // it, or (without a checksum) disagrees with its columns. A session whose
+  // log is damaged can be read, never appended to, until it is repaired.
+  Result<SessionIndex> load(const std::string& session_id, bool verify_payloads, bool checksums);
 
-  // For repair: runs load()'s checks and also checks each payload (well-formed
-  // JSON whose index fields agree with the columns); reports the first row
-  // failing any check and every row after it.
-  Result<Salvage> salvage(const std::string& session_id);
+  // For repair: every row of the session with its columns and payload, in seq order.
+  Result<StoredRows> read_rows(const std::string& session_id);
 
  private:
   RecordReader() = default;
   std::string file_;
+  Database::Access access_ = Database::Access::read_write;  // how the lines' connections open the file
   Statement tables_[3];       // with payloads, for salvage()
   Statement open_tables_[3];  // index columns only, for load()
   Statement last_seq_;
@@ -71,7 +78,8 @@ class RecordReader {
 // could have replaced it).
 class SqliteLines final : public LineSource {
  public:
-  SqliteLines(std::string file, std::string session_id);
+  // `access`: as the store's own connection opened the file.
+  SqliteLines(std::string file, std::string session_id, Database::Access access);
   ~SqliteLines() override;
   Result<Stored> line(std::int64_t seq, RecordType type) const override;
   Result<std::vector<Stored>> lines(std::int64_t begin, std::int64_t end) const override;
@@ -84,6 +92,7 @@ class SqliteLines final : public LineSource {
 
   const std::string file_;
   const std::string session_id_;
+  const Database::Access access_;
   mutable std::mutex mu_;  // one query at a time on the connection
   mutable std::unique_ptr<Connection> connection_;
 };

@@ -10,9 +10,20 @@
 // fenced by the sessions row's generation (see sqlite_medium.cpp). The store's
 // own connection serves list/create/open/remove/repair under a mutex; every
 // writable session appends through a connection of its own.
+//
+// A file this process may not write (or whose directory it may not write:
+// SQLite's FILE-wal and FILE-shm, and the lock files, live there) is opened
+// read-only: sessions can be listed and read, and every write is refused up
+// front, naming the file and the reason.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -24,7 +35,10 @@
 #include "sqlite_db.hpp"
 #include "sqlite_lock.hpp"
 #include "sqlite_medium.hpp"
+#include "cairn/log/checksum.hpp"
+#include "repair.hpp"
 #include "sqlite_records.hpp"
+#include "session_ids.hpp"
 
 namespace cairn {
 namespace {
@@ -32,11 +46,21 @@ namespace {
 using namespace sqlite;
 
 // Ids name lock files, so they keep to a portable file-name alphabet.
-bool valid_id(std::string_view id) {
-  if (id.empty() || id.size() > 128 || id.front() == '.') return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  });
+bool valid_id(std::string_view id) { return valid_session_id(id); }
+
+// Why this process cannot write the store at `file` (which exists), or
+// nothing when it can. SQLite writes the file and creates FILE-wal and
+// FILE-shm beside it; writers create their lock files there too.
+std::optional<std::string> why_not_writable(const std::string& file) {
+  const std::filesystem::path path(file);
+  const std::string dir = path.has_parent_path() ? path.parent_path().string() : std::string(".");
+  if (::faccessat(AT_FDCWD, file.c_str(), W_OK, AT_EACCESS) != 0) {
+    return fmt::format("{}: {}", file, std::strerror(errno));
+  }
+  if (::faccessat(AT_FDCWD, dir.c_str(), W_OK, AT_EACCESS) != 0) {
+    return fmt::format("directory {}: {}", dir, std::strerror(errno));
+  }
+  return std::nullopt;
 }
 
 // Runs `body`, turning any exception (allocation failure, a library throwing)
@@ -54,8 +78,9 @@ auto guarded(std::string_view what, Body&& body) -> decltype(body()) {
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::string file, StoreOptions options, Database db)
-      : file_(std::move(file)), options_(options), db_(std::move(db)) {}
+  // `read_only`: why this process cannot write the file; it is then only read.
+  SqliteStore(std::string file, StoreOptions options, Database db, std::optional<std::string> read_only)
+      : file_(std::move(file)), options_(options), read_only_(std::move(read_only)), db_(std::move(db)) {}
 
   std::string uri() const override { return "sqlite:" + file_; }
   SyncPolicy sync_policy() const override { return options_.sync; }
@@ -65,6 +90,9 @@ class SqliteStore final : public Store {
   }
   Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
     return guarded(fmt::format("sqlite file {}: create", file_), [&] { return create_session(options); });
+  }
+  Result<std::shared_ptr<Session>> create_with_log(const SessionHeader& header, const std::vector<LogLine>& log) override {
+    return guarded(where(file_, header.id), [&] { return create_session_with_log(header, log); });
   }
   Result<std::shared_ptr<Session>> open(std::string_view id, const OpenOptions& options) override {
     return guarded(where(file_, id), [&] { return open_session(std::string(id), options); });
@@ -79,9 +107,12 @@ class SqliteStore final : public Store {
  private:
   Result<std::vector<SessionHeader>> list_sessions();
   Result<std::shared_ptr<Session>> create_session(const CreateOptions& options);
+  Result<std::shared_ptr<Session>> create_session_with_log(const SessionHeader& header, const std::vector<LogLine>& log);
   Result<std::shared_ptr<Session>> open_session(const std::string& id, const OpenOptions& options);
   Status remove_session(const std::string& id);
   Result<RepairReport> repair_session(const std::string& id);
+  // Copies the session's rows, as they are, into a new database `backup`.
+  Status back_up(const std::string& id, const std::string& backup);
 
   // The following use db_: the caller holds mu_.
   Result<SessionHeader> read_header(const std::string& id);
@@ -92,19 +123,29 @@ class SqliteStore final : public Store {
   // Takes the writer's lock, waiting or breaking it as `options` say. Called
   // without mu_: waiting must not stop the store's other callers.
   Result<SessionLock> take_lock(const std::string& id, const OpenOptions& options);
+  // The medium of a session being created or repaired, under the writer's
+  // lock taken at once: a held lock is an error, not a wait. Called without mu_.
+  Result<std::unique_ptr<SqliteMedium>> open_medium_at_once(const std::string& id);
 
   Error not_found(const std::string& id) const {
     return Error{"not_found", fmt::format("no session {} in sqlite file {}", id, file_)};
   }
   Error io_error(const std::string& id, std::string_view what, const DbError& error) const {
-    return Error{"io_error", fmt::format("{}: {}: {}", where(file_, id), what, error.message)};
+    return Error{error_code(error), fmt::format("{}: {}: {}", where(file_, id), what, error.message)};
+  }
+  // What a store this process may only read says to a writer.
+  Error read_only_error(std::string_view what) const {
+    return Error{"read_only",
+                 fmt::format("cannot {}: sqlite file {} is read-only for this user ({})", what, file_, *read_only_)};
   }
 
   const std::string file_;
   const StoreOptions options_;
+  const std::optional<std::string> read_only_;
   std::mutex mu_;  // guards db_ and the statements
   Database db_;
   std::optional<RecordReader> reader_;  // prepared on first use
+  std::optional<RecordInserter> inserter_;  // prepared on first use
 };
 
 // ---- list -------------------------------------------------------------------
@@ -113,11 +154,13 @@ Result<std::vector<SessionHeader>> SqliteStore::list_sessions() {
   std::lock_guard guard(mu_);
   auto statement = db_.prepare(
       "SELECT id, version, timestamp, cwd, parent_session, header FROM sessions ORDER BY timestamp DESC, id DESC");
-  if (!statement) return fail("io_error", fmt::format("sqlite file {}: cannot list: {}", file_, statement.error().message));
+  if (!statement) {
+    return fail(error_code(statement.error()), fmt::format("sqlite file {}: cannot list: {}", file_, statement.error().message));
+  }
   std::vector<SessionHeader> headers;
   for (;;) {
     auto row = statement->step();
-    if (!row) return fail("io_error", fmt::format("sqlite file {}: cannot list: {}", file_, row.error().message));
+    if (!row) return fail(error_code(row.error()), fmt::format("sqlite file {}: cannot list: {}", file_, row.error().message));
     if (!*row) break;
     const std::string_view text = statement->text(5);
     const Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
@@ -143,10 +186,9 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session(const CreateOptions
   SessionHeader header;
   header.id = options.id ? *options.id : new_session_id();
   if (!valid_id(header.id)) {
-    return fail("invalid_argument", fmt::format("sqlite file {}: '{}' is not a valid session id (letters, digits, "
-                                                "'-', '_', '.'; at most 128)",
-                                                file_, header.id));
+    return fail("invalid_argument", fmt::format("sqlite file {}: {}", file_, invalid_session_id(header.id)));
   }
+  if (read_only_) return std::unexpected(read_only_error(fmt::format("create session {}", header.id)));
   header.version = kLogFormatVersion;
   header.timestamp = now_iso8601();
   header.cwd = options.cwd;
@@ -161,13 +203,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session(const CreateOptions
     if (!found) return std::unexpected(found.error());
     if (*found) return fail("already_exists", fmt::format("session {} already exists in sqlite file {}", id, file_));
   }
-  auto lock = SessionLock::try_acquire(lock_path(file_, id));
-  if (!lock) return std::unexpected(lock.error());
-  if (!*lock) {
-    std::lock_guard guard(mu_);
-    return std::unexpected(locked_error(id, std::chrono::milliseconds(0)));
-  }
-  auto medium = SqliteMedium::open(file_, id, std::move(**lock), options_.sync);
+  auto medium = open_medium_at_once(id);
   if (!medium) return std::unexpected(medium.error());
   if (auto created = (*medium)->create(header, header_json); !created) {
     // Unless another creator won the race, no session owns the lock file.
@@ -175,6 +211,56 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session(const CreateOptions
     return std::unexpected(created.error());
   }
   return std::make_shared<Session>(std::move(header), SessionIndex(), std::move(*medium), OpenReport{});
+}
+
+// The rows go in one transaction on the store's connection, with no writer
+// lock: the session does not exist until the commit, so nobody can hold it,
+// and BEGIN IMMEDIATE orders this against every other creator. The new row
+// has generation 0; the open that follows takes the lock and claims it.
+Result<std::shared_ptr<Session>> SqliteStore::create_session_with_log(const SessionHeader& header,
+                                                                      const std::vector<LogLine>& log) {
+  const std::string& id = header.id;
+  if (!valid_id(id)) return fail("invalid_argument", fmt::format("sqlite file {}: {}", file_, invalid_session_id(id)));
+  if (read_only_) return std::unexpected(read_only_error(fmt::format("create session {}", id)));
+  const std::string header_json = encode(header).dump(-1, ' ', false, Json::error_handler_t::replace);
+  {
+    std::lock_guard guard(mu_);
+    auto tx = Transaction::begin(db_, Transaction::Mode::immediate);
+    if (!tx) return std::unexpected(io_error(id, "cannot create the session", tx.error()));
+    auto found = exists(id);
+    if (!found) return std::unexpected(found.error());
+    if (*found) return fail("already_exists", fmt::format("session {} already exists in sqlite file {}", id, file_));
+    auto insert = db_.prepare(
+        "INSERT INTO sessions (id, version, timestamp, cwd, parent_session, header, generation, holder) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, NULL)");
+    if (!insert) return std::unexpected(io_error(id, "cannot create the session", insert.error()));
+    insert->bind(1, std::string_view(id))
+        .bind(2, header.version)
+        .bind(3, std::string_view(header.timestamp))
+        .bind(4, std::string_view(header.cwd))
+        .bind(5, header.parent_session)
+        .bind(6, std::string_view(header_json));
+    if (auto ran = insert->run(); !ran) return std::unexpected(io_error(id, "cannot create the session", ran.error()));
+    if (!inserter_) {
+      auto prepared = RecordInserter::prepare(db_);
+      if (!prepared) return std::unexpected(io_error(id, "cannot prepare a statement", prepared.error()));
+      inserter_.emplace(std::move(*prepared));
+    }
+    for (const LogLine& line : log) {
+      // The index fields, as an append has them; the views last until the next scan.
+      auto meta = scan_line(line.json);
+      if (!meta) {
+        return fail(meta.error().code, fmt::format("{}: seq {}: {}", where(file_, id), line.seq, meta.error().message));
+      }
+      if (auto inserted = inserter_->insert(id, *meta, line.json); !inserted) {
+        return std::unexpected(io_error(id, fmt::format("cannot insert seq {}", line.seq), inserted.error()));
+      }
+    }
+    if (auto committed = tx->commit(); !committed) {
+      return std::unexpected(io_error(id, "cannot create the session", committed.error()));
+    }
+  }
+  return open_session(id, OpenOptions{});
 }
 
 // ---- open -------------------------------------------------------------------
@@ -189,6 +275,7 @@ Result<std::shared_ptr<Session>> SqliteStore::open_session(const std::string& id
 
   std::unique_ptr<SqliteMedium> medium;
   if (!options.read_only) {
+    if (read_only_) return std::unexpected(read_only_error(fmt::format("open session {} for writing", id)));
     auto lock = take_lock(id, options);
     if (!lock) return std::unexpected(lock.error());
     auto opened = SqliteMedium::open(file_, id, std::move(*lock), options_.sync);
@@ -209,9 +296,13 @@ Result<std::shared_ptr<Session>> SqliteStore::open_session(const std::string& id
   if (!header) return std::unexpected(header.error());
   auto reader = record_reader(id);
   if (!reader) return std::unexpected(reader.error());
-  auto index = (*reader)->load(id);
+  // A session opened for writing must be whole: every payload is checked.
+  // Reading it needs less: each payload is checked when a query reads it.
+  const bool checksums = checksums_required(header->version);
+  auto index = (*reader)->load(id, /*verify_payloads=*/!options.read_only, checksums);
   if (!index) return std::unexpected(index.error());
   if (auto ended = tx->commit(); !ended) return std::unexpected(io_error(id, "cannot end the read", ended.error()));
+  index->require_checksums(checksums);
   return std::make_shared<Session>(std::move(*header), std::move(*index), std::move(medium), OpenReport{});
 }
 
@@ -287,6 +378,16 @@ Result<SessionLock> SqliteStore::take_lock(const std::string& id, const OpenOpti
   }
 }
 
+Result<std::unique_ptr<SqliteMedium>> SqliteStore::open_medium_at_once(const std::string& id) {
+  auto lock = SessionLock::try_acquire(lock_path(file_, id));
+  if (!lock) return std::unexpected(lock.error());
+  if (!*lock) {
+    std::lock_guard guard(mu_);
+    return std::unexpected(locked_error(id, std::chrono::milliseconds(0)));
+  }
+  return SqliteMedium::open(file_, id, std::move(**lock), options_.sync);
+}
+
 Error SqliteStore::locked_error(const std::string& id, std::chrono::milliseconds waited) {
   std::string holder_text = "another writer (not recorded)";
   if (auto statement = db_.prepare("SELECT holder FROM sessions WHERE id = ?1")) {
@@ -303,6 +404,7 @@ Error SqliteStore::locked_error(const std::string& id, std::chrono::milliseconds
 
 Status SqliteStore::remove_session(const std::string& id) {
   if (!valid_id(id)) return std::unexpected(not_found(id));
+  if (read_only_) return std::unexpected(read_only_error(fmt::format("remove session {}", id)));
   {
     std::lock_guard guard(mu_);
     auto found = exists(id);
@@ -342,37 +444,162 @@ Result<RepairReport> SqliteStore::repair_session(const std::string& id) {
     if (!found) return std::unexpected(found.error());
     if (!*found) return std::unexpected(not_found(id));
   }
-  // Repair writes: it needs the session to itself, like any writer.
-  auto lock = SessionLock::try_acquire(lock_path(file_, id));
-  if (!lock) return std::unexpected(lock.error());
-  std::lock_guard guard(mu_);
-  if (!*lock) return std::unexpected(locked_error(id, std::chrono::milliseconds(0)));
-
-  auto tx = Transaction::begin(db_, Transaction::Mode::immediate);
-  if (!tx) return std::unexpected(io_error(id, "cannot repair", tx.error()));
-  auto reader = record_reader(id);
-  if (!reader) return std::unexpected(reader.error());
-  auto salvage = (*reader)->salvage(id);
-  if (!salvage) return std::unexpected(salvage.error());
+  // Repair writes: it needs the session to itself, like any writer, and
+  // fences off any writer that still thinks it holds it.
+  auto medium = open_medium_at_once(id);
+  if (!medium) return std::unexpected(medium.error());
+  if (auto claimed = (*medium)->claim(); !claimed) return std::unexpected(claimed.error());
 
   RepairReport report;
   report.location = where(file_, id);
-  report.kept_records = salvage->kept;
-  for (const DamagedRow& row : salvage->damaged) {
-    report.removed.push_back(fmt::format("seq {} ({}, {} bytes): {}", row.seq, kEntryTables[row.table], row.bytes,
-                                         row.reason));
-    report.removed_bytes += row.bytes;
+  std::lock_guard guard(mu_);
+  std::optional<SessionHeader> rebuilt;
+  auto header = read_header(id);
+  if (!header) {
+    if (header.error().code != "corrupt_log") {
+      return fail(header.error().code, header.error().message + "; repair changes nothing in it");
+    }
+    auto columns = db_.prepare("SELECT timestamp, cwd, parent_session FROM sessions WHERE id = ?1");
+    if (!columns) return std::unexpected(io_error(id, "cannot read the header", columns.error()));
+    auto row = columns->bind(1, std::string_view(id)).step();
+    if (!row || !*row) return std::unexpected(io_error(id, "cannot read the header", row ? DbError{} : row.error()));
+    rebuilt.emplace();
+    rebuilt->id = id;
+    rebuilt->timestamp = std::string(columns->text(0));
+    rebuilt->cwd = std::string(columns->text(1));
+    rebuilt->parent_session = columns->optional_text(2);
+    rebuilt->extra["repaired"] = fmt::format("the header was damaged; rebuilt by cairn repair at {}", now_iso8601());
+    report.fixed.push_back(fmt::format("the session header was damaged ({}); rebuilt from its columns",
+                                       header.error().message));
+    header = *rebuilt;
   }
-  for (const DamagedRow& row : salvage->damaged) {
-    auto statement =
-        db_.prepare(fmt::format("DELETE FROM {} WHERE session_id = ?1 AND seq = ?2", kEntryTables[row.table]));
-    if (!statement) return std::unexpected(io_error(id, "cannot repair", statement.error()));
-    if (auto ran = statement->bind(1, std::string_view(id)).bind(2, row.seq).run(); !ran) {
-      return std::unexpected(io_error(id, fmt::format("cannot remove seq {}", row.seq), ran.error()));
+  const bool checksums = checksums_required(header->version);
+
+  auto tx = Transaction::begin(db_, Transaction::Mode::deferred);
+  if (!tx) return std::unexpected(io_error(id, "cannot read the records", tx.error()));
+  auto reader = record_reader(id);
+  if (!reader) return std::unexpected(reader.error());
+  auto rows = (*reader)->read_rows(id);
+  if (!rows) return std::unexpected(rows.error());
+  if (auto ended = tx->commit(); !ended) return std::unexpected(io_error(id, "cannot end the read", ended.error()));
+
+  // Each row at the seq its column says; a seq held twice keeps the row whose
+  // payload is intact, and a seq no row holds becomes a missing record.
+  std::vector<repair::StoredRecord> stored;
+  bool moved = false;
+  for (const StoredRow& row : rows->rows) {
+    if (row.seq < 0 || row.seq > static_cast<std::int64_t>(rows->rows.size()) + 1) {
+      report.fixed.push_back(fmt::format("a row of {} at seq {} is out of any place; dropped (the backup keeps it)",
+                                         kEntryTables[row.table], row.seq));
+      moved = true;
+      continue;
+    }
+    while (static_cast<std::int64_t>(stored.size()) < row.seq) stored.push_back({std::string(), std::nullopt});
+    if (static_cast<std::int64_t>(stored.size()) > row.seq) {
+      auto intact = [&](const std::string& payload) {
+        auto checksum = check_checksum(payload);
+        return checksum && (*checksum == Checksum::valid || !checksums);
+      };
+      auto& held = stored[static_cast<std::size_t>(row.seq)];
+      report.fixed.push_back(fmt::format("seq {} was held by two rows; kept the one with {} payload (the backup keeps "
+                                         "both)",
+                                         row.seq, intact(row.payload) && !intact(held.bytes) ? "the intact" : "the first"));
+      if (intact(row.payload) && !intact(held.bytes)) held = {row.payload, row.columns};
+      moved = true;
+      continue;
+    }
+    stored.push_back({row.payload, row.columns});
+  }
+
+  repair::Plan plan = repair::plan(stored, checksums);
+  report.records = static_cast<std::int64_t>(stored.size());
+  report.intact = plan.intact;
+  for (const auto& replacement : plan.replacements) report.replaced.push_back(replacement.report);
+  for (const std::int64_t seq : plan.column_fixes) {
+    report.fixed.push_back(fmt::format("seq {}: its index columns disagreed with its intact payload; rewritten from it",
+                                       seq));
+  }
+  report.abort_only_runs.assign(plan.abort_only_runs.begin(), plan.abort_only_runs.end());
+  if (!report.changed() && !moved) return report;
+
+  // The original rows first: a database beside the store holding this
+  // session's rows exactly as they were.
+  const std::string backup = repair::backup_path(file_, fmt::format(".{}", id));
+  if (auto saved = back_up(id, backup); !saved) return std::unexpected(saved.error());
+  report.backup = backup;
+
+  StringArena strings;
+  std::vector<PreparedRecord> records;
+  records.reserve(stored.size());
+  std::size_t next_replacement = 0;
+  for (std::size_t seq = 0; seq < stored.size(); ++seq) {
+    if (next_replacement < plan.replacements.size() &&
+        plan.replacements[next_replacement].seq == static_cast<std::int64_t>(seq)) {
+      const auto& replacement = plan.replacements[next_replacement++];
+      records.push_back({copy_meta(replacement.meta(), strings), replacement.line});
+      continue;
+    }
+    // Intact: its payload as it was, its columns made from it.
+    auto meta = scan_line(stored[seq].bytes);
+    if (!meta) return fail("internal_error", fmt::format("seq {}: an intact record does not scan: {}", seq, meta.error().message));
+    records.push_back({copy_meta(*meta, strings), stored[seq].bytes});
+  }
+  if (auto written = (*medium)->rewrite(records, rebuilt); !written) return std::unexpected(written.error());
+  return report;
+}
+
+Status SqliteStore::back_up(const std::string& id, const std::string& backup) {
+  auto attach = db_.prepare("ATTACH DATABASE ?1 AS backup");
+  if (!attach) return std::unexpected(io_error(id, "cannot create the backup", attach.error()));
+  if (auto ran = attach->bind(1, std::string_view(backup)).run(); !ran) {
+    return std::unexpected(io_error(id, fmt::format("cannot create the backup {}", backup), ran.error()));
+  }
+  Status status;
+  for (const char* sql : {"CREATE TABLE backup.sessions AS SELECT * FROM main.sessions WHERE id = ?1",
+                          "CREATE TABLE backup.session_entries AS SELECT * FROM main.session_entries WHERE session_id = ?1",
+                          "CREATE TABLE backup.harness_entries AS SELECT * FROM main.harness_entries WHERE session_id = ?1",
+                          "CREATE TABLE backup.ignorable_entries AS SELECT * FROM main.ignorable_entries WHERE session_id = ?1"}) {
+    auto copy = db_.prepare(sql);
+    if (!copy) {
+      status = std::unexpected(io_error(id, fmt::format("cannot write the backup {}", backup), copy.error()));
+      break;
+    }
+    if (auto ran = copy->bind(1, std::string_view(id)).run(); !ran) {
+      status = std::unexpected(io_error(id, fmt::format("cannot write the backup {}", backup), ran.error()));
+      break;
     }
   }
-  if (auto committed = tx->commit(); !committed) return std::unexpected(io_error(id, "cannot repair", committed.error()));
-  return report;
+  (void)db_.exec("DETACH DATABASE backup");
+  return status;
+}
+
+// A store this process may read but not write (`reason` says why): its
+// connections only read, and whatever would write says so. Nothing is set
+// up, so the file must already hold a cairn schema.
+Result<std::unique_ptr<Store>> open_read_only_store(const std::string& file, const StoreOptions& options,
+                                                    std::string reason) {
+  auto db = Database::open_read_only(file);
+  if (!db) {
+    return fail(error_code(db.error()), fmt::format("sqlite file {} (read-only for this user: {}): cannot open: {}",
+                                                    file, reason, db.error().message));
+  }
+  db->set_busy_timeout(kBusyTimeoutMs);
+  auto stored = db->query_text("SELECT value FROM meta WHERE key = 'schema_version'");
+  if (!stored) {
+    return fail(error_code(stored.error()),
+                fmt::format("sqlite file {} holds no cairn store it can read (and is read-only for this user: {}): {}",
+                            file, reason, stored.error().message));
+  }
+  std::int64_t version = 0;
+  const auto [end, parsed] = std::from_chars(stored->data(), stored->data() + stored->size(), version);
+  if (parsed != std::errc() || end != stored->data() + stored->size()) {
+    return fail("corrupt_log", fmt::format("sqlite file {}: schema version '{}' is not a number", file, *stored));
+  }
+  if (version > kSchemaVersion) {
+    return fail("newer_version", fmt::format("sqlite file {}: schema version {} is newer than this build's {}", file,
+                                             version, kSchemaVersion));
+  }
+  return std::make_unique<SqliteStore>(file, options, std::move(*db), std::move(reason));
 }
 
 }  // namespace
@@ -388,18 +615,24 @@ Result<std::unique_ptr<Store>> make_sqlite_store(const std::string& file, const 
                                             error.message()));
       }
     }
+    std::error_code error;
+    if (std::filesystem::exists(file, error)) {
+      if (auto reason = why_not_writable(file)) return open_read_only_store(file, options, std::move(*reason));
+    }
     auto db = open_connection(file, options.sync);
-    if (!db) return fail("io_error", fmt::format("sqlite file {}: cannot open: {}", file, db.error().message));
+    if (!db) {
+      return fail(error_code(db.error()), fmt::format("sqlite file {}: cannot open: {}", file, db.error().message));
+    }
     auto version = create_schema(*db);
     if (!version) {
-      return fail(version.error().code == SQLITE_CORRUPT ? "corrupt_log" : "io_error",
+      return fail(error_code(version.error()),
                   fmt::format("sqlite file {}: cannot set up the schema: {}", file, version.error().message));
     }
     if (*version > kSchemaVersion) {
       return fail("newer_version", fmt::format("sqlite file {}: schema version {} is newer than this build's {}", file,
                                                *version, kSchemaVersion));
     }
-    return std::make_unique<SqliteStore>(file, options, std::move(*db));
+    return std::make_unique<SqliteStore>(file, options, std::move(*db), std::nullopt);
   });
 }
 

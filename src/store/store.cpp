@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "whole_session.hpp"
+
 namespace cairn {
 
 Result<std::unique_ptr<Store>> open_store(std::string_view uri, const StoreOptions& options) {
@@ -158,16 +160,14 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
   create_options.id = options.id;
   create_options.cwd = options.cwd.value_or(from.header().cwd);
   create_options.parent_session = from.id();
-  auto created = create(create_options);
+  auto created = create_whole_session(*this, create_options, [&](Session& scratch) -> Result<std::int64_t> {
+    if (records.empty()) return 0;
+    auto appended = scratch.append(std::move(records));
+    if (!appended) return fail(appended.error().code, fmt::format("fork of {}: {}", source_id, appended.error().message));
+    return appended->count;
+  });
   if (!created) return std::unexpected(created.error());
-  const auto copied = static_cast<std::int64_t>(records.size());
-  if (auto appended = (*created)->append(std::move(records)); !appended) {
-    const std::string new_id = (*created)->id();
-    created->reset();
-    (void)remove(new_id);
-    return fail(appended.error().code, fmt::format("fork of {}: {}", source_id, appended.error().message));
-  }
-  return ForkResult{std::move(*created), copied, open_history.report(from)};
+  return ForkResult{std::move(created->session), created->records, open_history.report(from)};
 }
 
 }  // namespace cairn

@@ -1,7 +1,9 @@
 // bash: runs a command with `bash -c` in the working directory, in its own
 // process group (see process.hpp), and returns the tail of its merged
-// stdout/stderr. Replay never: a command may have had its effect when a
-// crash interrupted it.
+// stdout/stderr with every secret redacted as it streams (so the result, the
+// updates and the spill file never hold one). Replay never: a command may
+// have had its effect when a crash interrupted it; settle ends what an
+// interrupted call left running.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +17,9 @@
 #include <fmt/format.h>
 
 #include "process.hpp"
+#include "stream_redactor.hpp"
+#include "tool_call_processes.hpp"
+#include "tool_environment.hpp"
 #include "tool_support.hpp"
 #include "tools.hpp"
 
@@ -167,7 +172,9 @@ Tool make_bash_tool(const CodingToolsOptions& options) {
       {"required", {"command"}}};
   tool.replay = Replay::never;
   tool.parallel = false;
-  tool.execute = [cwd = options.cwd, spill_dir = options.spill_dir](const Json& args, const ToolContext& context) -> ToolResult {
+  tool.settle = settle_call_processes(options.report);
+  tool.execute = [cwd = options.cwd, spill_dir = options.spill_dir, policy = options.environment,
+                  secrets = options.secrets](const Json& args, const ToolContext& context) -> ToolResult {
     const auto command = string_arg(args, "command");
     if (!command || command->empty()) return error_result("bash: the command argument is required");
     double timeout_seconds = kDefaultTimeoutSeconds;
@@ -196,15 +203,17 @@ Tool make_bash_tool(const CodingToolsOptions& options) {
       context.update(partial);
     };
 
+    StreamRedactor redactor(secrets);
     ProcessSpec spec;
     spec.argv = {"bash", "-c", *command};
     spec.cwd = cwd;
+    spec.environment = tool_environment(policy, tool_call_marker(context.run_id, context.tool_call_id));
     spec.cancel = context.cancel;
     if (timeout_seconds > 0) {
       spec.timeout = std::chrono::milliseconds(static_cast<long long>(std::min(timeout_seconds, 1e9) * 1000));
     }
     spec.on_output = [&](std::string_view chunk) {
-      output.append(chunk);
+      output.append(redactor.feed(chunk));
       dirty = true;
       send_update(false);
       return true;
@@ -212,6 +221,10 @@ Tool make_bash_tool(const CodingToolsOptions& options) {
     spec.on_tick = [&] { send_update(false); };
     const ProcessOutcome outcome = run_process(spec);
     if (outcome.end == ProcessOutcome::End::spawn_failed) return error_result(fmt::format("bash: {}", outcome.error));
+    if (std::string rest = redactor.finish(); !rest.empty()) {
+      output.append(rest);
+      dirty = true;
+    }
     send_update(true);
 
     Json details = Json::object();

@@ -33,7 +33,7 @@ std::string replace_all(std::string text, std::string_view from, std::string_vie
   return text;
 }
 
-std::vector<std::string_view> split_lines(std::string_view text) {
+std::vector<std::string_view> split_edit_lines(std::string_view text) {
   std::vector<std::string_view> lines;
   std::size_t start = 0;
   while (true) {
@@ -47,7 +47,7 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   }
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_edit_line(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
@@ -63,7 +63,7 @@ std::string without_whitespace(std::string_view s) {
 
 // Character bigrams, sorted, for the Dice coefficient.
 std::vector<std::uint16_t> bigrams(std::string_view line) {
-  line = trim(line);
+  line = trim_edit_line(line);
   std::vector<std::uint16_t> out;
   for (std::size_t i = 0; i + 1 < line.size(); ++i) {
     out.push_back(static_cast<std::uint16_t>((static_cast<unsigned char>(line[i]) << 8) | static_cast<unsigned char>(line[i + 1])));
@@ -73,7 +73,7 @@ std::vector<std::uint16_t> bigrams(std::string_view line) {
 }
 
 double dice(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b, std::string_view la, std::string_view lb) {
-  if (a.empty() || b.empty()) return trim(la) == trim(lb) ? 1.0 : 0.0;
+  if (a.empty() || b.empty()) return trim_edit_line(la) == trim_edit_line(lb) ? 1.0 : 0.0;
   std::size_t common = 0, i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
     if (a[i] == b[j]) {
@@ -106,8 +106,8 @@ std::string numbered(const std::vector<std::string_view>& lines, std::size_t fir
 std::string closest_match(std::string_view content, std::string_view old_text) {
   std::string_view old_body = old_text;
   if (old_body.size() > 1 && old_body.back() == '\n') old_body.remove_suffix(1);
-  const auto file_lines = split_lines(content);
-  const auto old_lines = split_lines(old_body);
+  const auto file_lines = split_edit_lines(content);
+  const auto old_lines = split_edit_lines(old_body);
   const std::size_t k = old_lines.size();
   // Bound the work on huge files: score fewer lines of the oldText.
   const std::size_t scored = std::clamp<std::size_t>(2'000'000 / std::max<std::size_t>(file_lines.size(), 1), 1, std::min<std::size_t>(k, 30));
@@ -157,7 +157,7 @@ struct DiffResult {
 
 DiffResult make_diff(std::string_view original, const std::vector<Edit>& sorted_edits) {
   DiffResult result;
-  const auto old_lines = split_lines(original);
+  const auto old_lines = split_edit_lines(original);
   std::ptrdiff_t shift = 0;  // new line number minus old line number, after the edits so far
   for (const Edit& edit : sorted_edits) {
     // The whole lines the replaced text touches.
@@ -178,7 +178,7 @@ DiffResult make_diff(std::string_view original, const std::vector<Edit>& sorted_
     if (!new_region.empty() && new_region.back() == '\n') new_region.pop_back();
     auto new_lines = new_region.empty() && region_end > region_begin && original[region_end - 1] == '\n'
                          ? std::vector<std::string_view>{}
-                         : split_lines(new_region);
+                         : split_edit_lines(new_region);
     const std::size_t old_count = last - first + 1;
     const std::size_t new_start = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(first) + shift);
     const std::size_t before = std::min<std::size_t>(2, first - 1);

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "ripgrep.hpp"
+#include "tool_call_processes.hpp"
+#include "tool_environment.hpp"
 #include "tool_support.hpp"
 #include "tools.hpp"
 
@@ -12,7 +14,7 @@ namespace cairn::tools {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr std::int64_t kDefaultLimit = 1000;
+constexpr std::int64_t kDefaultFindLimit = 1000;
 }
 
 Tool make_find_tool(const CodingToolsOptions& options) {
@@ -22,7 +24,7 @@ Tool make_find_tool(const CodingToolsOptions& options) {
       "Find files by glob pattern, e.g. '*.ts' (any depth), 'src/**/*.spec.ts' or '**/CMakeLists.txt'. Returns "
       "file paths relative to the searched directory, sorted. Respects .gitignore; hidden files are included, .git "
       "is not; directories are not listed (use ls). Output is cut at {} results (change with limit) or {}.",
-      kDefaultLimit, format_size(kMaxBytes));
+      kDefaultFindLimit, format_size(kMaxBytes));
   tool.parameters = {
       {"type", "object"},
       {"properties",
@@ -31,17 +33,15 @@ Tool make_find_tool(const CodingToolsOptions& options) {
         {"limit", {{"type", "number"}, {"description", "Maximum number of results (default: 1000)"}}}}},
       {"required", {"pattern"}}};
   tool.replay = Replay::safe;
-  tool.execute = [cwd = options.cwd](const Json& args, const ToolContext& context) -> ToolResult {
+  tool.settle = settle_call_processes(options.report);
+  tool.execute = [cwd = options.cwd, policy = options.environment](const Json& args, const ToolContext& context) -> ToolResult {
     const auto pattern = string_arg(args, "pattern");
     if (!pattern || pattern->empty()) return error_result("find: the pattern argument is required");
     const std::string shown = string_arg(args, "path").value_or(".");
-    const std::int64_t limit = integer_arg(args, "limit").value_or(kDefaultLimit);
+    const std::int64_t limit = integer_arg(args, "limit").value_or(kDefaultFindLimit);
     if (limit < 1) return error_result("find: limit must be at least 1");
     const fs::path dir = resolve_path(cwd, shown.empty() ? "." : shown);
-    std::error_code ec;
-    const auto status = fs::status(dir, ec);
-    if (!fs::exists(status)) return error_result(fmt::format("Path not found: {}", shown));
-    if (!fs::is_directory(status)) return error_result(fmt::format("Not a directory: {}", shown));
+    if (auto error = not_a_directory(dir, shown)) return std::move(*error);
 
     std::string out;
     std::int64_t found = 0;
@@ -60,7 +60,9 @@ Tool make_find_tool(const CodingToolsOptions& options) {
       out += entry;
       return true;
     };
-    const RipgrepRun run = run_ripgrep({"--files", "--sort=path", "--glob=" + *pattern, "--", "."}, dir, context.cancel, on_line);
+    auto environment = tool_environment(policy, tool_call_marker(context.run_id, context.tool_call_id));
+    const RipgrepRun run = run_ripgrep({"--files", "--sort=path", "--glob=" + *pattern, "--", "."}, dir,
+                                       std::move(environment), context.cancel, on_line);
     if (!run.error.empty()) {
       if (run.error == "aborted") return error_result("find: aborted");
       return error_result(fmt::format("find {} in {}: {}", *pattern, shown, run.error));

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "ripgrep.hpp"
+#include "tool_call_processes.hpp"
+#include "tool_environment.hpp"
 #include "tool_support.hpp"
 #include "tools.hpp"
 
@@ -14,7 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::int64_t kDefaultLimit = 100;
+constexpr std::int64_t kDefaultGrepLimit = 100;
 constexpr std::int64_t kMaxContext = 50;
 
 // rg --json carries text as {"text": ...}, or {"bytes": base64} when it is not UTF-8.
@@ -33,7 +35,7 @@ Tool make_grep_tool(const CodingToolsOptions& options) {
       "ripgrep. Respects .gitignore; hidden files are searched, .git is not. Matches come back as path:line: text "
       "(context lines as path-line- text), paths relative to the searched directory. Output is cut at {} matches "
       "(change with limit) or {}; match lines longer than {} characters are cut.",
-      kDefaultLimit, format_size(kMaxBytes), kMaxGrepLineChars);
+      kDefaultGrepLimit, format_size(kMaxBytes), kMaxGrepLineChars);
   tool.parameters = {
       {"type", "object"},
       {"properties",
@@ -46,11 +48,12 @@ Tool make_grep_tool(const CodingToolsOptions& options) {
         {"limit", {{"type", "number"}, {"description", "Maximum number of matches to return (default: 100)"}}}}},
       {"required", {"pattern"}}};
   tool.replay = Replay::safe;
-  tool.execute = [cwd = options.cwd](const Json& args, const ToolContext& context) -> ToolResult {
+  tool.settle = settle_call_processes(options.report);
+  tool.execute = [cwd = options.cwd, policy = options.environment](const Json& args, const ToolContext& context) -> ToolResult {
     const auto pattern = string_arg(args, "pattern");
     if (!pattern || pattern->empty()) return error_result("grep: the pattern argument is required");
     const std::string shown = string_arg(args, "path").value_or(".");
-    const std::int64_t limit = integer_arg(args, "limit").value_or(kDefaultLimit);
+    const std::int64_t limit = integer_arg(args, "limit").value_or(kDefaultGrepLimit);
     if (limit < 1) return error_result("grep: limit must be at least 1");
     const std::int64_t context_lines = std::clamp<std::int64_t>(integer_arg(args, "context").value_or(0), 0, kMaxContext);
     const fs::path target = resolve_path(cwd, shown.empty() ? "." : shown);
@@ -104,7 +107,8 @@ Tool make_grep_tool(const CodingToolsOptions& options) {
       out += entry;
       return true;
     };
-    const RipgrepRun run = run_ripgrep(rg_args, run_dir, context.cancel, on_line);
+    auto environment = tool_environment(policy, tool_call_marker(context.run_id, context.tool_call_id));
+    const RipgrepRun run = run_ripgrep(rg_args, run_dir, std::move(environment), context.cancel, on_line);
     if (!run.error.empty()) {
       if (run.error == "aborted") return error_result("grep: aborted");
       return error_result(fmt::format("grep {} in {}: {}", *pattern, shown, run.error));

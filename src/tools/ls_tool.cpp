@@ -14,9 +14,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::int64_t kDefaultLimit = 500;
+constexpr std::int64_t kDefaultLsLimit = 500;
 
-std::string lower(std::string s) {
+std::string lowercased(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
@@ -29,7 +29,7 @@ Tool make_ls_tool(const CodingToolsOptions& options) {
   tool.description = fmt::format(
       "List a directory's contents, sorted alphabetically, with '/' after directory names; dotfiles are included. "
       "Output is cut at {} entries (change with limit) or {}.",
-      kDefaultLimit, format_size(kMaxBytes));
+      kDefaultLsLimit, format_size(kMaxBytes));
   tool.parameters = {
       {"type", "object"},
       {"properties",
@@ -39,13 +39,11 @@ Tool make_ls_tool(const CodingToolsOptions& options) {
   tool.replay = Replay::safe;
   tool.execute = [cwd = options.cwd](const Json& args, const ToolContext&) -> ToolResult {
     const std::string shown = string_arg(args, "path").value_or(".");
-    const std::int64_t limit = integer_arg(args, "limit").value_or(kDefaultLimit);
+    const std::int64_t limit = integer_arg(args, "limit").value_or(kDefaultLsLimit);
     if (limit < 1) return error_result(fmt::format("ls {}: limit must be at least 1", shown));
     const fs::path dir = resolve_path(cwd, shown.empty() ? "." : shown);
+    if (auto error = not_a_directory(dir, shown)) return std::move(*error);
     std::error_code ec;
-    const auto status = fs::status(dir, ec);
-    if (!fs::exists(status)) return error_result(fmt::format("Path not found: {}", shown));
-    if (!fs::is_directory(status)) return error_result(fmt::format("Not a directory: {}", shown));
 
     std::vector<std::pair<std::string, std::string>> entries;  // (sort key, shown name)
     fs::directory_iterator it(dir, ec);
@@ -55,7 +53,7 @@ Tool make_ls_tool(const CodingToolsOptions& options) {
       std::string name = to_valid_utf8(it->path().filename().string());
       std::error_code type_ec;
       if (it->is_directory(type_ec)) name += '/';  // a symlink to a directory counts as one
-      entries.emplace_back(lower(name), std::move(name));
+      entries.emplace_back(lowercased(name), std::move(name));
     }
     std::sort(entries.begin(), entries.end());
     if (entries.empty()) return ToolResult::text("(empty directory)");

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,10 +13,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "death_link.hpp"
 
 extern char** environ;
 
@@ -41,6 +43,37 @@ struct Fd {
   }
 };
 
+// What PATH lookup would find for `name`, so that a missing program is a
+// spawn failure as with posix_spawnp, not a shell's "not found" on exit 127.
+// 0 when found, else the errno.
+int find_program(const std::string& name, const std::optional<std::vector<std::string>>& environment,
+                 const std::filesystem::path& cwd) {
+  const auto executable = [&](const std::filesystem::path& path) {
+    const std::filesystem::path full = path.is_relative() && !cwd.empty() ? cwd / path : path;
+    return ::access(full.c_str(), X_OK) == 0 ? 0 : errno;
+  };
+  if (name.find('/') != std::string::npos) return executable(name);
+  std::string path = "/bin:/usr/bin";  // confstr(_CS_PATH), what execvp uses without PATH
+  if (environment) {
+    for (const auto& entry : *environment) {
+      if (entry.starts_with("PATH=")) path = entry.substr(5);
+    }
+  } else if (const char* own = std::getenv("PATH")) {
+    path = own;
+  }
+  int error = ENOENT;
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t colon = std::min(path.find(':', start), path.size());
+    const std::string dir = path.substr(start, colon - start);
+    start = colon + 1;
+    if (dir.empty()) continue;
+    const int found = executable(std::filesystem::path(dir) / name);
+    if (found == 0) return 0;
+    if (found == EACCES) error = EACCES;  // execvp reports EACCES when only such candidates exist
+  }
+  return error;
+}
+
 // The program itself: reaped once, by us.
 struct Child {
   pid_t pid = -1;
@@ -62,65 +95,106 @@ struct Child {
   }
 };
 
+// Whether a process of the group other than its watcher still runs.
+bool others_alive(pid_t pgid, const DeathLink& link) {
+  if (::kill(-pgid, 0) != 0 && errno == ESRCH) return false;
+  const auto members = live_group_members(pgid);
+  return std::any_of(members.begin(), members.end(), [&](pid_t pid) { return !link.is_watcher(pid); });
+}
+
+// Polls `done` every `step` until it holds or `limit` passes; reaps the
+// program on the way, or it would stay a zombie member of the group.
+template <class Done>
+bool wait_for(Child& child, std::chrono::milliseconds limit, std::chrono::milliseconds step, Done done) {
+  const auto give_up = Clock::now() + limit;
+  for (;;) {
+    child.try_reap();
+    if (done()) return true;
+    if (Clock::now() >= give_up) return false;
+    std::this_thread::sleep_for(step);
+  }
+}
+
 // Terminates the group and waits until none of it runs: SIGTERM, `grace`,
-// then SIGKILL. Reaps the program on the way, or it would stay a zombie
-// member of the group.
-void terminate_group(pid_t pgid, Child& child, std::chrono::milliseconds grace) {
-  if (::kill(-pgid, SIGTERM) != 0 && errno == ESRCH) {
-    child.try_reap();
-    return;
+// then SIGKILL. The watcher stays through all of it (it ignores SIGTERM), so
+// that this process dying meanwhile still ends what is left; only once the
+// rest is gone is it released.
+void terminate_group(pid_t pgid, Child& child, std::chrono::milliseconds grace, DeathLink& link) {
+  child.try_reap();
+  if (others_alive(pgid, link)) {
+    ::kill(-pgid, SIGTERM);
+    ::kill(-pgid, SIGCONT);  // a stopped process only acts on SIGTERM once continued
+    if (!wait_for(child, grace, 10ms, [&] { return !others_alive(pgid, link); })) ::kill(-pgid, SIGKILL);
   }
-  ::kill(-pgid, SIGCONT);  // a stopped process only acts on SIGTERM once continued
-  const auto give_up_term = Clock::now() + grace;
-  while (Clock::now() < give_up_term) {
-    child.try_reap();
-    if (!process_group_alive(pgid)) break;
-    std::this_thread::sleep_for(10ms);
-  }
-  if (process_group_alive(pgid)) {
-    ::kill(-pgid, SIGKILL);
-    const auto give_up_kill = Clock::now() + 5s;
-    while (Clock::now() < give_up_kill) {
-      child.try_reap();
-      if (!process_group_alive(pgid)) break;
-      std::this_thread::sleep_for(5ms);
-    }
+  // The rest is gone: once the watcher is too, so is the group (no second
+  // look at /proc, which is the costly part of a call's end).
+  if (!link.release(1s)) {
+    ::kill(-pgid, SIGKILL);  // a watcher that would not leave (stopped, say)
+    wait_for(child, 5s, 5ms, [&] { return !process_group_alive(pgid); });
   }
   child.reap();
 }
 
+// Readable once the program has exited, so that the output loop wakes for
+// its end instead of finding it at the next tick. -1 where the kernel has no
+// pidfds (before 5.3): the tick finds it.
+int exit_notifier(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// /proc/PID/stat's state and process group. The line is short; what matters
+// comes right after the command name, which may hold spaces and parentheses.
+bool read_stat(int proc_fd, const char* pid, char& state, long& pgrp) {
+  char path[64], line[512];
+  std::snprintf(path, sizeof path, "%s/stat", pid);
+  const int fd = ::openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = ::read(fd, line, sizeof line - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  line[n] = '\0';
+  const char* close = std::strrchr(line, ')');
+  long ppid = 0;
+  return close != nullptr && std::sscanf(close + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3;
+}
+
 }  // namespace
 
-bool process_group_alive(pid_t pgid) {
-  if (::kill(-pgid, 0) != 0 && errno == ESRCH) return false;
-  // kill() also reaches zombies; /proc tells whether a member still runs.
+std::vector<pid_t> live_group_members(pid_t pgid) {
+  std::vector<pid_t> live;
   DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return true;
-  bool alive = false;
+  if (proc == nullptr) return live;
   while (dirent* entry = ::readdir(proc)) {
     if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    std::ifstream stat(fmt::format("/proc/{}/stat", entry->d_name));
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    // pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
     char state = 0;
-    long ppid = 0, pgrp = 0;
-    if (std::sscanf(line.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) continue;
-    if (pgrp == pgid && state != 'Z' && state != 'X') {
-      alive = true;
-      break;
+    long pgrp = 0;
+    if (read_stat(::dirfd(proc), entry->d_name, state, pgrp) && pgrp == pgid && state != 'Z' && state != 'X') {
+      live.push_back(static_cast<pid_t>(std::atol(entry->d_name)));
     }
   }
   ::closedir(proc);
-  return alive;
+  return live;
+}
+
+bool process_group_alive(pid_t pgid) {
+  if (::kill(-pgid, 0) != 0 && errno == ESRCH) return false;
+  // kill() also reaches zombies; /proc tells whether a member still runs
+  // (without /proc, assume one does).
+  if (::access("/proc/self/stat", R_OK) != 0) return true;
+  return !live_group_members(pgid).empty();
 }
 
 ProcessOutcome run_process(const ProcessSpec& spec) {
   ProcessOutcome outcome;
   if (spec.argv.empty()) {
     outcome.error = "no program given";
+    return outcome;
+  }
+  if (const int missing = find_program(spec.argv[0], spec.environment, spec.cwd); missing != 0) {
+    outcome.error = fmt::format("cannot run {}: {}", spec.argv[0], std::strerror(missing));
+    return outcome;
+  }
+  DeathLink link;
+  if (std::string failed = link.open(); !failed.empty()) {
+    outcome.error = std::move(failed);
     return outcome;
   }
   int out_pipe[2], err_pipe[2] = {-1, -1};
@@ -144,6 +218,7 @@ ProcessOutcome run_process(const ProcessSpec& spec) {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_write.fd, 1);
   posix_spawn_file_actions_adddup2(&actions, spec.merge_stderr ? out_write.fd : err_write.fd, 2);
+  posix_spawn_file_actions_adddup2(&actions, link.theirs(), kWatcherFd);
   if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
 
   posix_spawnattr_t attr;
@@ -162,20 +237,29 @@ ProcessOutcome run_process(const ProcessSpec& spec) {
   }
   posix_spawnattr_setsigdefault(&attr, &defaults);
 
-  std::vector<char*> argv;
+  std::vector<char*> argv = {const_cast<char*>("sh"), const_cast<char*>("-c"), const_cast<char*>(kWatchedLaunch),
+                             const_cast<char*>("sh")};
   for (const auto& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  std::vector<char*> envp;
+  if (spec.environment) {
+    for (const auto& entry : *spec.environment) envp.push_back(const_cast<char*>(entry.c_str()));
+    envp.push_back(nullptr);
+  }
   Child child;
-  const int rc = ::posix_spawnp(&child.pid, argv[0], &actions, &attr, argv.data(), environ);
+  char** const child_environment = spec.environment ? envp.data() : environ;
+  const int rc = ::posix_spawn(&child.pid, "/bin/sh", &actions, &attr, argv.data(), child_environment);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    outcome.error = fmt::format("cannot run {}: {}", spec.argv[0], std::strerror(rc));
+    outcome.error = fmt::format("cannot run {}: /bin/sh: {}", spec.argv[0], std::strerror(rc));
     return outcome;
   }
   outcome.pgid = child.pid;
+  link.spawned();
   out_write.reset();
   err_write.reset();
+  Fd exited(exit_notifier(child.pid));
 
   // time_point::max() stands for "none" (an optional trips g++ 12's -Wmaybe-uninitialized).
   const bool has_deadline = spec.timeout.has_value();
@@ -212,15 +296,16 @@ ProcessOutcome run_process(const ProcessSpec& spec) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       wait_ms = static_cast<int>(std::clamp<long long>(left, 0, 50));
     }
-    pollfd fds[2];
+    pollfd fds[3];
     nfds_t count = 0;
     if (out_read.fd >= 0) fds[count++] = {out_read.fd, POLLIN, 0};
     if (err_read.fd >= 0) fds[count++] = {err_read.fd, POLLIN, 0};
+    if (exited.fd >= 0 && !group_done) fds[count++] = {exited.fd, POLLIN, 0};
     if (::poll(fds, count, wait_ms) > 0) {
       for (nfds_t i = 0; i < count; ++i) {
         if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
         if (fds[i].fd == out_read.fd) read_available(out_read, false);
-        else read_available(err_read, true);
+        else if (fds[i].fd == err_read.fd) read_available(err_read, true);
       }
     }
     if (!ended_by && !group_done) {
@@ -231,7 +316,7 @@ ProcessOutcome run_process(const ProcessSpec& spec) {
       // Ended by us, or the program exited: what is left of its group (its
       // background jobs) goes too. The pipes then reach EOF unless a process
       // escaped the group (setsid) holding them; that one is not waited for.
-      terminate_group(outcome.pgid, child, spec.kill_grace);
+      terminate_group(outcome.pgid, child, spec.kill_grace, link);
       group_done = true;
       drain_until = Clock::now() + 200ms;
     }

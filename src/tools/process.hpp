@@ -3,6 +3,20 @@
 // cancel, timeout or an early stop it is terminated (SIGTERM, then SIGKILL
 // after a grace period), and when the program exits, whatever it left
 // running in its group is terminated too, so no call leaves processes behind.
+//
+// Nor does the group outlive this process. Each group holds a watcher: a
+// subshell forked by /bin/sh before it execs the program, which blocks reading
+// one end of a socket pair whose other end only this process holds. The
+// kernel closes that end when this process dies, however it dies (SIGKILL
+// included); the watcher then reads end-of-file and SIGKILLs its own group —
+// the program, its children, its background jobs — within milliseconds. A
+// normal end writes a line instead, and the watcher leaves quietly. It ignores
+// SIGTERM, SIGINT, SIGHUP and SIGQUIT, so that a command's own `kill 0` (the
+// `trap 'kill 0' EXIT` idiom) does not remove it. What leaves the group
+// (setsid, setpgid) is out of its reach; the marker in the environment
+// (tool_call_processes.hpp) still finds it. The program inherits the watcher
+// as a child it did not start; bash and rg, the programs run here, ignore
+// such a child (a program that waited for every child would wait for it).
 #pragma once
 
 #include <sys/types.h>
@@ -19,8 +33,10 @@
 namespace cairn::tools {
 
 struct ProcessSpec {
-  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+  std::vector<std::string> argv;  // argv[0] is looked up in the program's PATH
   std::filesystem::path cwd;
+  // The program's environment, NAME=VALUE entries; nullopt: this process's.
+  std::optional<std::vector<std::string>> environment;
   bool merge_stderr = true;  // stderr into the output; else kept apart (first 64 KB)
   std::optional<std::chrono::milliseconds> timeout;
   std::stop_token cancel;
@@ -47,5 +63,8 @@ ProcessOutcome run_process(const ProcessSpec& spec);
 // Whether any process of group `pgid` is still running (zombies do not count:
 // once killed they only wait for their parent, often init, to reap them).
 bool process_group_alive(pid_t pgid);
+
+// The processes of group `pgid` that still run (zombies left out).
+std::vector<pid_t> live_group_members(pid_t pgid);
 
 }  // namespace cairn::tools

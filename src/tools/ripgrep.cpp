@@ -6,13 +6,15 @@
 
 namespace cairn::tools {
 
-RipgrepRun run_ripgrep(const std::vector<std::string>& args, const std::filesystem::path& cwd, std::stop_token cancel,
+RipgrepRun run_ripgrep(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                       std::vector<std::string> environment, std::stop_token cancel,
                        const std::function<bool(std::string_view)>& on_line) {
   ProcessSpec spec;
   // --no-require-git: a .gitignore counts outside a git checkout too.
   spec.argv = {"rg", "--no-config", "--hidden", "--no-require-git", "--glob=!.git"};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.cwd = cwd;
+  spec.environment = std::move(environment);
   spec.merge_stderr = false;
   spec.cancel = std::move(cancel);
   std::string pending;

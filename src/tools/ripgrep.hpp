@@ -20,9 +20,10 @@ struct RipgrepRun {
 };
 
 // Runs `rg --no-config --hidden --no-require-git --glob=!.git <args>` in
-// `cwd`, handing each output line (without its newline) to `on_line`;
-// returning false from it stops rg.
-RipgrepRun run_ripgrep(const std::vector<std::string>& args, const std::filesystem::path& cwd, std::stop_token cancel,
+// `cwd` with `environment` (tool_environment.hpp), handing each output line
+// (without its newline) to `on_line`; returning false from it stops rg.
+RipgrepRun run_ripgrep(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                       std::vector<std::string> environment, std::stop_token cancel,
                        const std::function<bool(std::string_view)>& on_line);
 
 // rg's "./path" as "path".

@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "cairn/utf8.hpp"
+
 namespace cairn::tools {
 
 namespace fs = std::filesystem;
@@ -39,70 +41,10 @@ std::string format_size(std::uintmax_t bytes) {
   return fmt::format("{:.1f}MB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
-namespace {
-
-// Length of the valid UTF-8 sequence starting at text[i], or 0 when the bytes
-// there are not one.
-std::size_t sequence_length(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  std::size_t n;
-  std::uint32_t cp;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > text.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000)) return 0;
-  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-}  // namespace
-
-std::string to_valid_utf8(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  std::size_t i = 0;
-  while (i < bytes.size()) {
-    const std::size_t n = sequence_length(bytes, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      out.append(bytes.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
-
-std::size_t utf8_floor(std::string_view text, std::size_t n) {
-  if (n >= text.size()) return text.size();
-  // Step back over continuation bytes to the start of the sequence at n.
-  std::size_t k = n;
-  while (k > 0 && n - k < 3 && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) --k;
-  return (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80 ? n : k;
-}
-
 std::size_t utf8_length(std::string_view text) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = sequence_length(text, i);
+    const std::size_t n = utf8_sequence_length(text, i);
     i += n == 0 ? 1 : n;
     ++count;
   }
@@ -112,7 +54,7 @@ std::size_t utf8_length(std::string_view text) {
 std::string_view utf8_prefix(std::string_view text, std::size_t chars) {
   std::size_t i = 0;
   for (std::size_t count = 0; i < text.size() && count < chars; ++count) {
-    const std::size_t n = sequence_length(text, i);
+    const std::size_t n = utf8_sequence_length(text, i);
     i += n == 0 ? 1 : n;
   }
   return text.substr(0, i);
@@ -211,6 +153,14 @@ Status write_file_atomically(const fs::path& requested, std::string_view content
   }
   temp.path.clear();
   return {};
+}
+
+std::optional<ToolResult> not_a_directory(const fs::path& dir, std::string_view shown) {
+  std::error_code ec;
+  const auto status = fs::status(dir, ec);
+  if (!fs::exists(status)) return error_result(fmt::format("Path not found: {}", shown));
+  if (!fs::is_directory(status)) return error_result(fmt::format("Not a directory: {}", shown));
+  return std::nullopt;
 }
 
 ToolResult error_result(std::string message) { return ToolResult::text(std::move(message), true); }

@@ -12,6 +12,7 @@
 
 #include "cairn/error.hpp"
 #include "cairn/harness/tool.hpp"
+#include "cairn/utf8.hpp"  // to_valid_utf8, for the text tools return
 
 namespace cairn::tools {
 
@@ -29,10 +30,6 @@ std::filesystem::path resolve_path(const std::filesystem::path& cwd, const std::
 // "512B", "50.0KB", "3.2MB".
 std::string format_size(std::uintmax_t bytes);
 
-// `bytes` with every invalid UTF-8 sequence replaced by U+FFFD.
-std::string to_valid_utf8(std::string_view bytes);
-// The largest n' <= n that does not split a UTF-8 sequence of `text`.
-std::size_t utf8_floor(std::string_view text, std::size_t n);
 // Number of code points (invalid bytes count one each).
 std::size_t utf8_length(std::string_view text);
 // The first `chars` code points of `text`.
@@ -48,6 +45,10 @@ Result<std::string> read_file(const std::filesystem::path& path);
 Status write_file_atomically(const std::filesystem::path& path, std::string_view content);
 
 ToolResult error_result(std::string message);
+// The error a tool that searches or lists a directory answers when `dir`
+// (the path argument `shown` names) is missing or not a directory; nullopt
+// when it is one.
+std::optional<ToolResult> not_a_directory(const std::filesystem::path& dir, std::string_view shown);
 
 // Argument access: the harness validated the arguments against the schema,
 // but a tool called directly (tests, applications) gets no such check.

@@ -17,6 +17,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -48,12 +52,7 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 int count_of(const std::string& text, const std::string& needle) {
   int count = 0;
@@ -113,12 +112,15 @@ class AgentCliTest : public ::testing::Test {
   std::filesystem::path path(const std::string& sub) const { return dir_.path() / sub; }
   std::string store() const { return "jsonl:" + (dir_.path() / "store").string(); }
 
-  // No key of this machine leaks in: only these variables.
+  // No key of this machine leaks in: only these variables, and extra_env_.
+  // HOME names this test's directory, so every process cairn starts can be
+  // told apart from other tests' by its environment (leftovers()).
   std::vector<std::string> environment() const {
     std::vector<std::string> env = {"HOME=" + path("home").string(), "XDG_CONFIG_HOME=" + path("config").string(),
                                     "XDG_DATA_HOME=" + path("data").string(),
                                     "XDG_CACHE_HOME=" + path("cache").string(), "LANG=C.UTF-8"};
     if (const char* system_path = std::getenv("PATH")) env.push_back(std::string("PATH=") + system_path);
+    env.insert(env.end(), extra_env_.begin(), extra_env_.end());
     return env;
   }
 
@@ -189,21 +191,47 @@ class AgentCliTest : public ::testing::Test {
     return finish(start(args, cwd, input));
   }
 
-  // Ends what a killed cairn left running: the bash tool runs each command in
-  // a process group of its own, which outlives the agent's process. Found by
-  // the test directory named in its command line.
-  void kill_leftovers() const {
+  // The running processes whose environment holds this test's HOME: what
+  // cairn, and every process its tools started, inherited. Zombies hold no
+  // environment any more, so a dead process whose parent has not yet reaped
+  // it does not count.
+  std::vector<pid_t> leftovers() const {
+    const std::string home = "HOME=" + path("home").string();
+    std::vector<pid_t> found;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
       const std::string name = entry.path().filename().string();
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::string cmdline = read_file(entry.path() / "cmdline");
-      if (cmdline.find(dir_.str()) == std::string::npos) continue;
-      const pid_t pid = static_cast<pid_t>(std::stol(name));
-      if (pid == ::getpid()) continue;
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
+      const std::string environ_text = read_file(entry.path() / "environ");
+      for (std::size_t start = 0; start < environ_text.size();) {
+        const std::size_t end = std::min(environ_text.find('\0', start), environ_text.size());
+        if (environ_text.compare(start, end - start, home) == 0) {
+          found.push_back(static_cast<pid_t>(std::stol(name)));
+          break;
+        }
+        start = end + 1;
+      }
     }
+    return found;
+  }
+
+  // How long after `since` the last leftover was gone, polling every
+  // millisecond up to `limit`; nullopt when some still ran then.
+  std::optional<std::chrono::milliseconds> leftovers_gone_after(std::chrono::steady_clock::time_point since,
+                                                                std::chrono::milliseconds limit) const {
+    for (;;) {
+      const bool none = leftovers().empty();
+      const auto now = std::chrono::steady_clock::now();
+      if (none) return std::chrono::duration_cast<std::chrono::milliseconds>(now - since);
+      if (now - since > limit) return std::nullopt;
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+
+  // What a failing test leaves is ended here, after its checks have failed
+  // (a passing test leaves nothing), so that it cannot reach into the next.
+  ~AgentCliTest() override {
+    for (const pid_t pid : leftovers()) ::kill(pid, SIGKILL);
   }
 
   static Json request_json(const testing::ReceivedRequest& request) { return Json::parse(request.body); }
@@ -211,6 +239,7 @@ class AgentCliTest : public ::testing::Test {
   testing::TempDir dir_;
   int runs_ = 0;
   std::filesystem::path out_, err_;
+  std::vector<std::string> extra_env_;  // NAME=VALUE given to cairn besides environment()'s
 };
 
 std::string session_line_id(const std::string& err) {
@@ -298,6 +327,90 @@ TEST_F(AgentCliTest, AgentCliAFailedRequestExitsOne) {
   EXPECT_EQ(server.requests().size(), 1u);  // a 400 is not retried
 }
 
+// A response whose stream breaks after `text` (a connection closed
+// mid-answer): a retryable failure.
+ScriptedResponse broken_reply(const std::string& text) {
+  ScriptedResponse response = sse({chunk({{"role", "assistant"}, {"content", ""}}), chunk({{"content", text}})});
+  response.body.pop_back();  // no [DONE]: the server goes away instead
+  response.end = ScriptedResponse::End::close;
+  return response;
+}
+
+ScriptedResponse text_and_tool_call_reply(const std::string& text, const std::string& id, const std::string& name,
+                                          const Json& args) {
+  Json call = {{"index", 0}, {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args.dump()}}}};
+  return sse({chunk({{"role", "assistant"}, {"content", text}}), chunk({{"tool_calls", Json::array({call})}}),
+              chunk(Json::object(), "tool_calls")});
+}
+
+TEST_F(AgentCliTest, AgentCliPrintModeStdoutHoldsOnlyTheFinalAnswerAfterARetry) {
+  HttpTestServer server({broken_reply("do"), text_reply("done")});
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "Say done"});
+  Finished run = cairn(args);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "done\n");  // not the failed attempt's "do" before it
+  EXPECT_NE(run.err.find("retrying"), std::string::npos) << run.err;
+  EXPECT_EQ(server.requests().size(), 2u);
+}
+
+TEST_F(AgentCliTest, AgentCliPrintModeStdoutHoldsOnlyTheLastMessageOfARunWithTools) {
+  HttpTestServer server({text_and_tool_call_reply("Let me look first.", "call_ls", "ls", Json::object()),
+                         text_reply("Two files.")});
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "How many files?"});
+  Finished run = cairn(args);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "Two files.\n");
+  EXPECT_NE(run.err.find("[ls]"), std::string::npos) << run.err;  // progress stays on stderr
+}
+
+TEST_F(AgentCliTest, AgentCliAWordAfterPIsThePromptNotACommand) {
+  HttpTestServer server({text_reply("a prompt, not a command")});
+  for (const char* word : {"new", "sessions"}) {
+    auto args = endpoint(server);
+    args.insert(args.begin(), {"-p", word});
+    Finished run = cairn(args);
+    EXPECT_EQ(run.status, 0) << word << ": " << run.err;
+    EXPECT_EQ(run.out, "a prompt, not a command\n") << word;
+  }
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  // The last message each request carries is the user's word, all of it.
+  const auto last_text = [](const testing::ReceivedRequest& request) {
+    const Json content = request_json(request)["messages"].back()["content"];
+    if (content.is_string()) return content.get<std::string>();
+    std::string text;
+    for (const auto& part : content) text += part.value("text", "");
+    return text;
+  };
+  EXPECT_EQ(last_text(requests[0]), "new");
+  EXPECT_EQ(last_text(requests[1]), "sessions");
+}
+
+TEST_F(AgentCliTest, AgentCliAPromptThatIsNotUtf8IsRefusedBeforeAnythingIsAccepted) {
+  HttpTestServer server({text_reply("unused")});
+  auto from_stdin = endpoint(server);
+  from_stdin.insert(from_stdin.begin(), "-p");
+  Finished piped = cairn(from_stdin, std::string("first line\ncaf\xE9 au lait\n"));
+  EXPECT_EQ(piped.status, 2) << piped.err;
+  EXPECT_EQ(lines_of(piped.err).size(), 1u) << piped.err;
+  EXPECT_NE(piped.err.find("not valid UTF-8"), std::string::npos) << piped.err;
+  EXPECT_NE(piped.err.find("line 2, column 4"), std::string::npos) << piped.err;
+  EXPECT_NE(piped.err.find("0xE9"), std::string::npos) << piped.err;
+
+  auto from_argument = endpoint(server);
+  from_argument.insert(from_argument.begin(), {"-p", "\xFF\xFE"});
+  Finished argued = cairn(from_argument);
+  EXPECT_EQ(argued.status, 2) << argued.err;
+  EXPECT_NE(argued.err.find("not valid UTF-8"), std::string::npos) << argued.err;
+
+  EXPECT_TRUE(server.requests().empty());
+  Finished sessions = cairn({"sessions"});
+  EXPECT_EQ(sessions.status, 0) << sessions.err;
+  EXPECT_TRUE(sessions.out.empty()) << "a session was made for a refused prompt:\n" << sessions.out;
+}
+
 // ---- configuration and usage -------------------------------------------------------
 
 TEST_F(AgentCliTest, AgentCliWithNoModelConfiguredSaysHowToConfigureOne) {
@@ -351,7 +464,8 @@ TEST_F(AgentCliTest, AgentCliHelpDocumentsEveryOption) {
   EXPECT_EQ(top.status, 0);
   for (const char* option : {"--store", "--session", "--continue", "--resume", "--ref", "--model", "--thinking",
                              "--api", "--base-url", "--api-key", "--models-file", "--system-prompt",
-                             "--append-system-prompt", "--tools", "--no-tools", "--print", "--json", "resume",
+                             "--append-system-prompt", "--tools", "--no-tools", "--tool-env", "--tool-env-allow",
+                             "--print", "--json", "resume",
                              "abort", "compact", "demo"}) {
     EXPECT_NE(top.out.find(option), std::string::npos) << option;
   }
@@ -431,23 +545,21 @@ class AgentCliKillTest : public AgentCliTest {
     while (read_file(out_file).find("line") == std::string::npos) {
       if (std::chrono::steady_clock::now() > deadline || ::waitpid(pid, nullptr, WNOHANG) == pid) {
         ::kill(pid, SIGKILL);
-        kill_leftovers();
         FAIL() << "the command never ran:\n" << read_file(err_);
       }
       std::this_thread::sleep_for(5ms);
     }
+    const auto killed_at = std::chrono::steady_clock::now();
     ::kill(pid, SIGKILL);
     Finished killed = finish(pid);
     EXPECT_EQ(killed.status, 128 + SIGKILL);
     EXPECT_EQ(session_line_id(killed.err), session) << killed.err;
-    kill_leftovers();
+    // The command's processes died with the agent: nothing of this round can
+    // touch the next one, and nothing is left for resume to find running.
+    EXPECT_TRUE(leftovers_gone_after(killed_at, 1s)) << "processes of the killed agent still run 1 s after the kill";
   }
 
-  std::string slow_command() const {
-    // "; true": bash stays the group's leader with the test directory in its
-    // command line (a last simple command would be exec'd in its place).
-    return fmt::format("echo line >> {}; sleep 30; true", (path("work") / "out.txt").string());
-  }
+  std::string slow_command() const { return fmt::format("echo line >> {}; sleep 30", (path("work") / "out.txt").string()); }
 };
 
 TEST_F(AgentCliKillTest, AgentCliAKilledRunResumesWithoutRunningTheCommandAgain) {
@@ -524,7 +636,7 @@ TEST_F(AgentCliKillTest, AgentCliSigintAndSigtermAbortTheRunDurablyAndExitOne) {
     EXPECT_EQ(stopped.status, 1) << stopped.err;
     EXPECT_LT(std::chrono::steady_clock::now() - sent, 10s);  // the command was stopped, not waited for
     EXPECT_NE(stopped.err.find("run aborted"), std::string::npos) << stopped.err;
-    kill_leftovers();
+    EXPECT_TRUE(leftovers().empty()) << "an aborted run left processes running";
 
     Finished log = cairn({"log", session, "--json"});
     EXPECT_NE(log.out.find("\"operation_cancelled\""), std::string::npos) << log.out;
@@ -532,6 +644,316 @@ TEST_F(AgentCliKillTest, AgentCliSigintAndSigtermAbortTheRunDurablyAndExitOne) {
     EXPECT_EQ(cairn({"verify", session}).status, 0);
     EXPECT_EQ(cairn({"resume", session}).status, 2);  // nothing left suspended
     EXPECT_EQ(server.requests().size(), 1u);
+  }
+}
+
+TEST_F(AgentCliKillTest, AgentCliAKilledAgentTakesEveryProcessOfItsToolsWithIt) {
+  // A subshell, a background job, a nested sh -c and the command's own
+  // sleep: each would write its line two seconds on, if it lived.
+  const auto out_file = path("work") / "out.txt";
+  const std::string command = fmt::format(
+      "echo line >> {0}; (sleep 2; echo late-subshell >> {0}) & sleep 2 && echo late-job >> {0} & "
+      "sh -c 'sleep 2; echo late-sh >> {0}' & sleep 2; echo late >> {0}",
+      out_file.string());
+  HttpTestServer server({tool_call_reply("call_nested", "bash", Json{{"command", command}}), text_reply("unused")});
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "Leave processes behind", "--session", "nested", "--store", store()});
+  const pid_t pid = start(args, path("work"));
+  ASSERT_GT(pid, 0);
+  // Every piece runs: bash, the subshell, the job, sh -c and the sleeps (at
+  // least eight processes besides cairn).
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (read_file(out_file).find("line") == std::string::npos || leftovers().size() < 9) {
+    if (std::chrono::steady_clock::now() > deadline || ::waitpid(pid, nullptr, WNOHANG) == pid) {
+      ::kill(pid, SIGKILL);
+      FAIL() << "the command never ran whole (" << leftovers().size() << " processes):\n" << read_file(err_);
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  const auto killed_at = std::chrono::steady_clock::now();
+  ::kill(pid, SIGKILL);
+  const auto gone = leftovers_gone_after(killed_at, 1s);
+  ASSERT_TRUE(gone) << leftovers().size() << " processes of the killed agent still run 1 s after the kill";
+  std::printf("[ figures  ] SIGKILL of cairn -p to the last process of its bash call gone: %lld ms\n",
+              static_cast<long long>(gone->count()));
+  EXPECT_EQ(finish(pid).status, 128 + SIGKILL);
+  // Past the sleeps: not one of them wrote.
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_EQ(read_file(out_file), "line\n");
+}
+
+// ---- a damaged session ------------------------------------------------------------------
+
+// A byte changed inside the assistant message that called bash: the session
+// is refused for writing (nothing is appended, no model is asked, nothing
+// runs) until repair replaces that message by a placeholder; then the
+// session goes on, and the request leaves out the result whose call was lost.
+TEST_F(AgentCliTest, AgentCliADamagedSessionIsRefusedUntilRepairedAndThenGoesOn) {
+  const auto marker = path("work") / "marker";
+  HttpTestServer server({tool_call_reply("call_lost", "bash", Json{{"command", "echo ran >> " + marker.string()}}),
+                         text_reply("First answer."), text_reply("Second answer.")});
+  auto first = endpoint(server);
+  first.insert(first.begin(), {"-p", "Run it", "--session", "damaged"});
+  ASSERT_EQ(cairn(first).status, 0);
+  ASSERT_EQ(read_file(marker), "ran\n");
+
+  const auto file = dir_.path() / "store" / "damaged.jsonl";
+  std::string bytes = read_file(file);
+  const auto call = bytes.find("echo ran >> ");
+  ASSERT_NE(call, std::string::npos);
+  bytes[call] = 'E';  // still valid JSON: only its checksum tells
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+
+  auto next = endpoint(server);
+  next.insert(next.begin(), {"-p", "And now?", "--session", "damaged"});
+  Finished refused = cairn(next);
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.err.find("checksum"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("cairn repair"), std::string::npos) << refused.err;
+  EXPECT_EQ(read_file(file), bytes) << "a refused session was changed";
+  EXPECT_EQ(server.requests().size(), 2u);
+
+  Finished repaired = cairn({"repair", "damaged"});
+  EXPECT_EQ(repaired.status, 0) << repaired.err;
+  EXPECT_NE(repaired.out.find("1 replaced by placeholders"), std::string::npos) << repaired.out;
+  Finished goes_on = cairn(next);
+  EXPECT_EQ(goes_on.status, 0) << goes_on.err;
+  EXPECT_NE(goes_on.out.find("Second answer."), std::string::npos) << goes_on.out;
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[2].body.find("call_lost"), std::string::npos) << "a result without its call was sent:\n"
+                                                                   << requests[2].body;
+  EXPECT_EQ(read_file(marker), "ran\n");
+  Finished verified = cairn({"verify", "damaged"});
+  EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
+}
+
+// ---- a kill in the middle of a parallel batch ------------------------------------------
+
+ScriptedResponse bash_batch_reply(const std::vector<std::string>& commands) {
+  Json calls = Json::array();
+  for (std::size_t k = 0; k < commands.size(); ++k) {
+    calls.push_back({{"index", k},
+                     {"id", fmt::format("call_{}", k)},
+                     {"type", "function"},
+                     {"function", {{"name", "bash"}, {"arguments", Json{{"command", commands[k]}}.dump()}}}});
+  }
+  return sse({chunk({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}}), chunk(Json::object(), "tool_calls")});
+}
+
+// What the JSONL log of a session says about its calls: which started, and
+// each result's record line and text.
+struct BatchLog {
+  std::set<std::string> started;
+  std::map<std::string, std::vector<std::string>> result_lines;  // by call id: every result record's line
+  std::map<std::string, std::string> result_text;
+};
+
+BatchLog read_batch_log(const std::filesystem::path& file) {
+  BatchLog log;
+  for (const std::string& line : lines_of(read_file(file))) {
+    const Json record = Json::parse(line, nullptr, false);
+    if (record.is_discarded() || !record.contains("type")) continue;  // a torn last line
+    if (record["type"] == "tool_started") log.started.insert(record["toolCallId"].get<std::string>());
+    if (record["type"] == "message" && record["message"]["role"] == "toolResult") {
+      const std::string id = record["message"]["toolCallId"];
+      log.result_lines[id].push_back(line);
+      std::string text;
+      for (const Json& block : record["message"]["content"]) {
+        if (block.value("type", "") == "text") text += block.value("text", "");
+      }
+      log.result_text[id] = text;
+    }
+  }
+  return log;
+}
+
+std::map<std::string, int> marker_counts(const std::filesystem::path& file) {
+  std::map<std::string, int> counts;
+  for (const std::string& line : lines_of(read_file(file))) ++counts[line];
+  return counts;
+}
+
+// A response of 50 bash calls (bash calls of one response run one after
+// another, in their order: a later command may need what an earlier one
+// did); SIGKILL once a chosen number of them has its result in the log, 50
+// rounds with no pause between them. Every fifth round resumes the killed run, the others abort it.
+// Each command writes a marker as it starts, so a second run would show.
+TEST_F(AgentCliKillTest, AgentCliAKillMidBatchKeepsFinishedResultsAndRunsNothingTwice) {
+  constexpr int kCalls = 50;
+  const int kRounds = testing::scaled(50);
+  std::mt19937 random(15);
+  long long slowest_gone_ms = 0;
+  int kept = 0, interrupted = 0, aborted = 0, ran_on_resume = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE(fmt::format("round {}", round));
+    const bool resume_round = round % 5 == 4;
+    const std::string session = fmt::format("batch-{}", round);
+    const auto log_file = dir_.path() / "store" / (session + ".jsonl");
+    const auto markers = path("work") / fmt::format("markers-{}", round);
+    std::vector<std::string> commands;
+    for (int k = 0; k < kCalls; ++k) {
+      commands.push_back(fmt::format("echo {0}-{1} >> {2}; sleep 0.0{3}; echo done-{1}", session, k, markers.string(),
+                                     1 + k % 3));
+    }
+    HttpTestServer server({bash_batch_reply(commands), text_reply("Batch handled.")});
+    auto args = endpoint(server);
+    args.insert(args.begin(), {"-p", "Run the batch", "--session", session, "--store", store()});
+    const pid_t pid = start(args, path("work"));
+    ASSERT_GT(pid, 0);
+
+    // Killed once `target` results are durable (0: once the first call started).
+    const std::size_t target = std::uniform_int_distribution<std::size_t>(0, 30)(random);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    for (;;) {
+      const BatchLog now = read_batch_log(log_file);
+      if (now.result_lines.size() >= target && !now.started.empty()) break;
+      if (std::chrono::steady_clock::now() > deadline || ::waitpid(pid, nullptr, WNOHANG) == pid) {
+        ::kill(pid, SIGKILL);
+        FAIL() << "the batch never reached " << target << " results:\n" << read_file(err_);
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    const auto killed_at = std::chrono::steady_clock::now();
+    ::kill(pid, SIGKILL);
+    const auto gone = leftovers_gone_after(killed_at, 1s);
+    ASSERT_TRUE(gone) << leftovers().size() << " processes of the killed agent still run 1 s after the kill";
+    slowest_gone_ms = std::max<long long>(slowest_gone_ms, gone->count());
+    EXPECT_EQ(finish(pid).status, 128 + SIGKILL);
+
+    const BatchLog before = read_batch_log(log_file);
+    const auto ran_before = marker_counts(markers);
+    for (const auto& [marker, count] : ran_before) {
+      EXPECT_EQ(count, 1) << marker << " ran " << count << " times";
+      EXPECT_TRUE(before.started.contains("call_" + marker.substr(marker.rfind('-') + 1)))
+          << marker << " ran with no tool_started in the log";
+    }
+
+    Finished ended = resume_round ? [&] {
+      auto resume = endpoint(server);
+      resume.insert(resume.begin(), {"resume", session});
+      return cairn(resume);
+    }()
+                                  : cairn({"abort", session});
+    ASSERT_EQ(ended.status, 0) << ended.err;
+    BatchLog after = read_batch_log(log_file);
+    const auto ran_after = marker_counts(markers);
+    for (int k = 0; k < kCalls; ++k) {
+      const std::string id = fmt::format("call_{}", k);
+      const std::string marker = fmt::format("{}-{}", session, k);
+      SCOPED_TRACE(id);
+      ASSERT_EQ(after.result_lines[id].size(), 1u) << "a call must have exactly one result";
+      const std::string& text = after.result_text[id];
+      if (before.result_lines.contains(id)) {
+        // Finished before the kill: its result survived, byte for byte.
+        EXPECT_EQ(before.result_lines.at(id), after.result_lines[id]);
+        EXPECT_NE(text.find(fmt::format("done-{}", k)), std::string::npos) << text;
+        EXPECT_EQ(ran_after.count(marker) ? ran_after.at(marker) : 0, 1);
+        ++kept;
+      } else if (before.started.contains(id)) {
+        // Running when the agent died: never run again, whatever ends the run.
+        EXPECT_NE(text.find("interrupted"), std::string::npos) << text;
+        EXPECT_EQ(ran_after.count(marker) ? ran_after.at(marker) : 0, ran_before.count(marker) ? 1 : 0);
+        ++interrupted;
+      } else if (resume_round) {
+        // Never started: resume runs it, once.
+        EXPECT_EQ(ran_after.count(marker) ? ran_after.at(marker) : 0, 1) << marker;
+        EXPECT_NE(text.find(fmt::format("done-{}", k)), std::string::npos) << text;
+        ++ran_on_resume;
+      } else {
+        // Never started: abort answers it without running it.
+        EXPECT_EQ(ran_after.count(marker), 0u) << marker;
+        EXPECT_NE(text.find("aborted before it started"), std::string::npos) << text;
+        ++aborted;
+      }
+    }
+    const Finished verified = cairn({"verify", session});
+    EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
+    if (::testing::Test::HasFailure()) break;
+  }
+  std::printf("[ figures  ] %d rounds of a 50-call batch killed mid-way: %d results kept, %d interrupted, %d aborted, "
+              "%d run on resume; slowest kill to last process gone: %lld ms\n",
+              kRounds, kept, interrupted, aborted, ran_on_resume, slowest_gone_ms);
+}
+
+// ---- secrets ------------------------------------------------------------------------------
+
+TEST_F(AgentCliTest, AgentCliToolsGetNeitherProviderKeysNorSecretLookingVariables) {
+  extra_env_ = {"ANTHROPIC_API_KEY=sk-ant-cli-test-8841", "FOO_TOKEN=foo-token-value-5512",
+                "WORK_KEY_HOLDER=work-key-value-2207", "PLAIN_SETTING=plain-value-3390"};
+  // models.json names the variable WORK_KEY_HOLDER holds a key.
+  std::filesystem::create_directories(path("config") / "cairn");
+  std::ofstream(path("config") / "cairn" / "models.json")
+      << R"({"providers": {"work": {"baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions",
+            "apiKeyEnv": "WORK_KEY_HOLDER", "models": [{"id": "work-model"}]}}})";
+  // What the tool's environment showed the model, for one choice of options.
+  const auto env_seen = [&](std::vector<std::string> options) {
+    HttpTestServer server({tool_call_reply("call_env", "bash", Json{{"command", "env"}}), text_reply("seen")});
+    auto args = endpoint(server);
+    args.insert(args.begin(), {"-p", "Show the environment"});
+    args.insert(args.end(), options.begin(), options.end());
+    Finished run = cairn(args);
+    EXPECT_EQ(run.status, 0) << run.err;
+    const auto requests = server.requests();
+    return requests.size() == 2 ? requests[1].body : std::string("no second request");
+  };
+
+  const std::string filtered = env_seen({});
+  EXPECT_NE(filtered.find("PLAIN_SETTING=plain-value-3390"), std::string::npos) << filtered;
+  EXPECT_NE(filtered.find("CAIRN_TOOL_CALL="), std::string::npos) << filtered;
+  for (const char* withheld : {"ANTHROPIC_API_KEY", "FOO_TOKEN", "WORK_KEY_HOLDER", "sk-ant-cli-test-8841"}) {
+    EXPECT_EQ(filtered.find(withheld), std::string::npos) << withheld;
+  }
+
+  const std::string allowed = env_seen({"--tool-env-allow", "FOO_TOKEN"});
+  EXPECT_NE(allowed.find("FOO_TOKEN=foo-token-value-5512"), std::string::npos) << allowed;
+  EXPECT_EQ(allowed.find("ANTHROPIC_API_KEY"), std::string::npos);
+
+  // inherit passes everything, but a key's value is still never shown.
+  const std::string inherited = env_seen({"--tool-env", "inherit"});
+  for (const char* passed : {"ANTHROPIC_API_KEY=[redacted]", "FOO_TOKEN=foo-token-value-5512",
+                             "WORK_KEY_HOLDER=[redacted]", "PLAIN_SETTING=plain-value-3390"}) {
+    EXPECT_NE(inherited.find(passed), std::string::npos) << passed << " in:\n" << inherited;
+  }
+  EXPECT_EQ(inherited.find("sk-ant-cli-test-8841"), std::string::npos);
+  EXPECT_EQ(inherited.find("work-key-value-2207"), std::string::npos);
+
+  Finished bad = cairn({"-p", "hi", "--tool-env", "everything"});
+  EXPECT_EQ(bad.status, 2) << bad.err;
+}
+
+TEST_F(AgentCliTest, AgentCliAKeyReachesNeitherTheLogNorTheJsonOutputNorTheSpillFile) {
+  const std::string anthropic_key = "sk-ant-api03-leak-test-0123456789";
+  const std::string endpoint_key = "sk-endpoint-leak-test-9876543210";
+  extra_env_ = {"ANTHROPIC_API_KEY=" + anthropic_key};
+  std::ofstream(path("work") / "key.txt") << anthropic_key << "\n" << endpoint_key << "\n";
+  // The model looks for keys in the environment, prints a file holding them,
+  // prints one split across two writes, and makes the output long enough to
+  // be spilled.
+  const std::string command =
+      fmt::format("env | grep -i key; cat key.txt; printf '{}'; sleep 0.3; printf '{}\\n'; seq 1 3000; cat key.txt",
+                  endpoint_key.substr(0, 12), endpoint_key.substr(12));
+  HttpTestServer server({tool_call_reply("call_keys", "bash", Json{{"command", command}}), text_reply("done")});
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"--json", "-p", "Find the keys", "--session", "leak", "--api-key", endpoint_key});
+  Finished run = cairn(args);
+  EXPECT_EQ(run.status, 0) << run.err;
+  Finished log = cairn({"log", "leak", "--json"});
+  EXPECT_EQ(log.status, 0) << log.err;
+
+  std::string spilled;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(path("cache") / "cairn" / "spill", ec)) {
+    if (entry.is_regular_file()) spilled += read_file(entry.path());
+  }
+  ASSERT_NE(spilled.find("\n3000\n"), std::string::npos) << "the output was not spilled";
+  const std::vector<std::pair<std::string, std::string>> places = {
+      {"the session log", log.out}, {"the --json output", run.out}, {"the spill file", spilled},
+      {"the model's next request", server.requests().size() == 2 ? server.requests()[1].body : std::string()}};
+  for (const auto& [where, text] : places) {
+    EXPECT_EQ(text.find(anthropic_key), std::string::npos) << "ANTHROPIC_API_KEY's value in " << where;
+    EXPECT_EQ(text.find(endpoint_key), std::string::npos) << "the --api-key value in " << where;
+    EXPECT_NE(text.find("[redacted]"), std::string::npos) << "no redaction mark in " << where;
   }
 }
 

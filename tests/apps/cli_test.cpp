@@ -4,12 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -19,6 +27,7 @@
 
 #include "cairn/harness/harness.hpp"
 #include "cairn/llm/faux.hpp"
+#include "cairn/log/checksum.hpp"
 #include "cairn/store/store.hpp"
 #include "support/test_support.hpp"
 
@@ -33,12 +42,7 @@ struct CliRun {
   std::string err;
 };
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 std::string read_fd(int fd) {
   std::string text;
@@ -52,8 +56,32 @@ std::string read_fd(int fd) {
   return text;
 }
 
+// How a test runs the built `cairn`.
+struct CliSpawn {
+  // Run as the user nobody (through setpriv) when the tests run as root, so
+  // that file permissions apply to it as they do to any user.
+  bool as_unprivileged = false;
+  // Variables set (or replaced) in the child's environment, "NAME=value".
+  std::vector<std::string> env;
+  // Killed (SIGKILL, status 128 + 9) when it runs longer.
+  std::chrono::milliseconds timeout{60000};
+};
+
+std::vector<std::string> child_environment(const std::vector<std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** variable = environ; *variable != nullptr; ++variable) {
+    const std::string_view entry(*variable);
+    const auto name = entry.substr(0, entry.find('=') + 1);
+    const bool replaced = std::any_of(overrides.begin(), overrides.end(),
+                                      [&](const std::string& o) { return o.starts_with(name); });
+    if (!replaced) env.emplace_back(entry);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
 // Runs the built `cairn` with `args`; stdout and stderr are captured separately.
-CliRun cairn_cli(const std::vector<std::string>& args) {
+CliRun cairn_cli(const std::vector<std::string>& args, const CliSpawn& how = {}) {
   int out_pipe[2], err_pipe[2];
   if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) return {};
   posix_spawn_file_actions_t actions;
@@ -63,13 +91,20 @@ CliRun cairn_cli(const std::vector<std::string>& args) {
   for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) posix_spawn_file_actions_addclose(&actions, fd);
 
   std::vector<std::string> argv_strings{CAIRN_CLI_PATH};
+  if (how.as_unprivileged && ::geteuid() == 0) {
+    argv_strings = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CAIRN_CLI_PATH};
+  }
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& arg : argv_strings) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_strings = child_environment(how.env);
+  std::vector<char*> envp;
+  for (auto& variable : env_strings) envp.push_back(variable.data());
+  envp.push_back(nullptr);
 
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, CAIRN_CLI_PATH, &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, argv_strings.front().c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
@@ -79,6 +114,14 @@ CliRun cairn_cli(const std::vector<std::string>& args) {
     ::close(err_pipe[0]);
     return run;
   }
+  // A command that never ends fails its test instead of hanging it.
+  std::mutex mu;
+  std::condition_variable ended_cv;
+  bool ended = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(mu);
+    if (!ended_cv.wait_for(lock, how.timeout, [&] { return ended; })) ::kill(pid, SIGKILL);
+  });
   // Drain stderr on its own thread so neither pipe can fill up and stall the child.
   std::thread err_reader([&] { run.err = read_fd(err_pipe[0]); });
   run.out = read_fd(out_pipe[0]);
@@ -88,6 +131,12 @@ CliRun cairn_cli(const std::vector<std::string>& args) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  {
+    std::lock_guard lock(mu);
+    ended = true;
+  }
+  ended_cv.notify_one();
+  watchdog.join();
   run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return run;
 }
@@ -133,7 +182,7 @@ class CliTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
-ToolCall call(std::string id, std::string name) { return ToolCall{std::move(id), std::move(name), Json::object(), Json::object()}; }
+ToolCall call(std::string id, std::string name) { return ToolCall{.id = std::move(id), .name = std::move(name)}; }
 
 // ---- usage and exit codes ------------------------------------------------------
 
@@ -332,22 +381,100 @@ TEST_F(CliTest, VerifyFailsOnRepeatedToolStartsAndSkippedAttempts) {
 
 TEST_F(CliTest, VerifyFailsOnAHandBrokenFile) {
   const std::string id = demo_session();
-  // An assistant message whose stopReason no reader knows: the line still
-  // scans (the store opens it), but the record no longer decodes.
+  // An assistant message whose stopReason no reader knows, its checksum
+  // recomputed as a careless tool would: the line scans and its checksum
+  // holds (the store opens it), but the record no longer decodes.
   std::ifstream in(file_of(id));
-  std::stringstream contents;
-  contents << in.rdbuf();
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
   in.close();
-  std::string text = contents.str();
-  const std::string from = "\"stopReason\":\"stop\"";
-  const auto at = text.find(from);
-  ASSERT_NE(at, std::string::npos);
-  text.replace(at, from.size(), "\"stopReason\":\"maybe\"");
-  std::ofstream(file_of(id), std::ios::trunc) << text;
+  bool edited = false;
+  for (auto& line : lines) {
+    const std::string from = "\"stopReason\":\"stop\"";
+    const auto at = line.find(from);
+    if (at == std::string::npos || edited) continue;
+    line.replace(at, from.size(), "\"stopReason\":\"maybe\"");
+    line.erase(line.size() - kChecksumSuffixSize);
+    line += "}";
+    add_checksum(line);
+    edited = true;
+  }
+  ASSERT_TRUE(edited);
+  std::ofstream out(file_of(id), std::ios::trunc);
+  for (const auto& line : lines) out << line << "\n";
+  out.close();
 
   CliRun run = cairn({"verify", id});
   EXPECT_EQ(run.status, 1) << run.out << run.err;
   EXPECT_NE(run.out.find("FAIL  0"), std::string::npos) << run.out << run.err;
+}
+
+TEST_F(CliTest, ADamagedRecordIsFoundByItsChecksumAndRepairKeepsEverythingElse) {
+  const std::string id = demo_session();
+  std::ifstream in(file_of(id));
+  std::stringstream contents;
+  contents << in.rdbuf();
+  in.close();
+  const std::string original = contents.str();
+  // One byte inside a string, the JSON still valid: only the checksum can tell.
+  std::string text = original;
+  const auto at = text.find("\"stopReason\":\"stop\"");
+  ASSERT_NE(at, std::string::npos);
+  text[at + 15] = 'x';  // "stop" -> "xtop"
+  std::ofstream(file_of(id), std::ios::trunc) << text;
+
+  CliRun log = cairn({"log", id});
+  EXPECT_EQ(log.status, 1);
+  EXPECT_NE(log.err.find("checksum mismatch"), std::string::npos) << log.err;
+  EXPECT_NE(log.err.find(file_of(id)), std::string::npos) << log.err;
+
+  CliRun repair = cairn({"repair", id});
+  EXPECT_EQ(repair.status, 0) << repair.err;
+  EXPECT_NE(repair.out.find("14 records: 13 intact and unchanged, 1 replaced by placeholders"), std::string::npos)
+      << repair.out;
+  EXPECT_NE(repair.out.find("checksum mismatch"), std::string::npos) << repair.out;
+  const auto backup_at = repair.out.find("the original bytes are in ");
+  ASSERT_NE(backup_at, std::string::npos) << repair.out;
+  const std::string backup = repair.out.substr(backup_at + 26, repair.out.find('\n', backup_at) - backup_at - 26);
+  std::ifstream saved(backup);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(saved), {}), text);
+
+  CliRun verified = cairn({"verify", id});
+  EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
+  EXPECT_NE(verified.out.find("1 records replaced by cairn repair"), std::string::npos) << verified.out;
+  CliRun tree = cairn({"tree", id});
+  EXPECT_EQ(tree.status, 0) << tree.err;
+  EXPECT_NE(tree.out.find("damaged"), std::string::npos) << tree.out;
+
+  CliRun again = cairn({"repair", id});
+  EXPECT_NE(again.out.find("nothing to repair"), std::string::npos) << again.out;
+}
+
+TEST_F(CliTest, RepairRefusesANewerFormatAndRebuildsADamagedHeader) {
+  const std::string id = demo_session();
+  std::ifstream in(file_of(id));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  in.close();
+  auto write = [&](const std::string& header) {
+    std::ofstream out(file_of(id), std::ios::trunc);
+    out << header << "\n";
+    for (std::size_t i = 1; i < lines.size(); ++i) out << lines[i] << "\n";
+  };
+  Json header = Json::parse(lines[0]);
+  header["version"] = 999;
+  write(header.dump());
+  CliRun newer = cairn({"repair", id});
+  EXPECT_EQ(newer.status, 1) << newer.out;
+  EXPECT_NE(newer.err.find("newer"), std::string::npos) << newer.err;
+  EXPECT_NE(newer.err.find("repair changes nothing"), std::string::npos) << newer.err;
+
+  write(lines[0].substr(0, lines[0].size() / 2) + std::string(8, '\0'));
+  CliRun rebuilt = cairn({"repair", id});
+  EXPECT_EQ(rebuilt.status, 0) << rebuilt.err;
+  EXPECT_NE(rebuilt.out.find("header was damaged"), std::string::npos) << rebuilt.out;
+  CliRun verified = cairn({"verify", id});
+  EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
 }
 
 // ---- torn tails and repair ------------------------------------------------------------
@@ -367,7 +494,7 @@ TEST_F(CliTest, InspectionWarnsAboutATornTailAndOnlyRepairCutsIt) {
 
   CliRun repair = cairn({"repair", id});
   EXPECT_EQ(repair.status, 0) << repair.err;
-  EXPECT_NE(repair.out.find("removed"), std::string::npos) << repair.out;
+  EXPECT_NE(repair.out.find("cut a torn last line"), std::string::npos) << repair.out;
   EXPECT_EQ(std::filesystem::file_size(file_of(id)), size_before);
 
   CliRun again = cairn({"repair", id});
@@ -496,6 +623,313 @@ TEST_F(CliTest, AForkOfABusySessionSaysItCopiedOnlyClosedHistory) {
   CliRun context = cairn({"context", "calm", "--json"});
   EXPECT_EQ(Json::parse(context.out).size(), 2u);
 }
+
+// ---- the door: bad input refused before anything is accepted ----------------------
+
+TEST_F(CliTest, StoreBeforeTheCommandAppliesToIt) {
+  CliRun created = cairn_cli({"--store", store_uri(), "new", "--id", "store-first"});
+  ASSERT_EQ(created.status, 0) << created.err;
+  EXPECT_EQ(created.out, "store-first\n");
+  CliRun list = cairn_cli({"--store", store_uri(), "sessions"});
+  ASSERT_EQ(list.status, 0) << list.err;
+  EXPECT_NE(list.out.find("store-first"), std::string::npos) << list.out;
+  CliRun log = cairn_cli({"--store", store_uri(), "log", "store-first", "--json"});
+  EXPECT_EQ(log.status, 0) << log.err;
+  CliRun imported =
+      cairn_cli({"--store", store_uri(), "import", "pi", std::string(CAIRN_FIXTURES_DIR) + "/pi/v1_session.jsonl"});
+  EXPECT_EQ(imported.status, 0) << imported.err;
+  CliRun same_twice = cairn_cli({"--store", store_uri(), "sessions", "--store", store_uri()});
+  EXPECT_EQ(same_twice.status, 0) << same_twice.err;
+  EXPECT_EQ(lines_of(same_twice.out).size(), 2u) << same_twice.out;
+
+  // Two different stores: which one was meant is not for cairn to guess.
+  CliRun two = cairn_cli({"--store", store_uri(), "sessions", "--store", "memory:"});
+  EXPECT_EQ(two.status, 2) << two.err;
+  EXPECT_EQ(lines_of(two.err).size(), 1u) << two.err;
+  EXPECT_NE(two.err.find("--store"), std::string::npos) << two.err;
+  // The agent's other options still do not belong before a command.
+  CliRun model = cairn_cli({"--model", "x", "sessions", "--store", store_uri()});
+  EXPECT_EQ(model.status, 2) << model.err;
+}
+
+TEST_F(CliTest, AnEmptyStoreIsAUsageError) {
+  // Were the empty value taken for "not given", the default store would be
+  // created here.
+  const testing::TempDir home;
+  const CliSpawn how{.env = {"HOME=" + home.str(), "XDG_DATA_HOME=" + home.str() + "/data", "CAIRN_STORE="}};
+  for (const auto& args : std::vector<std::vector<std::string>>{{"sessions", "--store", ""},
+                                                                 {"--store", "", "sessions"},
+                                                                 {"new", "--store", ""},
+                                                                 {"import", "pi", "x.jsonl", "--store", ""},
+                                                                 {"-p", "hello", "--store", ""}}) {
+    const std::string shown = fmt::format("{}", fmt::join(args, " "));
+    CliRun run = cairn_cli(args, how);
+    EXPECT_EQ(run.status, 2) << shown << ": " << run.err;
+    EXPECT_EQ(lines_of(run.err).size(), 1u) << shown << ": " << run.err;
+    EXPECT_NE(run.err.find("--store"), std::string::npos) << shown << ": " << run.err;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(home.path()));
+}
+
+TEST_F(CliTest, ImportPiRefusesWhatIsNotARegularFile) {
+  const std::string fifo = dir_.str() + "/a-fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {std::string("/dev/urandom"), fifo, dir_.str()}) {
+    CliRun run = cairn_cli({"import", "pi", path, "--store", store_uri()}, {.timeout = std::chrono::seconds(10)});
+    EXPECT_EQ(run.status, 2) << path << ": " << run.err;
+    EXPECT_EQ(lines_of(run.err).size(), 1u) << path << ": " << run.err;
+    EXPECT_NE(run.err.find(path), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("not a regular file"), std::string::npos) << run.err;
+  }
+  CliRun list = cairn({"sessions"});
+  EXPECT_TRUE(list.out.empty()) << list.out;
+}
+
+TEST_F(CliTest, ADamagedSqliteFileIsNamedWithWhatToDo) {
+  const std::string file = dir_.str() + "/damaged.db";
+  std::string id;
+  {
+    auto store = open_store("sqlite:" + file);
+    ASSERT_TRUE(store) << store.error().message;
+    auto session = (*store)->create(CreateOptions{});
+    ASSERT_TRUE(session) << session.error().message;
+    id = (*session)->id();
+    std::vector<Record> records;
+    std::optional<std::string> parent;
+    for (int i = 0; i < 400; ++i) {
+      const std::string entry = fmt::format("e{}", i);
+      records.push_back(testing::user_entry(fmt::format("entry {} {}", i, std::string(300, 'x')), parent, entry));
+      parent = entry;
+    }
+    ASSERT_TRUE((*session)->append(std::move(records)));
+  }
+  ASSERT_FALSE(std::filesystem::exists(file + "-wal"));  // checkpointed when the last connection closed
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
+
+  const std::string recover = fmt::format("sqlite3 {} .recover | sqlite3", file);
+  for (const auto& args : std::vector<std::vector<std::string>>{{"sessions"}, {"log", id}, {"repair", id}}) {
+    CliRun run = cairn_cli([&] {
+      auto all = args;
+      all.insert(all.end(), {"--store", "sqlite:" + file});
+      return all;
+    }());
+    const std::string shown = fmt::format("{}", fmt::join(args, " "));
+    EXPECT_EQ(run.status, 1) << shown << ": " << run.err;
+    EXPECT_NE(run.err.find("is damaged"), std::string::npos) << shown << ": " << run.err;
+    EXPECT_NE(run.err.find(recover), std::string::npos) << shown << ": " << run.err;
+  }
+
+  // A file that is no database at all (SQLITE_NOTADB) says so the same way.
+  const std::string text_file = dir_.str() + "/notes.db";
+  std::ofstream(text_file) << std::string(4096, 'n');
+  CliRun not_a_database = cairn_cli({"sessions", "--store", "sqlite:" + text_file});
+  EXPECT_EQ(not_a_database.status, 1) << not_a_database.err;
+  EXPECT_NE(not_a_database.err.find(fmt::format("sqlite3 {} .recover | sqlite3", text_file)), std::string::npos)
+      << not_a_database.err;
+}
+
+// Makes a store read-only for the user nobody, and for the tests' own user
+// when it is not root; restored (so that the directory can go) on destruction.
+class ReadOnly {
+ public:
+  explicit ReadOnly(std::vector<std::filesystem::path> dirs) : dirs_(std::move(dirs)) {
+    for (const auto& dir : dirs_) {
+      for (const auto& entry : std::filesystem::directory_iterator(dir)) ::chmod(entry.path().c_str(), 0444);
+      ::chmod(dir.c_str(), 0555);
+    }
+  }
+  ~ReadOnly() {
+    for (const auto& dir : dirs_) {
+      ::chmod(dir.c_str(), 0755);
+      for (const auto& entry : std::filesystem::directory_iterator(dir)) ::chmod(entry.path().c_str(), 0644);
+    }
+  }
+  ReadOnly(const ReadOnly&) = delete;
+  ReadOnly& operator=(const ReadOnly&) = delete;
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+};
+
+TEST_F(CliTest, AReadOnlyStoreCanBeReadAndSaysWhyItCannotBeWritten) {
+  // Root passes every permission check; the commands then run as nobody.
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
+  for (const std::string kind : {"sqlite", "jsonl"}) {
+    const std::filesystem::path dir = dir_.path() / ("ro-" + kind);
+    std::filesystem::create_directories(dir);
+    const std::string uri = kind == "sqlite" ? "sqlite:" + (dir / "sessions.db").string() : "jsonl:" + dir.string();
+    CliRun demo = cairn_cli({"demo-session", "--store", uri});
+    ASSERT_EQ(demo.status, 0) << demo.err;
+    const std::string id = trimmed(demo.out);
+    ReadOnly read_only({dir});
+
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"sessions"}, {"log", id}, {"tree", id}, {"context", id}, {"verify", id}}) {
+      auto all = args;
+      all.insert(all.end(), {"--store", uri});
+      CliRun run = cairn_cli(all, {.as_unprivileged = true});
+      EXPECT_EQ(run.status, 0) << kind << " " << args.front() << ": " << run.err;
+      EXPECT_FALSE(run.out.empty()) << kind << " " << args.front();
+    }
+    CliRun created = cairn_cli({"new", "--id", "not-here", "--store", uri}, {.as_unprivileged = true});
+    EXPECT_EQ(created.status, 1) << kind << ": " << created.err;
+    EXPECT_EQ(lines_of(created.err).size(), 1u) << kind << ": " << created.err;
+    EXPECT_NE(created.err.find(dir.string()), std::string::npos) << kind << ": " << created.err;
+    EXPECT_NE(created.err.find("ermission denied"), std::string::npos) << kind << ": " << created.err;
+    CliRun repaired = cairn_cli({"repair", id, "--store", uri}, {.as_unprivileged = true});
+    EXPECT_EQ(repaired.status, 1) << kind << ": " << repaired.err;
+    EXPECT_NE(repaired.err.find(dir.string()), std::string::npos) << kind << ": " << repaired.err;
+  }
+}
+
+// ---- kills: nothing half-made is left behind ---------------------------------------------
+
+// Starts `cairn` without waiting for it; its output goes nowhere.
+pid_t start_cli(const std::vector<std::string>& args) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<std::string> argv_strings{CAIRN_CLI_PATH};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& arg : argv_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, CAIRN_CLI_PATH, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return spawned == 0 ? pid : -1;
+}
+
+// Runs `args` to its end once (how long that takes), then many times killed
+// with SIGKILL at random instants of that span; after each kill the session
+// `<prefix><n>` must be absent or whole (`whole_size` records).
+struct KillCampaign {
+  int runs = 0;
+  int absent = 0;
+  int whole = 0;
+  std::vector<std::string> partial;  // what was left half-made
+};
+
+KillCampaign kill_at_random(const std::string& uri, const std::function<std::vector<std::string>(int)>& command,
+                            const std::function<std::optional<std::string>(int)>& session_of, std::int64_t whole_size,
+                            int runs) {
+  KillCampaign campaign;
+  const auto started = std::chrono::steady_clock::now();
+  CliRun full = cairn_cli(command(0));
+  const auto span = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(full.status, 0) << full.err;
+  std::mt19937 rng(20261201);
+  std::uniform_int_distribution<std::int64_t> instant(0, std::chrono::duration_cast<std::chrono::microseconds>(span).count());
+  for (int n = 1; n <= runs; ++n) {
+    const pid_t pid = start_cli(command(n));
+    EXPECT_GT(pid, 0);
+    if (pid <= 0) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(instant(rng)));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ++campaign.runs;
+    auto store = open_store(uri);
+    EXPECT_TRUE(store) << store.error().message;
+    if (!store) break;
+    const std::optional<std::string> id = session_of(n);
+    if (!id) {
+      ++campaign.absent;
+      continue;
+    }
+    auto session = (*store)->open(*id, OpenOptions{.read_only = true});
+    if (!session) {
+      campaign.partial.push_back(fmt::format("run {}: {} listed but cannot be opened: {}", n, *id,
+                                             session.error().message));
+    } else if ((*session)->size() != whole_size) {
+      campaign.partial.push_back(fmt::format("run {}: {} holds {} of {} records", n, *id, (*session)->size(),
+                                             whole_size));
+    } else {
+      ++campaign.whole;
+    }
+  }
+  return campaign;
+}
+
+class CliKillTest : public CliTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  std::string uri() const {
+    return GetParam() == "sqlite" ? "sqlite:" + dir_.str() + "/sessions.db" : "jsonl:" + dir_.str() + "/sessions";
+  }
+  // The id of the session listed whose header says it came from `marker`.
+  std::optional<std::string> listed_with(const std::string& field, const std::string& value) {
+    auto store = open_store(uri());
+    if (!store) return std::nullopt;
+    auto headers = (*store)->list();
+    if (!headers) return std::nullopt;
+    for (const SessionHeader& header : *headers) {
+      if (field == "id" && header.id == value) return header.id;
+      if (field == "cwd" && header.cwd == value) return header.id;
+    }
+    return std::nullopt;
+  }
+};
+
+constexpr int kKillEntries = 4000;
+constexpr int kKillRuns = 12;
+
+TEST_P(CliKillTest, AKilledForkLeavesNoSessionOrTheWholeOne) {
+  std::string source;
+  {
+    auto store = open_store(uri());
+    ASSERT_TRUE(store) << store.error().message;
+    auto session = (*store)->create(CreateOptions{});
+    ASSERT_TRUE(session) << session.error().message;
+    source = (*session)->id();
+    std::vector<Record> records;
+    std::optional<std::string> parent;
+    for (int i = 0; i < kKillEntries; ++i) {
+      const std::string entry = fmt::format("e{}", i);
+      records.push_back(testing::user_entry(fmt::format("entry {} of a long session", i), parent, entry));
+      parent = entry;
+    }
+    ASSERT_TRUE((*session)->append(std::move(records)));
+  }
+  const KillCampaign campaign = kill_at_random(
+      uri(), [&](int n) { return std::vector<std::string>{"fork", source, "--tree", "--id", fmt::format("fork-{}", n), "--store", uri()}; },
+      [&](int n) { return listed_with("id", fmt::format("fork-{}", n)); }, kKillEntries, kKillRuns);
+  EXPECT_TRUE(campaign.partial.empty()) << fmt::format("{}", fmt::join(campaign.partial, "\n"));
+  EXPECT_EQ(campaign.runs, kKillRuns);
+}
+
+TEST_P(CliKillTest, AKilledImportLeavesNoSessionOrTheWholeOne) {
+  // A pi v3 file; each import's cwd says which run made it.
+  const auto pi_file = [&](int n) {
+    const std::string path = dir_.str() + fmt::format("/pi-{}.jsonl", n);
+    std::ofstream out(path);
+    out << Json{{"type", "session"}, {"version", 3}, {"id", "pi-session"}, {"timestamp", "2026-11-30T10:00:00.000Z"},
+                {"cwd", fmt::format("/import/{}", n)}}
+               .dump()
+        << "\n";
+    std::string parent;
+    for (int i = 0; i < kKillEntries; ++i) {
+      const std::string id = fmt::format("{:08x}", i + 1);
+      Json entry = {{"type", "message"}, {"id", id}, {"parentId", parent.empty() ? Json(nullptr) : Json(parent)},
+                    {"timestamp", "2026-11-30T10:00:01.000Z"},
+                    {"message", {{"role", "user"}, {"content", fmt::format("line {} of a long session", i)},
+                                 {"timestamp", 1764496801000}}}};
+      out << entry.dump() << "\n";
+      parent = id;
+    }
+    return path;
+  };
+  for (int n = 0; n <= kKillRuns; ++n) pi_file(n);
+  const KillCampaign campaign = kill_at_random(
+      uri(), [&](int n) { return std::vector<std::string>{"import", "pi", dir_.str() + fmt::format("/pi-{}.jsonl", n), "--store", uri()}; },
+      [&](int n) { return listed_with("cwd", fmt::format("/import/{}", n)); }, kKillEntries, kKillRuns);
+  EXPECT_TRUE(campaign.partial.empty()) << fmt::format("{}", fmt::join(campaign.partial, "\n"));
+  EXPECT_EQ(campaign.runs, kKillRuns);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, CliKillTest, ::testing::Values("jsonl", "sqlite"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace cairn

@@ -190,7 +190,7 @@ class TmuxSession {
 };
 
 // OpenAI chat completion chunks.
-std::string chunk(const Json& delta, const Json& finish = nullptr) {
+std::string tmux_chunk(const Json& delta, const Json& finish = nullptr) {
   Json body = {{"id", "chatcmpl-t"},
                {"object", "chat.completion.chunk"},
                {"created", 1723000000},
@@ -209,7 +209,7 @@ std::string usage_chunk(int prompt, int completion) {
   return "data: " + body.dump() + "\n\n";
 }
 
-ScriptedResponse sse(std::vector<std::string> events, ScriptedResponse::End end = ScriptedResponse::End::finish) {
+ScriptedResponse tmux_sse(std::vector<std::string> events, ScriptedResponse::End end = ScriptedResponse::End::finish) {
   ScriptedResponse response;
   response.headers = {{"Content-Type", "text/event-stream"}};
   for (auto& event : events) response.body.push_back({.delay = 20ms, .bytes = std::move(event)});
@@ -220,24 +220,24 @@ ScriptedResponse sse(std::vector<std::string> events, ScriptedResponse::End end 
 // Text, then a bash call.
 ScriptedResponse text_then_bash(const std::string& text, const std::string& command) {
   const Json args = {{"command", command}};
-  return sse({chunk({{"role", "assistant"}, {"content", text.substr(0, text.size() / 2)}}),
-              chunk({{"content", text.substr(text.size() / 2)}}),
-              chunk({{"tool_calls", Json::array({{{"index", 0},
+  return tmux_sse({tmux_chunk({{"role", "assistant"}, {"content", text.substr(0, text.size() / 2)}}),
+              tmux_chunk({{"content", text.substr(text.size() / 2)}}),
+              tmux_chunk({{"tool_calls", Json::array({{{"index", 0},
                                                   {"id", "call_bash_1"},
                                                   {"type", "function"},
                                                   {"function", {{"name", "bash"}, {"arguments", ""}}}}})}}),
-              chunk({{"tool_calls", Json::array({{{"index", 0}, {"function", {{"arguments", args.dump()}}}}})}}),
-              chunk(Json::object(), "tool_calls"), usage_chunk(120, 30), "data: [DONE]\n\n"});
+              tmux_chunk({{"tool_calls", Json::array({{{"index", 0}, {"function", {{"arguments", args.dump()}}}}})}}),
+              tmux_chunk(Json::object(), "tool_calls"), usage_chunk(120, 30), "data: [DONE]\n\n"});
 }
 
 ScriptedResponse answer(const std::string& text) {
-  return sse({chunk({{"role", "assistant"}, {"content", text}}), chunk(Json::object(), "stop"), usage_chunk(200, 10),
+  return tmux_sse({tmux_chunk({{"role", "assistant"}, {"content", text}}), tmux_chunk(Json::object(), "stop"), usage_chunk(200, 10),
               "data: [DONE]\n\n"});
 }
 
 // Some text, then nothing more until the client hangs up.
 ScriptedResponse stalls_after(const std::string& text) {
-  return sse({chunk({{"role", "assistant"}, {"content", text}})}, ScriptedResponse::End::stall);
+  return tmux_sse({tmux_chunk({{"role", "assistant"}, {"content", text}})}, ScriptedResponse::End::stall);
 }
 
 std::vector<Json> log_records(const std::string& store, const std::string& session) {

@@ -83,12 +83,7 @@ CliOutput run_cairn(const std::vector<std::string>& args, const std::vector<std:
   return run;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 std::string line_with(const std::string& text, const std::string& needle) {
   for (const auto& line : lines_of(text)) {

@@ -14,6 +14,7 @@
 #include "apps/cli/tui/status_line.hpp"
 #include "apps/cli/tui/terminal_text.hpp"
 #include "apps/cli/tui/tree_view.hpp"
+#include "apps/cli/tui/utf8_check.hpp"
 
 namespace cairn::cli::tui {
 namespace {
@@ -389,6 +390,25 @@ TEST(TuiTree, NumbersEntriesIndentsBranchesAndMarksLeavesAndLabels) {
   auto ambiguous = resolve_entry_choice("aaaaaaa", view, all);
   ASSERT_FALSE(ambiguous);
   EXPECT_EQ(ambiguous.error(), "'aaaaaaa' starts 2 entries: give more of the id");
+}
+
+// ---- text refused at the door -----------------------------------------------------
+
+TEST(Utf8Check, NamesTheFirstByteThatIsNotUtf8ByLineAndColumn) {
+  EXPECT_EQ(first_invalid_utf8(""), std::nullopt);
+  EXPECT_EQ(first_invalid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\nline two"), std::nullopt);
+  EXPECT_EQ(first_invalid_utf8("first\ncaf\xE9 au lait"), "byte 0xE9 at line 2, column 4");
+  // Columns count characters, not bytes.
+  EXPECT_EQ(first_invalid_utf8("\xC3\xA9\xC3\xA9\xFF"), "byte 0xFF at line 1, column 3");
+  // What UTF-8 forbids though it looks like a sequence: an overlong form, a
+  // surrogate, a code point past U+10FFFF, a sequence cut short, a stray
+  // continuation byte.
+  EXPECT_EQ(first_invalid_utf8("a\xC0\xAF"), "byte 0xC0 at line 1, column 2");
+  EXPECT_EQ(first_invalid_utf8("a\xE0\x80\xAF"), "byte 0xE0 at line 1, column 2");
+  EXPECT_EQ(first_invalid_utf8("a\xED\xA0\x80"), "byte 0xED at line 1, column 2");
+  EXPECT_EQ(first_invalid_utf8("a\xF4\x90\x80\x80"), "byte 0xF4 at line 1, column 2");
+  EXPECT_EQ(first_invalid_utf8("ab\xE2\x82"), "byte 0xE2 at line 1, column 3");
+  EXPECT_EQ(first_invalid_utf8("\x80"), "byte 0x80 at line 1, column 1");
 }
 
 }  // namespace

@@ -7,17 +7,17 @@
 namespace cairn {
 namespace {
 
-TreeEntry entry(std::string id, AgentMessage message) {
+TreeEntry tree_entry_of(std::string id, AgentMessage message) {
   return TreeEntry{.id = std::move(id), .body = MessageBody{std::move(message)}};
 }
 
 TreeEntry user(std::string id, std::size_t chars) {
-  return entry(std::move(id), UserMessage{.content = std::string(chars, 'u'), .timestamp = 1});
+  return tree_entry_of(std::move(id), UserMessage{.content = std::string(chars, 'u'), .timestamp = 1});
 }
 
 // Built field by field: g++ 12 misreads designated initializers of
 // AssistantMessage as leaving a Json uninitialised (-Wmaybe-uninitialized).
-AssistantMessage assistant(std::vector<AssistantBlock> content, StopReason stop = StopReason::stop,
+AssistantMessage assistant_of(std::vector<AssistantBlock> content, StopReason stop = StopReason::stop,
                            std::int64_t total_tokens = 0) {
   AssistantMessage message;
   message.content = std::move(content);
@@ -28,16 +28,16 @@ AssistantMessage assistant(std::vector<AssistantBlock> content, StopReason stop 
 }
 
 TreeEntry assistant_text(std::string id, std::size_t chars, std::int64_t total_tokens = 0) {
-  return entry(std::move(id), assistant({TextContent{.text = std::string(chars, 'a')}}, StopReason::stop, total_tokens));
+  return tree_entry_of(std::move(id), assistant_of({TextContent{.text = std::string(chars, 'a')}}, StopReason::stop, total_tokens));
 }
 
 TreeEntry assistant_call(std::string id, std::string call_id, std::string tool = "bash", Json args = Json::object()) {
-  return entry(std::move(id), assistant({ToolCall{.id = std::move(call_id), .name = std::move(tool), .arguments = std::move(args)}},
+  return tree_entry_of(std::move(id), assistant_of({ToolCall{.id = std::move(call_id), .name = std::move(tool), .arguments = std::move(args)}},
                                         StopReason::tool_use));
 }
 
 TreeEntry result(std::string id, std::string call_id, std::size_t chars) {
-  return entry(std::move(id), ToolResultMessage{.tool_call_id = std::move(call_id), .tool_name = "bash",
+  return tree_entry_of(std::move(id), ToolResultMessage{.tool_call_id = std::move(call_id), .tool_name = "bash",
                                                 .content = {TextContent{.text = std::string(chars, 'r')}},
                                                 .timestamp = 1});
 }
@@ -60,10 +60,10 @@ TEST(Compaction, EstimatesAreCharsOverFourWithImagesAt4800Chars) {
 TEST(Compaction, ContextSizeIsTheLastCountedTotalPlusAnEstimateOfWhatFollows) {
   std::vector<AgentMessage> messages;
   messages.push_back(UserMessage{.content = std::string(400, 'u')});
-  messages.push_back(assistant({TextContent{.text = "ok"}}, StopReason::stop, 5000));
+  messages.push_back(assistant_of({TextContent{.text = "ok"}}, StopReason::stop, 5000));
   messages.push_back(UserMessage{.content = std::string(40, 'u')});
   // A failed response's usage says nothing about the context.
-  messages.push_back(assistant({TextContent{.text = std::string(400, 'e')}}, StopReason::error, 99999));
+  messages.push_back(assistant_of({TextContent{.text = std::string(400, 'e')}}, StopReason::error, 99999));
   const ContextSize size = measure_context(messages);
   EXPECT_EQ(size.counted, 5000);
   EXPECT_EQ(size.estimated, 10 + 100);
@@ -82,14 +82,14 @@ TEST(Compaction, AResponseOlderThanTheCompactionCountsNothing) {
   std::vector<AgentMessage> messages;
   messages.push_back(CompactionSummaryMessage{.summary = std::string(400, 's'), .tokens_before = 9000, .timestamp = 10});
   messages.push_back(UserMessage{.content = std::string(40, 'u')});
-  AssistantMessage kept = assistant({TextContent{.text = "ok"}}, StopReason::stop, 9000);
+  AssistantMessage kept = assistant_of({TextContent{.text = "ok"}}, StopReason::stop, 9000);
   kept.timestamp = 5;
   messages.push_back(kept);
   const ContextSize before_any = measure_context(messages);
   EXPECT_FALSE(before_any.provider_counted());
   EXPECT_EQ(before_any.tokens, estimate_tokens(messages[0]) + 10 + 1);
 
-  AssistantMessage fresh = assistant({TextContent{.text = "new"}}, StopReason::stop, 700);
+  AssistantMessage fresh = assistant_of({TextContent{.text = "new"}}, StopReason::stop, 700);
   fresh.timestamp = 11;
   messages.push_back(fresh);
   const ContextSize after = measure_context(messages);
@@ -183,7 +183,7 @@ TEST(Compaction, RefusesWhenItWouldShedNothingOrSplitACallFromItsResult) {
 TEST(Compaction, SerialisedTranscriptsNameRolesAndCutLongToolResults) {
   std::vector<LlmMessage> messages{
       UserMessage{.content = "hello"},
-      assistant({ThinkingContent{.thinking = "hmm"}, TextContent{.text = "hi"},
+      assistant_of({ThinkingContent{.thinking = "hmm"}, TextContent{.text = "hi"},
                  ToolCall{.id = "c", .name = "read", .arguments = Json{{"path", "/x"}}}}),
       ToolResultMessage{.tool_call_id = "c", .content = {TextContent{.text = std::string(2500, 'r')}}}};
   const std::string text = serialize_conversation(messages);

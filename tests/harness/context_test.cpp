@@ -15,7 +15,6 @@
 namespace cairn::testing {
 namespace {
 
-Json args(std::string id) { return Json{{"id", std::move(id)}, {"text", "hi"}}; }
 
 // The request messages a rebuild from the log gives for `ref` now.
 Json expected_messages(const Session& session, const std::string& ref) {

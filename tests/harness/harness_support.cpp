@@ -42,6 +42,62 @@ std::vector<Tool> test_tools(std::shared_ptr<ToolEffects> effects) {
   return tools;
 }
 
+void expect_every_call_answered_once(const std::vector<Record>& log) {
+  std::map<std::string, const AgentMessage*> messages;  // entry id -> message (null: not a message)
+  std::map<std::string, std::vector<std::string>> children;
+  for (const auto& record : log) {
+    const auto* entry = std::get_if<TreeEntry>(&record.body);
+    if (!entry) continue;
+    const auto* body = std::get_if<MessageBody>(&entry->body);
+    messages[entry->id] = body ? &body->message : nullptr;
+    children[entry->parent_id.value_or("")].push_back(entry->id);
+  }
+  for (const auto& [id, message] : messages) {
+    const auto* assistant = message ? std::get_if<AssistantMessage>(message) : nullptr;
+    if (!assistant) continue;
+    std::vector<std::string> calls;
+    for (const auto& block : assistant->content) {
+      if (const auto* call = std::get_if<ToolCall>(&block)) calls.push_back(call->id);
+    }
+    if (calls.empty()) continue;
+    auto check = [&](std::map<std::string, int>& counts, const std::string& where) {
+      for (const auto& call : calls) {
+        EXPECT_EQ(counts[call], 1) << "tool call " << call << " of entry " << id << ", " << where;
+      }
+    };
+    // Each path below the assistant message, up to the next one or its end.
+    std::vector<std::pair<std::string, std::map<std::string, int>>> stack{{id, {}}};
+    while (!stack.empty()) {
+      auto [at, counts] = std::move(stack.back());
+      stack.pop_back();
+      if (children[at].empty()) check(counts, "at the end of the branch " + at);
+      for (const auto& child : children[at]) {
+        const AgentMessage* m = messages[child];
+        if (m && std::holds_alternative<AssistantMessage>(*m)) {
+          check(counts, "before the next assistant message " + child);
+          continue;
+        }
+        auto next = counts;
+        if (m) {
+          if (const auto* result = std::get_if<ToolResultMessage>(m)) ++next[result->tool_call_id];
+        }
+        stack.push_back({child, std::move(next)});
+      }
+    }
+  }
+}
+
+std::vector<ToolResultMessage> results_for(const std::vector<Record>& log, const std::string& call_id) {
+  std::vector<ToolResultMessage> out;
+  for (const auto& record : log) {
+    const auto* entry = std::get_if<TreeEntry>(&record.body);
+    const auto* body = entry ? std::get_if<MessageBody>(&entry->body) : nullptr;
+    const auto* result = body ? std::get_if<ToolResultMessage>(&body->message) : nullptr;
+    if (result && result->tool_call_id == call_id) out.push_back(*result);
+  }
+  return out;
+}
+
 std::vector<std::string> EventLog::types(bool with_updates) const {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;

@@ -37,6 +37,14 @@ struct ToolEffects {
 // by the "id" argument.
 std::vector<Tool> test_tools(std::shared_ptr<ToolEffects> effects);
 
+// Invariant 5 on a log: every tool call of every assistant message has
+// exactly one result on its branch before the next assistant message of that
+// branch (and by the end of the branch when a ref's leaf is there).
+void expect_every_call_answered_once(const std::vector<Record>& log);
+
+// The tool results that answer `call_id` on the log.
+std::vector<ToolResultMessage> results_for(const std::vector<Record>& log, const std::string& call_id);
+
 class EventLog {
  public:
   void add(const Event& event) {
@@ -86,5 +94,10 @@ class HarnessTest : public ::testing::Test {
   Subscription listener_;
   RetryPolicy retry_{.max_attempts = 3, .base_delay = std::chrono::milliseconds(1), .max_delay = std::chrono::milliseconds(5)};
 };
+
+// The arguments of the echo tool of these tests.
+inline Json args(std::string id, std::string text = "hi") {
+  return Json{{"id", std::move(id)}, {"text", std::move(text)}};
+}
 
 }  // namespace cairn::testing

@@ -14,7 +14,6 @@ namespace {
 
 using Types = std::vector<std::string>;
 
-Json args(std::string id, std::string text = "hi") { return Json{{"id", std::move(id)}, {"text", std::move(text)}}; }
 
 const ToolResultMessage& tool_result(const Record& record) {
   return std::get<ToolResultMessage>(std::get<MessageBody>(std::get<TreeEntry>(record.body).body).message);

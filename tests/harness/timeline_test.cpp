@@ -11,7 +11,7 @@ using Types = std::vector<std::string>;
 
 Json args(std::string id, std::string text = "hi") { return Json{{"id", std::move(id)}, {"text", std::move(text)}}; }
 
-std::string text_of(const AssistantMessage& message) {
+std::string text_of_reply(const AssistantMessage& message) {
   std::string out;
   for (const auto& block : message.content) {
     if (const auto* text = std::get_if<TextContent>(&block)) out += text->text;
@@ -27,7 +27,7 @@ TEST_F(HarnessTest, NormalRunRecordsEveryDecisionBeforeItsEffect) {
   auto result = harness.main().prompt("fix the bug");
   ASSERT_TRUE(result.ok()) << result.error->message;
   ASSERT_TRUE(result.final_message);
-  EXPECT_EQ(text_of(*result.final_message), "done");
+  EXPECT_EQ(text_of_reply(*result.final_message), "done");
 
   EXPECT_EQ(record_types(), (Types{"operation_started", "message:user", "generation_started", "message:assistant",
                                    "tool_started", "message:toolResult", "generation_started", "message:assistant",
@@ -117,7 +117,7 @@ TEST_F(HarnessTest, FollowUpFromBeforeRunEndContinuesTheSameRun) {
 
   auto result = harness.main().prompt("fix the bug");
   ASSERT_TRUE(result.ok());
-  EXPECT_EQ(text_of(*result.final_message), "tests written");
+  EXPECT_EQ(text_of_reply(*result.final_message), "tests written");
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(record_types(), (Types{"operation_started", "message:user", "generation_started", "message:assistant",
                                    "queue_enqueued", "message:user", "generation_started", "message:assistant",
@@ -223,9 +223,11 @@ TEST_F(HarnessTest, AbortDuringAStreamKeepsThePartialResponseAsTheClosure) {
   stalled.then_tool_call("call-1", "echo", args("e1"));
   stalled.stall = true;
   faux_->push(stalled);
+  // Abort once the text has streamed: an abort between the response's start
+  // and its first text would rightly keep nothing.
   std::atomic<bool> streaming{false};
   auto sub = harness.on_event([&](const Event& e) {
-    if (e.type == "message_update") streaming = true;
+    if (e.type == "message_update" && e.data["assistantMessageEvent"].value("type", "") == "text_end") streaming = true;
   });
   std::optional<RunResult> result;
   std::thread runner([&] { result = harness.main().prompt("talk"); });
@@ -237,7 +239,7 @@ TEST_F(HarnessTest, AbortDuringAStreamKeepsThePartialResponseAsTheClosure) {
                                    "message:assistant", "operation_finished"}));
   const auto& closure = *result->final_message;
   EXPECT_EQ(closure.stop_reason, StopReason::aborted);
-  EXPECT_EQ(text_of(closure), "partial answer");
+  EXPECT_EQ(text_of_reply(closure), "partial answer");
   EXPECT_EQ(closure.content.size(), 1u);  // the unanswered tool call is not kept
 }
 
@@ -297,8 +299,8 @@ TEST_F(HarnessTest, ParallelRefsRunConcurrentlyOnTheirOwnBranches) {
   tb.join();
   ASSERT_TRUE(a->ok());
   ASSERT_TRUE(b->ok());
-  EXPECT_EQ(text_of(*a->final_message), "re: fix the bug");
-  EXPECT_EQ(text_of(*b->final_message), "re: summarize this thread");
+  EXPECT_EQ(text_of_reply(*a->final_message), "re: fix the bug");
+  EXPECT_EQ(text_of_reply(*b->final_message), "re: summarize this thread");
   // Each ref's branch: the shared base, then its own two messages.
   auto main_ctx = session_->build_context("main");
   auto t1_ctx = session_->build_context("slack:t1");
@@ -373,18 +375,19 @@ TEST_F(HarnessTest, InvalidArgumentsAndBlockedCallsGetErrorResultsWithoutToolSta
   faux_->push(calls);
   faux_->push(FauxResponse::text("ok"));
   ASSERT_TRUE(harness.main().prompt("go").ok());
+  // A call that cannot start is answered at once; only c3 starts.
   EXPECT_EQ(record_types(), (Types{"operation_started", "message:user", "generation_started", "message:assistant",
-                                   "tool_started", "message:toolResult", "message:toolResult", "message:toolResult",
+                                   "message:toolResult", "message:toolResult", "tool_started", "message:toolResult",
                                    "generation_started", "message:assistant", "operation_finished"}));
   const auto log = records();
   auto result_at = [&](std::size_t i) {
     return std::get<ToolResultMessage>(std::get<MessageBody>(std::get<TreeEntry>(log[i].body).body).message);
   };
-  EXPECT_EQ(result_at(5).tool_call_id, "c1");  // source order
-  EXPECT_TRUE(result_at(5).is_error);
-  EXPECT_NE(std::get<TextContent>(result_at(5).content[0]).text.find("id"), std::string::npos);
-  EXPECT_EQ(result_at(6).tool_call_id, "c2");
-  EXPECT_EQ(std::get<TextContent>(result_at(6).content[0]).text, "Tool call blocked: not allowed");
+  EXPECT_EQ(result_at(4).tool_call_id, "c1");
+  EXPECT_TRUE(result_at(4).is_error);
+  EXPECT_NE(std::get<TextContent>(result_at(4).content[0]).text.find("id"), std::string::npos);
+  EXPECT_EQ(result_at(5).tool_call_id, "c2");
+  EXPECT_EQ(std::get<TextContent>(result_at(5).content[0]).text, "Tool call blocked: not allowed");
   EXPECT_EQ(result_at(7).tool_call_id, "c3");
   EXPECT_FALSE(result_at(7).is_error);
   EXPECT_EQ(effects_->count("effect", "x1"), 0);

@@ -17,7 +17,7 @@
 namespace cairn {
 namespace {
 
-constexpr const char* kPath = "/cfg/cairn/models.json";
+constexpr const char* kRegistryModelsPath = "/cfg/cairn/models.json";
 constexpr const char* kAnthropicKey = "sk-ant-SECRET-registry-0001";
 constexpr const char* kFileKey = "sk-SECRET-registry-file-0002";
 
@@ -30,7 +30,7 @@ EnvLookup env_of(std::map<std::string, std::string> values) {
 }
 
 ModelsFile file_of(const std::string& text) {
-  auto file = parse_models_file(text, kPath);
+  auto file = parse_models_file(text, kRegistryModelsPath);
   EXPECT_TRUE(file) << file.error().message;
   return file ? *file : ModelsFile{};
 }
@@ -118,18 +118,18 @@ TEST(ModelRegistry, ModelsJsonOverridesABuiltInProviderAndAddsModels) {
   EXPECT_EQ(opus.model.prices.cache_read, 0.3);
   EXPECT_EQ(opus.model.prices.input, 4.00);
   EXPECT_EQ(opus.origin, "built-in");
-  EXPECT_EQ(opus.overridden_by, kPath);
+  EXPECT_EQ(opus.overridden_by, kRegistryModelsPath);
   EXPECT_EQ(opus.key_source.env_var, "WORK_ANTHROPIC_KEY");
   EXPECT_EQ(opus.api_key.reveal(), kAnthropicKey);
 
   // The provider-level change reaches every model of the provider.
   const auto& sonnet = find(registry, "claude-sonnet-5-5");
   EXPECT_EQ(sonnet.model.base_url, "https://proxy.example/anthropic/v1");
-  EXPECT_EQ(sonnet.overridden_by, kPath);
+  EXPECT_EQ(sonnet.overridden_by, kRegistryModelsPath);
   EXPECT_EQ(sonnet.model.max_tokens, 128'000);
 
   const auto& added = find(registry, "anthropic/claude-next-preview");
-  EXPECT_EQ(added.origin, kPath);
+  EXPECT_EQ(added.origin, kRegistryModelsPath);
   EXPECT_TRUE(added.overridden_by.empty());
   EXPECT_EQ(added.model.api, kApiAnthropicMessages);
   EXPECT_EQ(added.model.base_url, "https://proxy.example/anthropic/v1");
@@ -173,7 +173,7 @@ TEST(ModelRegistry, CustomProvidersTakeTheirKeyFromTheFileTheEnvironmentOrNeedNo
   EXPECT_EQ(registry.models().back().qualified_id(), "work/house-model") << "file order after the table";
 
   const auto& qwen = find(registry, "ollama/qwen3:32b");
-  EXPECT_EQ(qwen.origin, kPath);
+  EXPECT_EQ(qwen.origin, kRegistryModelsPath);
   EXPECT_EQ(qwen.model.api, "openai-completions");
   EXPECT_EQ(qwen.model.base_url, "http://localhost:11434/v1");
   EXPECT_EQ(qwen.model.context_window, 40960);

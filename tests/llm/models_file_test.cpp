@@ -17,7 +17,7 @@
 namespace cairn {
 namespace {
 
-constexpr const char* kPath = "/home/u/.config/cairn/models.json";
+constexpr const char* kModelsPath = "/home/u/.config/cairn/models.json";
 constexpr const char* kSecret = "sk-SECRET-models-file-7f3a";
 
 TEST(ModelsFile, ParsesProvidersModelsAndOverrides) {
@@ -39,9 +39,9 @@ TEST(ModelsFile, ParsesProvidersModelsAndOverrides) {
       "anthropic": {"apiKeyEnv": "WORK_ANTHROPIC_KEY"}
     }
   })";
-  auto file = parse_models_file(text, kPath);
+  auto file = parse_models_file(text, kModelsPath);
   ASSERT_TRUE(file) << file.error().message;
-  EXPECT_EQ(file->path, kPath);
+  EXPECT_EQ(file->path, kModelsPath);
   ASSERT_EQ(file->providers.size(), 2u);
 
   const ProviderEntry& ollama = file->providers[0];
@@ -78,7 +78,7 @@ TEST(ModelsFile, ParsesProvidersModelsAndOverrides) {
 
 TEST(ModelsFile, AnEmptyConfigurationIsFine) {
   for (const char* text : {"{}", R"({"providers": {}})"}) {
-    auto file = parse_models_file(text, kPath);
+    auto file = parse_models_file(text, kModelsPath);
     ASSERT_TRUE(file) << file.error().message;
     EXPECT_TRUE(file->providers.empty());
   }
@@ -167,11 +167,11 @@ std::vector<BadFile> bad_files() {
 TEST(ModelsFile, EveryErrorNamesTheFileThePathAndWhatWasWrong) {
   for (const BadFile& bad : bad_files()) {
     SCOPED_TRACE(bad.text);
-    auto file = parse_models_file(bad.text, kPath);
+    auto file = parse_models_file(bad.text, kModelsPath);
     ASSERT_FALSE(file) << "accepted";
     EXPECT_EQ(file.error().code, "invalid_config");
     const std::string& message = file.error().message;
-    const std::string prefix = bad.where.empty() ? std::string(kPath) + ": " : std::string(kPath) + ": " + bad.where + ": ";
+    const std::string prefix = bad.where.empty() ? std::string(kModelsPath) + ": " : std::string(kModelsPath) + ": " + bad.where + ": ";
     EXPECT_TRUE(message.starts_with(prefix)) << message;
     EXPECT_NE(message.find(bad.what), std::string::npos) << message;
     EXPECT_EQ(message.find(kSecret), std::string::npos) << "the key leaked: " << message;
@@ -182,9 +182,9 @@ TEST(ModelsFile, EveryErrorNamesTheFileThePathAndWhatWasWrong) {
 TEST(ModelsFile, ASyntaxErrorGivesItsLineAndColumn) {
   // "nope" starts at column 10; the parser stops at its 'o', which is not
   // the 'u' of "null".
-  auto file = parse_models_file("{\n  \"providers\": {\n    \"x\": nope\n  }\n}\n", kPath);
+  auto file = parse_models_file("{\n  \"providers\": {\n    \"x\": nope\n  }\n}\n", kModelsPath);
   ASSERT_FALSE(file);
-  EXPECT_EQ(file.error().message, std::string(kPath) + ": not valid JSON at line 3, column 11");
+  EXPECT_EQ(file.error().message, std::string(kModelsPath) + ": not valid JSON at line 3, column 11");
 }
 
 TEST(ModelsFile, LoadingAMissingFileIsNoConfiguration) {

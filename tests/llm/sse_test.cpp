@@ -26,7 +26,7 @@ std::vector<SseEvent> parse_pieces(const std::vector<std::string>& pieces, SsePa
 
 // Parses `stream` whole, byte by byte and in random pieces, checks that all
 // three agree, and returns the events.
-std::vector<SseEvent> parse(const std::string& stream) {
+std::vector<SseEvent> parse_events(const std::string& stream) {
   SseParser whole_parser;
   std::vector<SseEvent> whole = parse_pieces({stream}, whole_parser);
 
@@ -55,7 +55,7 @@ std::vector<SseEvent> parse(const std::string& stream) {
 }
 
 TEST(SseParser, DispatchesOnBlankLine) {
-  auto events = parse("data: hello\n\n");
+  auto events = parse_events("data: hello\n\n");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].event, "message");
   EXPECT_EQ(events[0].data, "hello");
@@ -64,12 +64,12 @@ TEST(SseParser, DispatchesOnBlankLine) {
 }
 
 TEST(SseParser, AnEventWithoutItsBlankLineIsNotDispatched) {
-  EXPECT_TRUE(parse("data: hello\n").empty());
-  EXPECT_TRUE(parse("data: hello").empty());
+  EXPECT_TRUE(parse_events("data: hello\n").empty());
+  EXPECT_TRUE(parse_events("data: hello").empty());
 }
 
 TEST(SseParser, EventTypeAppliesToItsEventOnly) {
-  auto events = parse("event: content_block_delta\ndata: {\"a\":1}\n\ndata: plain\n\n");
+  auto events = parse_events("event: content_block_delta\ndata: {\"a\":1}\n\ndata: plain\n\n");
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].event, "content_block_delta");
   EXPECT_EQ(events[0].data, "{\"a\":1}");  // colons inside the value stay
@@ -77,19 +77,19 @@ TEST(SseParser, EventTypeAppliesToItsEventOnly) {
 }
 
 TEST(SseParser, DataLinesAreJoinedWithNewlines) {
-  auto events = parse("data: a\ndata: b\ndata:\ndata: c\n\n");
+  auto events = parse_events("data: a\ndata: b\ndata:\ndata: c\n\n");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].data, "a\nb\n\nc");
 }
 
 TEST(SseParser, CommentsAreIgnored) {
-  auto events = parse(": keep-alive\ndata: a\n: between\ndata: b\n\n:\n\n");
+  auto events = parse_events(": keep-alive\ndata: a\n: between\ndata: b\n\n:\n\n");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].data, "a\nb");
 }
 
 TEST(SseParser, EveryLineEndingIsOne) {
-  auto events = parse("data: lf\n\ndata: cr\r\rdata: crlf\r\n\r\ndata: mixed\r\n\n");
+  auto events = parse_events("data: lf\n\ndata: cr\r\rdata: crlf\r\n\r\ndata: mixed\r\n\n");
   ASSERT_EQ(events.size(), 4u);
   EXPECT_EQ(events[0].data, "lf");
   EXPECT_EQ(events[1].data, "cr");
@@ -113,7 +113,7 @@ TEST(SseParser, CrThenCrIsABlankLine) {
 }
 
 TEST(SseParser, FieldWithoutColonHasAnEmptyValue) {
-  auto events = parse("data\n\nevent\ndata: x\n\n");
+  auto events = parse_events("data\n\nevent\ndata: x\n\n");
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].data, "");
   EXPECT_EQ(events[1].event, "message");  // an empty type is the default one
@@ -121,7 +121,7 @@ TEST(SseParser, FieldWithoutColonHasAnEmptyValue) {
 }
 
 TEST(SseParser, OnlyOneLeadingSpaceIsStripped) {
-  auto events = parse("data:x\n\ndata:  two\n\ndata: \n\ndata:\t tab\n\n");
+  auto events = parse_events("data:x\n\ndata:  two\n\ndata: \n\ndata:\t tab\n\n");
   ASSERT_EQ(events.size(), 4u);
   EXPECT_EQ(events[0].data, "x");
   EXPECT_EQ(events[1].data, " two");
@@ -130,25 +130,25 @@ TEST(SseParser, OnlyOneLeadingSpaceIsStripped) {
 }
 
 TEST(SseParser, OneLeadingBomIsSkipped) {
-  auto events = parse("\xEF\xBB\xBF" "data: after bom\n\n");
+  auto events = parse_events("\xEF\xBB\xBF" "data: after bom\n\n");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].data, "after bom");
 
   // A second BOM belongs to the first field's name, which is then unknown.
-  EXPECT_TRUE(parse("\xEF\xBB\xBF\xEF\xBB\xBF" "data: x\n\n").empty());
+  EXPECT_TRUE(parse_events("\xEF\xBB\xBF\xEF\xBB\xBF" "data: x\n\n").empty());
   // Bytes that only begin like a BOM are kept.
-  EXPECT_TRUE(parse("\xEF\xBB" "data: x\n\n").empty());
-  auto kept = parse("\xEF\xBB\n" "data: x\n\n");
+  EXPECT_TRUE(parse_events("\xEF\xBB" "data: x\n\n").empty());
+  auto kept = parse_events("\xEF\xBB\n" "data: x\n\n");
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept[0].data, "x");
   // A BOM later in the stream is just bytes.
-  auto later = parse("data: \xEF\xBB\xBF" "x\n\n");
+  auto later = parse_events("data: \xEF\xBB\xBF" "x\n\n");
   ASSERT_EQ(later.size(), 1u);
   EXPECT_EQ(later[0].data, "\xEF\xBB\xBF" "x");
 }
 
 TEST(SseParser, BlockWithoutDataDispatchesNothingAndResetsTheType) {
-  auto events = parse("event: ping\n\nid: 7\n\ndata: x\n\n");
+  auto events = parse_events("event: ping\n\nid: 7\n\ndata: x\n\n");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].event, "message");
   EXPECT_EQ(events[0].id, "7");  // the id of a dataless block still counts
@@ -181,7 +181,7 @@ TEST(SseParser, RetryTakesDigitsOnly) {
 }
 
 TEST(SseParser, UnknownFieldsAreIgnored) {
-  auto events = parse("data: a\nfoo: bar\nDATA: shouted\ndata : spaced name\ndata: b\n\n");
+  auto events = parse_events("data: a\nfoo: bar\nDATA: shouted\ndata : spaced name\ndata: b\n\n");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].data, "a\nb");
 }
@@ -195,7 +195,7 @@ TEST(SseParser, ARealisticStreamIsTheSameInAnyPieces) {
       "data: ne one\ndata: line two\n\n"
       "data: [DONE]\n\n"
       "data: tail without blank line";
-  auto events = parse(stream);
+  auto events = parse_events(stream);
   ASSERT_EQ(events.size(), 5u);
   EXPECT_EQ(events[2].event, "delta");
   EXPECT_EQ(events[2].id, "42");

@@ -251,16 +251,7 @@ TEST(ClassifyStreamError, OverloadedAndRateLimitsAreRetryableOverflowIsNot) {
   EXPECT_FALSE(classify_stream_error("400", "bad request").retryable);
 }
 
-// --- redact and the request helpers ---------------------------------------
-
-TEST(Redact, EveryOccurrenceOfEverySecretGoes) {
-  std::vector<std::string> secrets = {"sk-abc", "", "tok"};
-  EXPECT_EQ(redact("key sk-abc and sk-abcsk-abc; tok", secrets), "key [redacted] and [redacted][redacted]; [redacted]");
-  EXPECT_EQ(redact("nothing here", secrets), "nothing here");
-  // A secret that occurs inside the mark does not loop forever.
-  std::vector<std::string> odd = {"red"};
-  EXPECT_EQ(redact("red", odd), "[redacted]");
-}
+// --- credentials and the request helpers ----------------------------------
 
 TEST(HeaderSecrets, CredentialHeadersAndTheirTokens) {
   auto secrets = header_secrets({{"Authorization", "Bearer sk-1"}, {"x-api-key", "k2"}, {"X-Title", "cairn"},
@@ -285,7 +276,17 @@ TEST(RequestHelpers, UrlsHeadersTimeoutsAndPayloads) {
 
   Json payload = {{"text", "ok \xFF"}};
   EXPECT_EQ(serialize_payload(payload), "{\"text\":\"ok \xEF\xBF\xBD\"}");
-  EXPECT_EQ(sanitize_utf8("a\xC3\xA9\xC3"), "a\xC3\xA9\xEF\xBF\xBD");
+  EXPECT_EQ(to_valid_utf8("a\xC3\xA9\xC3"), "a\xC3\xA9\xEF\xBF\xBD");
+  // The shared helpers the providers cut and decode text with (cairn/utf8.hpp).
+  EXPECT_EQ(utf8_floor("a\xC3\xA9z", 2), 1u);
+  EXPECT_EQ(utf8_floor("a\xC3\xA9z", 3), 3u);
+  std::size_t length = 0;
+  EXPECT_EQ(utf8_decode("\xE2\x82\xAC", 0, length), U'\u20AC');
+  EXPECT_EQ(length, 3u);
+  EXPECT_EQ(utf8_decode("\xF0\x9F\x98\x80", 0, length), U'\U0001F600');
+  EXPECT_EQ(length, 4u);
+  EXPECT_EQ(utf8_decode("\xC0\xAF", 0, length), U'\uFFFD');  // overlong: one byte
+  EXPECT_EQ(length, 1u);
 }
 
 // --- prepare_messages -----------------------------------------------------
@@ -298,7 +299,7 @@ Model model_a() {
   return model;
 }
 
-AssistantMessage assistant(std::vector<AssistantBlock> content, StopReason reason = StopReason::tool_use,
+AssistantMessage assistant_with(std::vector<AssistantBlock> content, StopReason reason = StopReason::tool_use,
                            std::string model = "gpt-a") {
   AssistantMessage message;
   message.content = std::move(content);
@@ -312,11 +313,11 @@ AssistantMessage assistant(std::vector<AssistantBlock> content, StopReason reaso
 TEST(PrepareMessages, UnfinishedTurnsAreDroppedAndMissingResultsSupplied) {
   std::vector<LlmMessage> messages;
   messages.emplace_back(UserMessage{.content = "hi"});
-  messages.emplace_back(assistant({ToolCall{.id = "c1", .name = "read"}, ToolCall{.id = "c2", .name = "ls"}}));
+  messages.emplace_back(assistant_with({ToolCall{.id = "c1", .name = "read"}, ToolCall{.id = "c2", .name = "ls"}}));
   messages.emplace_back(ToolResultMessage{.tool_call_id = "c1", .tool_name = "read"});
-  messages.emplace_back(assistant({TextContent{.text = "partial"}}, StopReason::error));
+  messages.emplace_back(assistant_with({TextContent{.text = "partial"}}, StopReason::error));
   messages.emplace_back(UserMessage{.content = "again"});
-  messages.emplace_back(assistant({ToolCall{.id = "c3", .name = "ls"}}));
+  messages.emplace_back(assistant_with({ToolCall{.id = "c3", .name = "ls"}}));
 
   auto prepared = prepare_messages(messages, model_a());
   ASSERT_EQ(prepared.size(), 6u);
@@ -331,9 +332,31 @@ TEST(PrepareMessages, UnfinishedTurnsAreDroppedAndMissingResultsSupplied) {
   EXPECT_TRUE(std::holds_alternative<AssistantMessage>(prepared[5]));  // its calls are the caller's to answer
 }
 
+// After a repair, an assistant message can be a placeholder (not in the
+// context) while its calls' results remain: a request holding them would be
+// refused by every API.
+TEST(PrepareMessages, ResultsWithoutTheirCallAndRepeatedResultsAreLeftOut) {
+  std::vector<LlmMessage> messages;
+  messages.emplace_back(UserMessage{.content = "hi"});
+  messages.emplace_back(ToolResultMessage{.tool_call_id = "lost", .tool_name = "bash"});
+  messages.emplace_back(assistant_with({ToolCall{.id = "c1", .name = "read"}}));
+  messages.emplace_back(ToolResultMessage{.tool_call_id = "c1", .tool_name = "read"});
+  messages.emplace_back(ToolResultMessage{.tool_call_id = "c1", .tool_name = "read"});
+  messages.emplace_back(ToolResultMessage{.tool_call_id = "other", .tool_name = "read"});
+  messages.emplace_back(UserMessage{.content = "again"});
+  messages.emplace_back(ToolResultMessage{.tool_call_id = "c1", .tool_name = "read"});
+
+  auto prepared = prepare_messages(messages, model_a());
+  ASSERT_EQ(prepared.size(), 4u);
+  EXPECT_TRUE(std::holds_alternative<UserMessage>(prepared[0]));
+  EXPECT_TRUE(std::holds_alternative<AssistantMessage>(prepared[1]));
+  EXPECT_EQ(std::get<ToolResultMessage>(prepared[2]).tool_call_id, "c1");
+  EXPECT_TRUE(std::holds_alternative<UserMessage>(prepared[3]));
+}
+
 TEST(PrepareMessages, AnotherModelsThinkingBecomesTextAndItsIdsAreNormalised) {
   std::vector<LlmMessage> messages;
-  messages.emplace_back(assistant({ThinkingContent{.thinking = "hmm", .thinking_signature = "sig"},
+  messages.emplace_back(assistant_with({ThinkingContent{.thinking = "hmm", .thinking_signature = "sig"},
                                    ThinkingContent{.thinking = " "},
                                    ThinkingContent{.thinking = "secret", .redacted = true},
                                    TextContent{.text = "answer", .text_signature = "msg_1"},
@@ -353,7 +376,7 @@ TEST(PrepareMessages, AnotherModelsThinkingBecomesTextAndItsIdsAreNormalised) {
   EXPECT_EQ(std::get<ToolResultMessage>(prepared[1]).tool_call_id, "call");
 
   // The same model's blocks pass untouched.
-  messages[0] = assistant({ThinkingContent{.thinking = "hmm", .thinking_signature = "sig"}, ToolCall{.id = "call|fc_long"}});
+  messages[0] = assistant_with({ThinkingContent{.thinking = "hmm", .thinking_signature = "sig"}, ToolCall{.id = "call|fc_long"}});
   prepared = prepare_messages(messages, model_a(), normalize);
   const auto& same = std::get<AssistantMessage>(prepared[0]);
   EXPECT_EQ(std::get<ThinkingContent>(same.content[0]).thinking_signature, "sig");
@@ -450,6 +473,42 @@ TEST_F(StreamSseTest, A2xxJsonBodyIsNotAStreamUnlessItIsOne) {
   outcome = stream_sse(HttpClient{}, request_to(relabelled), count, {});
   EXPECT_TRUE(outcome.error_body.empty());
   EXPECT_EQ(events, 2);
+}
+
+// Proxies relabel streams and pages alike: what the body begins with decides.
+TEST_F(StreamSseTest, A2xxBodyIsAStreamWhenItBeginsAsOneWhateverItsType) {
+  int events = 0;
+  auto count = [&](const SseEvent&) {
+    ++events;
+    return true;
+  };
+  struct Case {
+    std::string type, body;
+    bool stream;
+  };
+  for (const Case& c : std::initializer_list<Case>{
+           {"text/event-stream", "<!DOCTYPE html>\n<html></html>\n", false},
+           {"text/html", "<!DOCTYPE html>\n<html></html>\n", false},
+           {"text/event-stream", "{\"error\": \"no\"}", false},
+           {"text/event-stream", "ok", false},
+           {"text/html", "\xEF\xBB\xBF\n\n: a comment\ndata: 1\n\n", true},
+           {"", "event: x\ndata: 1\n\n", true},
+           {"text/plain", "retry: 10\nid: 4\ndata: 1\n\n", true},
+       }) {
+    SCOPED_TRACE(c.type + " " + c.body);
+    ScriptedResponse script;
+    if (!c.type.empty()) script.headers = {{"Content-Type", c.type}};
+    // The first bytes one at a time: the decision waits for enough of them.
+    for (char byte : c.body.substr(0, 8)) script.body.push_back({.bytes = std::string(1, byte)});
+    if (c.body.size() > 8) script.body.push_back({.bytes = c.body.substr(8)});
+    HttpTestServer server(script);
+    events = 0;
+    SseOutcome outcome = stream_sse(HttpClient{}, request_to(server), count, {});
+    EXPECT_TRUE(outcome.http.ok()) << outcome.http.message;
+    EXPECT_EQ(outcome.not_event_stream, !c.stream);
+    EXPECT_EQ(outcome.error_body, c.stream ? "" : c.body);
+    EXPECT_EQ(events, c.stream ? 1 : 0);
+  }
 }
 
 TEST_F(StreamSseTest, ALineTooLongIsAnSseError) {

@@ -67,7 +67,7 @@ Expected reference_context(const Session& session, const std::string& leaf) {
 
 TEST(Context, MatchesAWalkOfTheWholeBranchOnRandomTrees) {
   std::size_t compared = 0, with_compaction = 0, with_kept = 0;
-  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+  for (std::uint64_t seed = 1; seed <= static_cast<std::uint64_t>(cairn::testing::scaled(12)); ++seed) {
     auto store = open_store("memory:");
     ASSERT_TRUE(store) << store.error().message;
     auto session = (*store)->create({.cwd = "/work"});

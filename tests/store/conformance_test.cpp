@@ -1,6 +1,8 @@
 // One conformance suite, run unchanged against every backend.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <thread>
 
@@ -67,6 +69,63 @@ TEST_P(StoreConformance, CreateListOpenRemove) {
   ASSERT_TRUE(store_->remove("session-b"));
   EXPECT_EQ(store_->list()->size(), 1u);
   EXPECT_EQ(store_->open("session-b").error().code, "not_found");
+}
+
+// One rule for session ids in every store: a session made in memory (as
+// import and fork do first) must be one every store can hold.
+TEST_P(StoreConformance, EveryStoreRefusesTheSameSessionIds) {
+  for (const std::string& id : std::vector<std::string>{"bad id", "", ".hidden", "a/b", "a\nb", std::string(129, 'x')}) {
+    auto created = store_->create(CreateOptions{.id = id});
+    ASSERT_FALSE(created) << "'" << id << "' was accepted";
+    EXPECT_EQ(created.error().code, "invalid_argument") << id;
+    EXPECT_NE(created.error().message.find("not a valid session id"), std::string::npos) << created.error().message;
+  }
+  for (const std::string& id : std::vector<std::string>{"a", "A-b_c.d", std::string(128, 'y'), "01a2327c-ed59-7a09-a414-8a779a6175f1"}) {
+    EXPECT_TRUE(store_->create(CreateOptions{.id = id})) << id;
+  }
+  EXPECT_EQ(store_->list()->size(), 4u);
+}
+
+// Import and fork build a session in memory, then hand its header and lines
+// to the store in one step: stored byte for byte, never over another session.
+TEST_P(StoreConformance, CreateWithLogStoresTheLinesByteForByte) {
+  auto scratch_store = make_memory_store(StoreOptions{});
+  auto scratch = scratch_store->create(CreateOptions{.id = "whole", .cwd = "/work/whole"});
+  ASSERT_TRUE(scratch) << scratch.error().message;
+  ASSERT_TRUE((*scratch)->append({user_entry("hello", std::nullopt, "u1"), assistant_entry("hi", "u1", "a1"),
+                                  harness(RefCreated{"side", "a1"}, "side"), user_entry("more", "a1", "u2", "side")}));
+  const std::vector<LogLine> lines = (*scratch)->get_log().value();
+
+  auto created = store_->create_with_log((*scratch)->header(), lines);
+  ASSERT_TRUE(created) << created.error().message;
+  EXPECT_FALSE((*created)->read_only());
+  EXPECT_EQ((*created)->header().cwd, "/work/whole");
+  EXPECT_EQ((*created)->leaf("side"), "u2");
+  // Open for writing: it takes appends like any session.
+  ASSERT_TRUE((*created)->append(user_entry("after", "u2", "u3", "side")));
+  auto reopened = reopen(*created, OpenOptions{.read_only = true});
+  const std::vector<LogLine> stored = reopened->get_log().value();
+  ASSERT_EQ(stored.size(), lines.size() + 1);
+  for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(stored[i].json, lines[i].json) << "seq " << i;
+
+  // A taken id is refused and the session there is left as it was.
+  auto again = store_->create_with_log((*scratch)->header(), lines);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, "already_exists");
+  EXPECT_EQ(store_->open("whole", OpenOptions{.read_only = true}).value()->size(), static_cast<std::int64_t>(lines.size() + 1));
+  SessionHeader bad = (*scratch)->header();
+  bad.id = "bad id";
+  EXPECT_EQ(store_->create_with_log(bad, lines).error().code, "invalid_argument");
+  EXPECT_EQ(store_->list()->size(), 1u);
+  if (GetParam() == "jsonl") {
+    // Nothing but the session and its lock: no temporary file stays behind.
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_.path() / "sessions")) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"whole.jsonl", "whole.lock"}));
+  }
 }
 
 TEST_P(StoreConformance, AppendAssignsContiguousSeqAndSurvivesReopen) {
@@ -249,7 +308,7 @@ TEST_P(StoreConformance, ContextAppliesCompactionAndSummaries) {
   auto session = create();
   ASSERT_TRUE(session->append({
       user_entry("first", std::nullopt, "u1"),
-      assistant_entry("reply", "u1", "a1", {ToolCall{"call1", "read", Json{{"path", "x"}}, Json::object()}}),
+      assistant_entry("reply", "u1", "a1", {ToolCall{.id = "call1", .name = "read", .arguments = Json{{"path", "x"}}}}),
       tool_result_entry("call1", "read", "contents", "a1", "r1"),
       tree(ModelChange{"anthropic", "claude-sonnet-4-5"}, "r1", "mc"),
       user_entry("second", "mc", "u2"),

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "cairn/log/checksum.hpp"
 #include "cairn/store/store.hpp"
 #include "support/crash_record.hpp"
 #include "support/test_support.hpp"
@@ -33,7 +34,7 @@ struct Acknowledged {
 };
 
 // Runs the child for `run_ms`, kills it, and returns what it reported.
-std::string run_and_kill(const std::vector<std::string>& args, int run_ms) {
+std::string run_store_child(const std::vector<std::string>& args, int run_ms) {
   int fds[2];
   if (::pipe(fds) != 0) return {};
   posix_spawn_file_actions_t actions;
@@ -93,7 +94,7 @@ void crash_loop(const std::string& uri, SyncPolicy sync, int threads, int kills,
   std::int64_t tails_cut = 0;
   for (int run = 0; run < kills; ++run) {
     const int run_ms = std::uniform_int_distribution<int>(0, 40)(rng);
-    const std::string output = run_and_kill({CAIRN_CRASH_CHILD_PATH, uri, "crashy", sync == SyncPolicy::full ? "full" : "none",
+    const std::string output = run_store_child({CAIRN_CRASH_CHILD_PATH, uri, "crashy", sync == SyncPolicy::full ? "full" : "none",
                                              std::to_string(threads), std::to_string(run)},
                                             run_ms);
     std::istringstream lines(output);
@@ -107,6 +108,7 @@ void crash_loop(const std::string& uri, SyncPolicy sync, int threads, int kills,
       Record expected = testing::crash_record(ack.id, ack.parent, ack.ref);
       expected.seq = seq;
       ack.line = encode(expected).dump();
+      add_checksum(ack.line);
       acknowledged[seq] = std::move(ack);
     }
 

@@ -15,7 +15,7 @@ TEST(Differential, AllBackendsAgreeOnRandomLogs) {
   stores.push_back(*open_store("jsonl:" + dir.str() + "/jsonl", {SyncPolicy::none}));
   stores.push_back(*open_store("sqlite:" + dir.str() + "/db.sqlite", {SyncPolicy::none}));
 
-  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+  for (std::uint64_t seed = 1; seed <= static_cast<std::uint64_t>(cairn::testing::scaled(4)); ++seed) {
     const std::string id = "diff-" + std::to_string(seed);
     std::vector<std::shared_ptr<Session>> sessions;
     for (auto& store : stores) {

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cairn/store/pi_import.hpp"
 #include "support/test_support.hpp"
 
@@ -23,7 +25,7 @@ using RoleText = std::pair<std::string, std::string>;
 
 std::string fixture(const std::string& name) { return std::string(CAIRN_FIXTURES_DIR) + "/pi/" + name; }
 
-std::string text_of(const UserContent& content) {
+std::string content_text(const UserContent& content) {
   if (const auto* text = std::get_if<std::string>(&content)) return *text;
   std::string out;
   for (const auto& block : std::get<std::vector<UserBlock>>(content)) {
@@ -34,8 +36,8 @@ std::string text_of(const UserContent& content) {
 
 // The text pi shows for a message: text blocks (user, assistant, tool
 // result), custom content, summaries.
-std::string text_of(const AgentMessage& message) {
-  if (const auto* m = std::get_if<UserMessage>(&message)) return text_of(m->content);
+std::string content_text(const AgentMessage& message) {
+  if (const auto* m = std::get_if<UserMessage>(&message)) return content_text(m->content);
   if (const auto* m = std::get_if<AssistantMessage>(&message)) {
     std::string out;
     for (const auto& block : m->content) {
@@ -50,7 +52,7 @@ std::string text_of(const AgentMessage& message) {
     }
     return out;
   }
-  if (const auto* m = std::get_if<CustomMessage>(&message)) return text_of(m->content);
+  if (const auto* m = std::get_if<CustomMessage>(&message)) return content_text(m->content);
   if (const auto* m = std::get_if<BranchSummaryMessage>(&message)) return m->summary;
   if (const auto* m = std::get_if<CompactionSummaryMessage>(&message)) return m->summary;
   return "(unexpected role)";
@@ -58,7 +60,7 @@ std::string text_of(const AgentMessage& message) {
 
 std::vector<RoleText> projected(const SessionContext& context) {
   std::vector<RoleText> out;
-  for (const auto& message : context.messages) out.emplace_back(std::string(role_of(message)), text_of(message));
+  for (const auto& message : context.messages) out.emplace_back(std::string(role_of(message)), content_text(message));
   return out;
 }
 
@@ -87,6 +89,7 @@ std::vector<nlohmann::json> stored_without_seq(const Session& session) {
   for (const LogLine& line : lines) {
     auto json = nlohmann::json::parse(line.json);
     json.erase("seq");
+    json.erase("crc");  // cairn's own, not pi's
     out.push_back(std::move(json));
   }
   return out;
@@ -355,6 +358,61 @@ TEST(PiImport, RefusesWhatIsNotAPiSession) {
   auto sessions = store->list();
   ASSERT_TRUE(sessions);
   EXPECT_TRUE(sessions->empty());
+}
+
+// A line pi could not have written (bytes that are not text, or longer than
+// any record) is no skipped line but a file that is not a pi session: the
+// import stops there, names the line, and leaves nothing behind.
+TEST(PiImport, StopsAtTheFirstLineThatCannotBeAPiRecord) {
+  testing::TempDir dir;
+  auto opened = make_jsonl_store(dir.str() + "/store", StoreOptions{});
+  ASSERT_TRUE(opened) << opened.error().message;
+  auto store = std::move(*opened);
+  const std::string header = R"({"type":"session","version":3,"id":"s","timestamp":"2025-12-01T09:00:00.000Z","cwd":"/"})";
+  const auto entry = [](int n) {
+    return fmt::format(R"({{"type":"message","id":"d{:07}","parentId":{},"timestamp":"2025-12-01T09:00:01.000Z",)"
+                       R"("message":{{"role":"user","content":"hi","timestamp":1764579601000}}}})",
+                       n, n == 1 ? std::string("null") : fmt::format("\"d{:07}\"", n - 1));
+  };
+
+  struct Case {
+    std::string name;
+    std::string third_line;
+    std::string said;
+  };
+  const std::vector<Case> cases = {
+      {"binary", std::string("\x7f" "ELF\x02\x01\x01\0\0\xff\xfe", 12), "not text"},
+      {"latin1", "{\"type\":\"message\",\"text\":\"caf\xE9\"}", "not text"},
+      {"long", std::string(64 * 1024 * 1024 + 1, 'x'), "longer than"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = dir.str() + "/" + c.name + ".jsonl";
+    {
+      std::ofstream out(path, std::ios::binary);
+      // pi would skip the third line and import the other four.
+      out << header << "\n" << entry(1) << "\n" << c.third_line << "\n";
+      for (int n = 2; n <= 4; ++n) out << entry(n) << "\n";
+    }
+    auto refused = import_pi_session(*store, path);
+    ASSERT_FALSE(refused) << c.name;
+    EXPECT_EQ(refused.error().code, "invalid_argument") << c.name;
+    EXPECT_NE(refused.error().message.find(path + ": line 3: "), std::string::npos) << refused.error().message;
+    EXPECT_NE(refused.error().message.find(c.said), std::string::npos) << refused.error().message;
+  }
+  auto sessions = store->list();
+  ASSERT_TRUE(sessions);
+  EXPECT_TRUE(sessions->empty());
+}
+
+TEST(PiImport, RefusesWhatIsNotARegularFile) {
+  auto store = make_memory_store(StoreOptions{});
+  // (/dev/urandom is the CLI test's: read as a file, it never ends.)
+  for (const std::string path : {"/dev/null", "/tmp"}) {
+    auto refused = import_pi_session(*store, path);
+    ASSERT_FALSE(refused) << path;
+    EXPECT_EQ(refused.error().code, "invalid_argument") << path;
+    EXPECT_NE(refused.error().message.find("not a regular file"), std::string::npos) << refused.error().message;
+  }
 }
 
 TEST(PiImport, HeaderRecordsWhereTheSessionCameFrom) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "cairn/store/store.hpp"
@@ -170,8 +171,8 @@ TEST_F(SqliteStoreTest, ReopenSeesTheSameRecords) {
   // Nothing in a healthy log looks like damage to repair.
   auto repair = store_->repair("random");
   ASSERT_TRUE(repair) << repair.error().message;
-  EXPECT_TRUE(repair->removed.empty()) << repair->removed.front();
-  EXPECT_EQ(repair->kept_records, static_cast<std::int64_t>(log.size()));
+  EXPECT_FALSE(repair->changed()) << repair->replaced.front();
+  EXPECT_EQ(repair->intact, static_cast<std::int64_t>(log.size()));
   EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
 }
 
@@ -203,10 +204,12 @@ TEST_F(SqliteStoreTest, PayloadsAreReadWhenUsedAndAChangedRowIsAnError) {
   ASSERT_TRUE(opened) << opened.error().message;
   const Session& session = **opened;
   sql("UPDATE session_entries SET payload = replace(payload, 'text 0', 'TEXT 0') WHERE seq = 0");
+  // The same length, still valid JSON, the same id: only the record's checksum can tell.
   auto first = session.get_entry("e0");
-  ASSERT_TRUE(first && *first);
-  EXPECT_EQ(std::get<std::string>(std::get<UserMessage>(std::get<MessageBody>((*first)->body).message).content),
-            "TEXT 0");
+  ASSERT_FALSE(first);
+  EXPECT_EQ(first.error().code, "corrupt_log");
+  EXPECT_TRUE(contains(first.error().message, "seq 0")) << first.error().message;
+  EXPECT_TRUE(contains(first.error().message, "checksum")) << first.error().message;
 
   sql("UPDATE session_entries SET id = 'x2' WHERE seq = 2");
   auto changed = session.get_entry("e2");
@@ -348,6 +351,41 @@ TEST_F(SqliteStoreTest, NewerVersionsAreRefused) {
   EXPECT_TRUE(contains(newer.error().message, file_));
 }
 
+// SQLite's "database disk image is malformed" names neither the file nor a
+// way out: every layer that meets it says the file is damaged, and how to
+// recover what it still holds.
+TEST_F(SqliteStoreTest, ADamagedFileIsCorruptLogNamingTheFileAndTheRecovery) {
+  write_chain("damaged", 300);
+  store_.reset();
+  ASSERT_FALSE(std::filesystem::exists(file_ + "-wal"));
+  const std::string recover = "sqlite3 " + file_ + " .recover | sqlite3 ";
+  const auto expect_damage_named = [&](const Error& error, const std::string& what) {
+    EXPECT_EQ(error.code, "corrupt_log") << what << ": " << error.message;
+    EXPECT_TRUE(contains(error.message, file_ + " is damaged")) << what << ": " << error.message;
+    EXPECT_TRUE(contains(error.message, recover)) << what << ": " << error.message;
+  };
+
+  // Pages missing at the end: the schema still reads, the sessions do not.
+  std::filesystem::resize_file(file_, std::filesystem::file_size(file_) * 3 / 4);
+  auto store = make_sqlite_store(file_, {});
+  if (!store) {
+    expect_damage_named(store.error(), "opening the store");
+  } else {
+    auto listed = (*store)->list();
+    auto opened = (*store)->open("damaged", {.read_only = true});
+    EXPECT_TRUE(!listed || !opened) << "a quarter of the file is gone and nothing noticed";
+    if (!listed) expect_damage_named(listed.error(), "list");
+    if (!opened) expect_damage_named(opened.error(), "open");
+  }
+
+  // Not a database at all.
+  std::ofstream(file_, std::ios::trunc) << std::string(8192, 'z');
+  std::filesystem::remove(file_ + "-shm");
+  auto garbage = make_sqlite_store(file_, {});
+  ASSERT_FALSE(garbage);
+  expect_damage_named(garbage.error(), "a file of z");
+}
+
 TEST_F(SqliteStoreTest, SeqGapsAndUnknownTypesAreRefused) {
   write_chain("gap", 4);
   sql("DELETE FROM session_entries WHERE session_id = 'gap' AND seq = 2");
@@ -377,59 +415,71 @@ TEST_F(SqliteStoreTest, SeqGapsAndUnknownTypesAreRefused) {
   EXPECT_TRUE(contains(orphan.error().message, "seq 2")) << orphan.error().message;
 }
 
-TEST_F(SqliteStoreTest, RepairRemovesDamagedRowsAndSaysSo) {
+TEST_F(SqliteStoreTest, RepairReplacesDamagedRowsAndKeepsTheRest) {
   write_chain("healthy", 3);
   auto clean = store_->repair("healthy");
   ASSERT_TRUE(clean) << clean.error().message;
-  EXPECT_TRUE(clean->removed.empty());
-  EXPECT_EQ(clean->kept_records, 3);
-  EXPECT_EQ(clean->removed_bytes, 0);
+  EXPECT_FALSE(clean->changed());
+  EXPECT_EQ(clean->intact, 3);
+  EXPECT_FALSE(clean->backup);
 
+  // A payload that no longer parses: read-only opens still work (the payload
+  // is read when asked for), writing opens check every payload and refuse.
   write_chain("damaged", 5);
+  const std::string before = query("SELECT payload FROM session_entries WHERE session_id = 'damaged' AND seq = 3");
   sql("UPDATE session_entries SET payload = '{\"seq\":2,\"type\":\"mess' WHERE session_id = 'damaged' AND seq = 2");
+  auto refused = store_->open("damaged");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "corrupt_log");
+  EXPECT_TRUE(contains(refused.error().message, "seq 2") && contains(refused.error().message, "cairn repair"))
+      << refused.error().message;
   auto report = store_->repair("damaged");
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_TRUE(contains(report->location, "session damaged") && contains(report->location, file_));
-  EXPECT_EQ(report->kept_records, 2);
-  ASSERT_EQ(report->removed.size(), 3u);
-  EXPECT_TRUE(contains(report->removed[0], "seq 2 (session_entries") &&
-              contains(report->removed[0], "payload: not valid JSON"))
-      << report->removed[0];
-  EXPECT_TRUE(contains(report->removed[1], "seq 3") && contains(report->removed[1], "after the damaged record at seq 2"))
-      << report->removed[1];
-  EXPECT_GT(report->removed_bytes, 0);
+  EXPECT_EQ(report->records, 5);
+  EXPECT_EQ(report->intact, 4);
+  ASSERT_EQ(report->replaced.size(), 1u);
+  EXPECT_TRUE(contains(report->replaced[0], "seq 2 (message") && contains(report->replaced[0], "checksum"))
+      << report->replaced[0];
+  ASSERT_TRUE(report->backup);
+  EXPECT_TRUE(contains(*report->backup, file_ + ".damaged.repair-")) << *report->backup;
+  EXPECT_EQ(query("SELECT payload FROM session_entries WHERE session_id = 'damaged' AND seq = 3"), before);
   auto repaired = store_->open("damaged");
   ASSERT_TRUE(repaired) << repaired.error().message;
-  EXPECT_EQ((*repaired)->size(), 2);
-  EXPECT_EQ((*repaired)->leaf(), "e1");
-  ASSERT_TRUE((*repaired)->append(user_entry("goes on", "e1", "e2")));
+  EXPECT_EQ((*repaired)->size(), 5);
+  EXPECT_EQ((*repaired)->leaf(), "e4");
+  EXPECT_EQ((*repaired)->path_to("e4").size(), 5u);  // the placeholder took e2's place in the chain
+  ASSERT_TRUE((*repaired)->append(user_entry("goes on", "e4", "e5")));
   // Repair is a writer: not while another one holds the session.
   EXPECT_EQ(store_->repair("damaged").error().code, "locked");
   repaired->reset();
 
-  // A seq gap is damage too: what follows it goes.
+  // A row that vanished leaves a gap: a placeholder stands in it, and the
+  // rows after it stay.
   write_chain("gapped", 4);
   sql("DELETE FROM session_entries WHERE session_id = 'gapped' AND seq = 1");
   auto gap = store_->repair("gapped");
   ASSERT_TRUE(gap) << gap.error().message;
-  ASSERT_EQ(gap->removed.size(), 2u);
-  EXPECT_TRUE(contains(gap->removed[0], "seq gap: expected 1, found 2")) << gap->removed[0];
+  ASSERT_EQ(gap->replaced.size(), 1u);
+  EXPECT_TRUE(contains(gap->replaced[0], "seq 1")) << gap->replaced[0];
   auto reopened = store_->open("gapped", {.read_only = true});
   ASSERT_TRUE(reopened) << reopened.error().message;
-  EXPECT_EQ((*reopened)->size(), 1);
+  EXPECT_EQ((*reopened)->size(), 4);
+  EXPECT_EQ((*reopened)->path_to("e3").size(), 4u);
 
-  // So is a row whose columns say something its payload does not: what open
-  // refused, repair removes.
+  // A row whose columns say something its intact payload does not: the
+  // columns are rewritten from the payload, nothing is replaced.
   write_chain("orphan", 3);
   sql("UPDATE session_entries SET parent_id = 'ghost' WHERE session_id = 'orphan' AND seq = 1");
   ASSERT_EQ(store_->open("orphan", {.read_only = true}).error().code, "corrupt_log");
   auto orphan = store_->repair("orphan");
   ASSERT_TRUE(orphan) << orphan.error().message;
-  ASSERT_EQ(orphan->removed.size(), 2u);
-  EXPECT_TRUE(contains(orphan->removed[0], "seq 1") &&
-              contains(orphan->removed[0], "parent_id column disagrees with the payload"))
-      << orphan->removed[0];
-  ASSERT_TRUE(store_->open("orphan", {.read_only = true}));
+  EXPECT_TRUE(orphan->replaced.empty());
+  ASSERT_EQ(orphan->fixed.size(), 1u);
+  EXPECT_TRUE(contains(orphan->fixed[0], "seq 1") && contains(orphan->fixed[0], "columns")) << orphan->fixed[0];
+  auto fixed = store_->open("orphan", {.read_only = true});
+  ASSERT_TRUE(fixed) << fixed.error().message;
+  EXPECT_EQ((*fixed)->path_to("e2").size(), 3u);
   EXPECT_EQ(store_->repair("nobody").error().code, "not_found");
 }
 

@@ -2,6 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
 #include <fmt/format.h>
 
 namespace cairn::testing {
@@ -220,8 +225,8 @@ Record RandomLog::random_record() {
     case 3: case 4: {
       std::vector<ToolCall> calls;
       for (std::size_t i = pick(3); i > 0; --i) {
-        calls.push_back(ToolCall{fmt::format("call_{}_{}", count_, i), "read",
-                                 Json{{"path", fmt::format("src/{}.cpp", i)}, {"limit", 200}}, Json::object()});
+        calls.push_back(ToolCall{.id = fmt::format("call_{}_{}", count_, i), .name = "read",
+                                 .arguments = Json{{"path", fmt::format("src/{}.cpp", i)}, {"limit", 200}}});
       }
       record = assistant_entry("Reading the files now.", parent, id, std::move(calls), ref_field);
       break;
@@ -319,5 +324,21 @@ Json snapshot_reads(const Session& session) {
   out["name"] = name ? Json(*name) : Json();
   return out;
 }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+double test_scale() {
+  const char* text = std::getenv("CAIRN_TEST_SCALE");
+  if (!text || !*text) return 1.0;
+  const double scale = std::strtod(text, nullptr);
+  return scale > 0.0 && scale <= 1.0 ? scale : 1.0;
+}
+
+int scaled(int count) { return std::max(1, static_cast<int>(std::lround(count * test_scale()))); }
 
 }  // namespace cairn::testing

@@ -66,4 +66,15 @@ class RandomLog {
 // Everything a session shows through its read API, as one comparable JSON.
 Json snapshot_reads(const Session& session);
 
+// The lines of `text`, without their newlines.
+std::vector<std::string> lines_of(const std::string& text);
+
+// The share of their repetitions the long randomised and real-process tests
+// run: CAIRN_TEST_SCALE, a fraction in (0, 1], 1 when unset. scripts/test
+// lowers it under the sanitizers, where each repetition costs several times
+// more; the release build runs every test whole.
+double test_scale();
+// `count` repetitions scaled by test_scale(), at least one.
+int scaled(int count);
+
 }  // namespace cairn::testing

@@ -42,7 +42,7 @@ std::vector<long> live_members(pid_t pgid) {
   return live;
 }
 
-std::string slurp(const std::string& path) {
+std::string slurp_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
@@ -134,7 +134,7 @@ TEST_F(ToolsBash, LongOutputKeepsTheTailAndSpillsEverythingToAFile) {
   EXPECT_TRUE(out.ends_with(fmt::format("[Showing lines 3001-5000 of 5000. Full output: {}]", path))) << out.substr(out.size() - 200);
   std::string expected;
   for (int i = 1; i <= 5000; ++i) expected += fmt::format("{}\n", i);
-  EXPECT_EQ(slurp(path), expected);
+  EXPECT_EQ(slurp_file(path), expected);
 }
 
 TEST_F(ToolsBash, WideOutputIsCutAt50KB) {
@@ -146,7 +146,7 @@ TEST_F(ToolsBash, WideOutputIsCutAt50KB) {
   EXPECT_LE(note, 50u * 1024);
   EXPECT_NE(out.find(fmt::format("{:099d}\n", 3000)), std::string::npos);
   EXPECT_NE(out.find("of 3000 (50.0KB limit). Full output: "), std::string::npos) << out.substr(note);
-  EXPECT_EQ(slurp(result.details->at("fullOutputPath").get<std::string>()).size(), 300000u);
+  EXPECT_EQ(slurp_file(result.details->at("fullOutputPath").get<std::string>()).size(), 300000u);
 }
 
 TEST_F(ToolsBash, StreamsPartialOutputWhileItRuns) {

@@ -23,6 +23,7 @@
 #include "cairn/harness/tool.hpp"
 #include "cairn/harness/watch.hpp"
 #include "cairn/llm/provider.hpp"
+#include "cairn/secrets.hpp"
 #include "cairn/store/session.hpp"
 #include "cairn/store/store.hpp"
 
@@ -104,6 +105,10 @@ struct HarnessOptions {
   QueueMode follow_up_mode = QueueMode::one_at_a_time;
   // AgentMessages to provider messages, before each request.
   std::function<std::vector<LlmMessage>(const std::vector<AgentMessage>&)> convert_to_llm;
+  // Values (provider keys) that must reach no record, event or result: the
+  // harness redacts them from model responses, streamed partials and tool
+  // results before it appends or publishes them.
+  Secrets secrets;
 };
 
 class HarnessCore;

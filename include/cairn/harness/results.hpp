@@ -1,6 +1,7 @@
 // Results of the harness's calls, and the state of refs and operations.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,13 +19,18 @@ namespace cairn {
 //     no_active_run      steer / follow_up with no run on the ref
 //     not_suspended      resume with no suspended operation on the ref
 //     missing_identities resume while the log names tools or models this harness lacks
+//     damaged_log        resume of an operation that was open where `cairn repair` replaced a
+//                        damaged record: a tool of it may have started there, so it is only aborted
 //     unknown_tool       an active tool name that is not registered
 //     unknown_model      a model that `models` does not have
 //     unknown_ref        a ref that does not exist (or was deleted)
 //     ref_exists         create_ref of an existing ref
 //     ref_active         delete_ref of a ref whose operation is active or suspended
 //     main_ref           delete_ref("main")
-//     invalid_message    a queued or prompted message that is not a user-side message
+//     invalid_message    a queued or prompted message that is not a user-side message, or
+//                        one (or a compaction's or navigation's option) holding text that
+//                        is not valid UTF-8: the message names the field and the byte offset
+//     invalid_entry      a SessionTree write other than a message holding such text
 //     unknown_entry      an anchor that names no entry
 //     unknown_skill      skill() of a skill the resources do not have
 //     unknown_template   prompt_from_template() of a template they do not have
@@ -93,6 +99,13 @@ struct SuspendedOperation {
     std::vector<std::string> tools;
     std::vector<std::string> models;  // "provider/id"
   } missing;
+  // The log was damaged while the operation was open: `cairn repair` left
+  // placeholders (these seqs) where records of it may have been, among them
+  // perhaps a tool's start. resume() refuses it (damaged_log); abort() ends it.
+  struct Damaged {
+    std::vector<std::int64_t> placeholders;
+  };
+  std::optional<Damaged> damaged;
 };
 
 struct RefStatus {

@@ -57,6 +57,13 @@ struct Tool {
   // Runs the call, on the run's thread or, for a parallel batch, on one of
   // its own. An exception becomes an error result.
   std::function<ToolResult(const Json& args, const ToolContext& context)> execute;
+  // For a call that began before its process died and has no result (a
+  // crash, a kill): ends whatever of that call may still run, found by the
+  // context's run_id and tool_call_id, and returns once nothing of it runs.
+  // The harness calls it on resume and on abort, before it records the call
+  // as interrupted, so that an "interrupted" result never stands beside a
+  // command that is still going. Empty: the tool leaves nothing running.
+  std::function<void(const ToolContext& context)> settle;
 };
 
 // Checks `args` against a tool's JSON schema (draft 7); the error names the

@@ -32,7 +32,7 @@ struct RecordMeta {
   std::string_view run_id;                     // harness records inside an operation
   std::optional<std::string_view> target_id;   // leaf: new leaf; label: labelled entry; ref_created: anchor
   std::string_view name;                       // ref_created / ref_deleted: the ref
-  std::string_view custom_type;                // custom / custom_message
+  std::string_view custom_type;                // custom / custom_message; placeholders: the type they had
   std::string_view role;                       // message entries: the message's role
 };
 
@@ -73,6 +73,14 @@ class MutableLogState : public LogStateView {
   virtual void erase_ref(std::string_view name) = 0;
 };
 
+// The type whose rules a record follows and whose effect on the log's state
+// it has: its own, except for placeholders (record.hpp, DamageReport): one
+// that had a type which moves a leaf, opens or closes an operation, or
+// creates or deletes a ref acts as that type; any other damaged_entry as a
+// plain tree entry (`damaged_entry`), any other damaged record as nothing
+// (`damaged`).
+RecordType acting_type(const RecordMeta& record);
+
 // Checks `record` (seq already assigned) against the log invariants given the
 // state; field rules are checked by check_fields.
 Status check_invariants(const RecordMeta& record, const LogStateView& state);
@@ -86,6 +94,17 @@ Status check_fields(const Record& record);
 // not projected entry by entry: they replace what precedes them.
 std::optional<AgentMessage> project_entry(const TreeEntry& entry);
 
+// The provider's order: the tool results that follow an assistant message
+// are listed in the order of its tool calls, whatever order they were
+// appended in (a batch's results land as its calls end, DESIGN.md's
+// durability contract). `messages` ends with a tool result just added; it is
+// moved to its place among the results right after the assistant message
+// (a result naming none of its calls stays after the rest), and the index
+// where it now lies is returned. build_context and the harness's context
+// cache both order with it, so every reader of a branch agrees.
+std::size_t place_tool_result(std::vector<AgentMessage>& messages);
+std::size_t place_tool_result(std::vector<LlmMessage>& messages);
+
 // Copies of short strings (ids, names) in large blocks: one allocation per
 // block instead of one per string, and views that stay valid as it grows.
 class StringArena {
@@ -97,6 +116,10 @@ class StringArena {
   std::vector<std::unique_ptr<char[]>> blocks_;
   std::size_t used_ = 0, capacity_ = 0, bytes_ = 0;
 };
+
+// `meta` with its strings copied into `strings`, so that it outlives the
+// bytes it was scanned from.
+RecordMeta copy_meta(const RecordMeta& meta, StringArena& strings);
 
 // Where the stored lines of records indexed without them are read from. The
 // SQLite store indexes a session from its narrow columns and reads a payload
@@ -168,6 +191,9 @@ class SessionIndex : public MutableLogState {
   // query needs it. Only before any record with its line.
   void add_unloaded(const RecordMeta& meta);
   void set_line_source(std::shared_ptr<const LineSource> source) { source_ = std::move(source); }
+  // Lines read from the LineSource must carry a valid checksum (the session's
+  // format requires one); otherwise only a checksum that is there is checked.
+  void require_checksums(bool required) { checksums_required_ = required; }
   // A hint that `id` will be looked up soon: starts loading its table slot.
   void prefetch_id(std::string_view id) const { prefetch_id_hash(hash_id(id)); }
   // The same given hash_id(id), which a reading thread can compute while the
@@ -236,6 +262,7 @@ class SessionIndex : public MutableLogState {
   std::vector<StringArena> adopted_strings_;
   std::shared_ptr<const LineSource> source_;
   std::int64_t unloaded_ = 0;  // records [0, unloaded_) have their lines in source_
+  bool checksums_required_ = false;
   std::vector<std::string_view> names_;  // interned; names_[0] is ""
   struct StringHash {
     using is_transparent = void;

@@ -45,6 +45,11 @@ struct ToolCall {
   std::string name;
   Json arguments = Json::object();
   Json extra = Json::object();
+  // The arguments as the model sent them, when that text is not a JSON
+  // object (`arguments` is then empty): the call gets an error result
+  // saying so, and the text goes back to the provider as it came. Last, so
+  // that no positional initializer that ends with `extra` changes meaning.
+  std::optional<std::string> raw_arguments;
 };
 
 using UserBlock = std::variant<TextContent, ImageContent>;

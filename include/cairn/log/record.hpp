@@ -73,8 +73,39 @@ struct Leaf {
   std::optional<std::string> target_id;
 };
 
+// What `cairn repair` knows of a record it found damaged (a checksum that
+// failed, bytes that did not parse, a rule the record broke) and replaced by
+// a placeholder of the same seq. The original bytes are in the backup repair
+// named; the placeholder keeps what could be recovered of the record's index
+// fields (from its damaged bytes, an SQLite row's columns, or the records
+// that refer to it), so the tree and the operations around it stay whole.
+struct DamageReport {
+  // The record's type, when it could be read. A placeholder acts on the log's
+  // state as that type would (a damaged operation_finished still closes its
+  // operation, a damaged leaf still moves its ref), and in no other way.
+  std::optional<std::string> was;
+  std::string reason;        // why repair found it damaged
+  std::int64_t bytes = 0;    // its size as it was stored
+  // The operations that were open when it was written. The record may have
+  // been one of their tool starts or results, so none of them may run a tool
+  // again: they can be aborted, never resumed.
+  std::vector<std::string> open_runs;
+  // Set when the record itself was intact but depended on a damaged one in a
+  // way no placeholder could satisfy (its parent's id was lost): it is kept
+  // here, as stored, instead of in the log's live state.
+  std::optional<std::string> original;
+  std::string repaired_at;  // ISO 8601
+};
+
+// The placeholder of a damaged tree entry: a node of the tree, so that the
+// entries below it stay attached; it projects to nothing.
+struct DamagedEntry {
+  DamageReport damage;
+  std::optional<std::string> target_id;  // was leaf or label: the target, when recovered
+};
+
 using TreeBody = std::variant<MessageBody, ModelChange, ThinkingLevelChange, ActiveToolsChange, Compaction,
-                              BranchSummary, Custom, CustomMessageBody, Label, SessionInfo, Leaf>;
+                              BranchSummary, Custom, CustomMessageBody, Label, SessionInfo, Leaf, DamagedEntry>;
 
 struct TreeEntry {
   std::string id;
@@ -168,9 +199,17 @@ struct RefCreated {
 struct RefDeleted {
   std::string name;
 };
+// The placeholder of a damaged record that was not a tree entry (or whose
+// kind could not be told).
+struct Damaged {
+  DamageReport damage;
+  std::optional<std::string> run_id;  // the operation it belonged to, when recovered
+  std::optional<std::string> name;    // was ref_created / ref_deleted: the ref
+  std::optional<std::string> at;      // was ref_created: its anchor
+};
 
 using HarnessBody = std::variant<OperationStarted, OperationCancelled, OperationFinished, GenerationStarted,
-                                 ToolStarted, QueueEnqueued, WriteDeferred, RefCreated, RefDeleted>;
+                                 ToolStarted, QueueEnqueued, WriteDeferred, RefCreated, RefDeleted, Damaged>;
 
 struct HarnessRecord {
   std::string id;
@@ -196,9 +235,9 @@ struct Record {
 // Every record type this build knows, in one enum so indexes stay small.
 enum class RecordType : std::uint8_t {
   message, model_change, thinking_level_change, active_tools_change, compaction, branch_summary, custom,
-  custom_message, label, session_info, leaf,
+  custom_message, label, session_info, leaf, damaged_entry,
   operation_started, operation_cancelled, operation_finished, generation_started, tool_started,
-  queue_enqueued, write_deferred, ref_created, ref_deleted,
+  queue_enqueued, write_deferred, ref_created, ref_deleted, damaged,
   ignorable,  // an unknown type marked ignorable
 };
 
@@ -209,6 +248,9 @@ bool is_harness_type(RecordType type);
 RecordType type_of(const TreeBody& body);
 RecordType type_of(const HarnessBody& body);
 RecordType type_of(const Record& record);
+bool is_placeholder(RecordType type);  // damaged_entry or damaged
+// The damage report of a placeholder record; null for every other record.
+const DamageReport* damage_of(const Record& record);
 
 // The operation kind of an OperationStarted ("run" | "compaction" | "navigation").
 std::string_view op_kind(const OperationIntent& intent);

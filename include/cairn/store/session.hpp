@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cairn/error.hpp"
+#include "cairn/log/ids.hpp"  // ids and the clock, for the users of sessions
 #include "cairn/log/index.hpp"
 #include "cairn/log/query.hpp"
 #include "cairn/log/record.hpp"
@@ -21,7 +22,12 @@ namespace cairn {
 
 // cairn's log format version, written in every session header. A reader
 // refuses a session whose header is newer.
-inline constexpr std::int64_t kLogFormatVersion = 1;
+//   1  the first format
+//   2  every record line ends with its checksum (cairn/log/checksum.hpp)
+// Version 1 sessions are still read: their lines carry no checksum (records
+// appended to them since do). From version 2 on, a line without one is damage.
+inline constexpr std::int64_t kLogFormatVersion = 2;
+inline bool checksums_required(std::int64_t version) { return version >= 2; }
 
 struct SessionHeader {
   std::string id;
@@ -130,15 +136,5 @@ class Session {
   std::deque<std::shared_ptr<Writer>> writers_;  // the queue; its front leads
   std::optional<Error> fault_;  // guarded by write_mu_
 };
-
-// A fresh id for a tree entry or harness record: 12 hex digits, 48 random
-// bits. Among a million ids two collide with odds of about 1 in 560, so an id
-// for a session comes from Session::new_entry_id, which also checks it is new.
-std::string new_entry_id();
-// A fresh, time-ordered session id (UUID version 7).
-std::string new_session_id();
-// Now, as ISO 8601 UTC with milliseconds ("2026-11-30T10:03:18.123Z").
-std::string now_iso8601();
-std::int64_t now_unix_ms();
 
 }  // namespace cairn

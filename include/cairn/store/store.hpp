@@ -67,11 +67,22 @@ struct ForkResult {
   std::vector<std::string> left_out;
 };
 
+// What `Store::repair` found and did. Repair removes no record that is
+// intact: a damaged one is replaced by a placeholder of the same seq (record.hpp,
+// DamageReport), and the session's original bytes are kept in `backup`.
 struct RepairReport {
-  std::string location;
-  std::int64_t kept_records = 0;
-  std::int64_t removed_bytes = 0;
-  std::vector<std::string> removed;  // one line per removed record: where and why
+  std::string location;  // the file (and session) repaired
+  std::optional<std::string> backup;  // where the original bytes were copied; none when nothing changed
+  std::int64_t records = 0;  // in the log after repair (seq 0 to records - 1)
+  std::int64_t intact = 0;   // of them, kept byte for byte
+  // One line per record repair changed: its seq, what was wrong, what stands there now.
+  std::vector<std::string> replaced;
+  // One line per other change (a torn tail cut, a header rebuilt, index columns rewritten from an intact payload).
+  std::vector<std::string> fixed;
+  // Operations open when a damaged record was written: they may have started a tool in the damaged region,
+  // so they can be aborted and never resumed.
+  std::vector<std::string> abort_only_runs;
+  bool changed() const { return !replaced.empty() || !fixed.empty(); }
 };
 
 // Who holds a session for writing, as recorded in its lock.
@@ -92,14 +103,24 @@ class Store {
   // Headers only; cheap. Newest first.
   virtual Result<std::vector<SessionHeader>> list() = 0;
   virtual Result<std::shared_ptr<Session>> create(const CreateOptions& options) = 0;
+  // Creates the session `header` names holding `log`, in one atomic step: a
+  // process killed at any instant leaves no such session or all of it. `log`
+  // is the stored lines of a session already checked by its appends
+  // (Session::get_log() of a session built in a memory: store), seq 0 on;
+  // they are stored byte for byte, and checked again as an open checks them.
+  // Returns the session open for writing. Import and fork go through here.
+  virtual Result<std::shared_ptr<Session>> create_with_log(const SessionHeader& header,
+                                                           const std::vector<LogLine>& log) = 0;
   virtual Result<std::shared_ptr<Session>> open(std::string_view id, const OpenOptions& options = {}) = 0;
   virtual Status remove(std::string_view id) = 0;
-  // The only operation that changes a refused session: drops the damaged
-  // records (and everything after the first of them) and says what it removed.
+  // The only operation that changes a refused session: copies its bytes to a
+  // backup, replaces each damaged record by a placeholder of the same seq
+  // (every intact record stays, byte for byte) and says what it changed.
   virtual Result<RepairReport> repair(std::string_view id) = 0;
 
   // A new session holding the source's branch (up to an entry, before or at
-  // it) or its whole tree; its header names the source as parent.
+  // it) or its whole tree; its header names the source as parent. Made whole
+  // or not at all (create_with_log).
   Result<ForkResult> fork(std::string_view source_id, const ForkOptions& options);
   // An id or a unique prefix of one.
   Result<std::string> resolve_id(std::string_view id_or_prefix);

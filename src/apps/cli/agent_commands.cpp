@@ -5,6 +5,7 @@
 #include "agent_run.hpp"
 #include "agent_setup.hpp"
 #include "cli.hpp"
+#include "tui/utf8_check.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -41,7 +42,7 @@ int run_resume(const OperationOptions& options) {
   RunResult result;
   bool signalled = false;
   {
-    EventPrinter printer(*setup->harness, ref.name(), options.json);
+    EventPrinter printer(*setup->harness, ref.name(), options.json ? PrintFormat::json : text_format_for_stdout());
     SignalAbort on_signal([ref]() mutable { (void)ref.abort(); });
     result = ref.resume();
     signalled = on_signal.fired();
@@ -94,6 +95,9 @@ int run_abort(const OperationOptions& options) {
 }
 
 int run_compact(const OperationOptions& options) {
+  if (auto bad = tui::first_invalid_utf8(options.instructions)) {
+    return report(kUsage, fmt::format("the instructions are not valid UTF-8 ({})", *bad));
+  }
   SetupMode mode{.existing_session = options.session, .create_missing_ref = false};
   auto setup = setup_agent(options.agent, mode);
   if (!setup) return setup.error();
@@ -104,7 +108,7 @@ int run_compact(const OperationOptions& options) {
   AgentRef ref = setup->ref;
   RunResult result;
   {
-    EventPrinter printer(*setup->harness, ref.name(), options.json);
+    EventPrinter printer(*setup->harness, ref.name(), options.json ? PrintFormat::json : text_format_for_stdout());
     SignalAbort on_signal([ref]() mutable { (void)ref.abort(); });
     std::optional<std::string> instructions;
     if (!options.instructions.empty()) instructions = options.instructions;

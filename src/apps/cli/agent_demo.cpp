@@ -107,7 +107,7 @@ int run_demo_agent(const DemoAgentOptions& options) {
   auto created = demo_harness(*session, options.dir);
   if (!created) return report(kFailure, created.error().message);
   AgentRef ref = created->harness.main();
-  EventPrinter printer(created->harness, "main", false);
+  EventPrinter printer(created->harness, "main", PrintFormat::text_streamed);
   RunResult result = ref.prompt(kPrompt);
   return result.ok() ? kOk : kFailure;
 }
@@ -261,7 +261,7 @@ int run_demo(const DemoOptions& options) {
   AgentRef ref = created->harness.main();
   RunResult resumed;
   {
-    EventPrinter printer(created->harness, "main", false, stdout);
+    EventPrinter printer(created->harness, "main", PrintFormat::text_streamed, stdout);
     resumed = ref.resume();
   }
   std::fflush(stdout);

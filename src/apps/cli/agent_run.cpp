@@ -56,8 +56,12 @@ std::string summarize_tool_call(const std::string& tool, const Json& args) {
 
 // ---- EventPrinter -------------------------------------------------------------
 
-EventPrinter::EventPrinter(AgentHarness& harness, std::string ref, bool json, std::FILE* progress)
-    : ref_(std::move(ref)), json_(json), progress_(progress) {
+PrintFormat text_format_for_stdout() {
+  return ::isatty(STDOUT_FILENO) ? PrintFormat::text_streamed : PrintFormat::text_final;
+}
+
+EventPrinter::EventPrinter(AgentHarness& harness, std::string ref, PrintFormat format, std::FILE* progress)
+    : ref_(std::move(ref)), format_(format), progress_(progress) {
   // Every ref's events, so that a fault (which names no ref) is seen too.
   subscription_ = harness.on_event([this](const Event& event) {
     if (!event.ref.empty() && event.ref != ref_) return;
@@ -72,7 +76,14 @@ EventPrinter::~EventPrinter() {
 
 void EventPrinter::finish() {
   std::lock_guard lock(mu_);
-  if (!json_) end_text_line();
+  if (format_ == PrintFormat::json) return;
+  if (format_ == PrintFormat::text_final && !finished_ && answer_ && !answer_->empty()) {
+    write_out(*answer_);
+    wrote_text_ = true;
+    at_line_start_ = answer_->back() == '\n';
+  }
+  finished_ = true;
+  end_text_line();
 }
 
 void EventPrinter::end_text_line() {
@@ -84,9 +95,23 @@ void EventPrinter::end_text_line() {
 
 void EventPrinter::on_event(const Event& event) {
   std::lock_guard lock(mu_);
-  if (json_) {
+  if (format_ == PrintFormat::json) {
     write_out(encode(event).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
     return;
+  }
+  if (format_ == PrintFormat::text_final && event.type == "message_end" && event.message) {
+    // Failed attempts that are retried end no message; one that failed for
+    // good, or was aborted, ends the run without an answer.
+    if (const auto* assistant = std::get_if<AssistantMessage>(event.message.get())) {
+      answer_.reset();
+      if (assistant->stop_reason != StopReason::error && assistant->stop_reason != StopReason::aborted) {
+        std::string text;
+        for (const auto& block : assistant->content) {
+          if (const auto* t = std::get_if<TextContent>(&block)) text += t->text;
+        }
+        answer_ = std::move(text);
+      }
+    }
   }
   text_event(event);
 }
@@ -95,6 +120,7 @@ void EventPrinter::text_event(const Event& event) {
   const std::string& type = event.type;
   const Json& data = event.data;
   if (type == "message_update") {
+    if (format_ == PrintFormat::text_final) return;
     const Json& delta = data.value("assistantMessageEvent", Json::object());
     if (delta.value("type", "") != "text_delta") return;
     const std::string text = delta.value("delta", "");
@@ -129,6 +155,9 @@ void EventPrinter::text_event(const Event& event) {
   } else if (type == "run_cancel") {
     line = fmt::format("cairn: aborting\n");
   } else if (type == "retry_scheduled") {
+    // The failed attempt's text stays on a terminal; the next attempt's
+    // begins apart from it.
+    text_open_ = false;
     line = fmt::format("cairn: attempt {} of {} failed ({}); retrying in {}\n", data.value("attempt", 0),
                data.value("maxAttempts", 0), one_line(data.value("errorMessage", ""), 120),
                seconds(data.value("delayMs", std::int64_t{0})));

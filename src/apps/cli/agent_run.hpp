@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -15,20 +16,36 @@
 
 namespace cairn::cli {
 
-// Renders one ref's events while alive. Text mode: the assistant's text
-// streams to stdout; progress (tool calls with a short summary of their
-// arguments, failed tool results, retries, compaction, the run's failure) goes
-// to stderr. JSON mode: each event as one line of JSON on stdout
-// (encode(Event)), and nothing else. `progress` is where progress goes
+// What goes to stdout.
+enum class PrintFormat {
+  // The assistant's text as it streams, every message of the run (a
+  // terminal, where a person reads along).
+  text_streamed,
+  // Only the run's final answer, the text of its last assistant message,
+  // once that message is complete: what a script captures holds no
+  // half-streamed attempt that failed and was retried, and no message that
+  // merely led to a tool call. Nothing when the run ends without an answer.
+  text_final,
+  // Each event as one line of JSON (encode(Event)), and nothing else.
+  json,
+};
+
+// text_streamed when stdout is a terminal, else text_final.
+PrintFormat text_format_for_stdout();
+
+// Renders one ref's events while alive: stdout as `format` says; progress
+// (tool calls with a short summary of their arguments, failed tool results,
+// retries, compaction, the run's failure) to `progress` in the text formats
 // (stderr; the demo tells everything on stdout).
 class EventPrinter {
  public:
-  EventPrinter(AgentHarness& harness, std::string ref, bool json, std::FILE* progress = stderr);
+  EventPrinter(AgentHarness& harness, std::string ref, PrintFormat format, std::FILE* progress = stderr);
   ~EventPrinter();
   EventPrinter(const EventPrinter&) = delete;
   EventPrinter& operator=(const EventPrinter&) = delete;
 
-  // Ends the text on stdout with a newline when it does not end in one.
+  // Ends the text on stdout with a newline when it does not end in one; in
+  // text_final, writes the final answer first.
   void finish();
 
  private:
@@ -38,9 +55,11 @@ class EventPrinter {
   void end_text_line();
 
   std::string ref_;
-  bool json_;
+  PrintFormat format_;
   std::FILE* progress_;
   std::mutex mu_;
+  std::optional<std::string> answer_;  // text_final: the last complete assistant message's text
+  bool finished_ = false;
   bool text_open_ = false;      // the current assistant message has written text
   bool wrote_text_ = false;     // some text was written to stdout
   bool at_line_start_ = true;   // the last character written to stdout was a newline

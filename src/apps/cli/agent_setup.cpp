@@ -12,6 +12,7 @@
 #include "cairn/llm/model_catalog.hpp"
 #include "cairn/llm/wire_providers.hpp"
 #include "cairn/tools/coding_tools.hpp"
+#include "provider_keys.hpp"
 #include "text.hpp"
 
 
@@ -173,6 +174,16 @@ Outcome<std::optional<ConfiguredModel>> named_model(const ModelRegistry& registr
   return std::optional<ConfiguredModel>(std::move(configured));
 }
 
+ToolEnvironmentPolicy tool_environment_policy(const AgentOptions& options, std::vector<std::string> key_variables) {
+  ToolEnvironmentPolicy policy;
+  policy.inherit = options.tool_env == "inherit" ? ToolEnvironmentPolicy::Inherit::all : ToolEnvironmentPolicy::Inherit::filtered;
+  policy.exclude = std::move(key_variables);
+  for (const auto& name : options.tool_env_allow) {
+    if (!name.empty()) policy.allow.push_back(name);
+  }
+  return policy;
+}
+
 std::optional<std::filesystem::path> global_config_dir() {
   if (auto xdg = env("XDG_CONFIG_HOME")) return std::filesystem::path(*xdg) / "cairn";
   if (auto home = env("HOME")) return std::filesystem::path(*home) / ".config" / "cairn";
@@ -234,6 +245,15 @@ void add_agent_options(CLI::App* app, AgentOptions& options, unsigned groups) {
                     "Only these coding tools, comma-separated (read,bash,edit,write,grep,find,ls). Default: all")
         ->type_name("LIST");
     app->add_flag("--no-tools", options.no_tools, "No tools at all: the model only talks");
+    app->add_option("--tool-env", options.tool_env,
+                    "What the tools' processes get of cairn's environment: filtered (everything but the provider key "
+                    "variables and names containing KEY, SECRET or TOKEN) or inherit (everything). Default: filtered")
+        ->type_name("MODE")
+        ->check(CLI::IsMember({"filtered", "inherit"}));
+    app->add_option("--tool-env-allow", options.tool_env_allow,
+                    "Variables the filter lets through after all, comma-separated or repeated (e.g. GITHUB_TOKEN)")
+        ->type_name("NAMES")
+        ->delimiter(',');
   }
 }
 
@@ -359,7 +379,14 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
     harness_options.model = model->model;
   }
   if (!options.thinking.empty()) harness_options.thinking_level = options.thinking;
-  std::vector<Tool> all_tools = make_coding_tools(CodingToolsOptions{.cwd = cwd, .spill_dir = spill_dir_for(session->id())});
+  // Keys reach neither the tools' processes nor anything cairn writes.
+  ProviderKeys keys = provider_keys(*registry, model, process_environment());
+  harness_options.secrets = keys.values;
+  CodingToolsOptions tool_options{.cwd = cwd, .spill_dir = spill_dir_for(session->id())};
+  tool_options.environment = tool_environment_policy(options, std::move(keys.variables));
+  tool_options.secrets = std::move(keys.values);
+  tool_options.report = [](const std::string& message) { fmt::print(stderr, "cairn: warning: {}\n", message); };
+  std::vector<Tool> all_tools = make_coding_tools(tool_options);
   for (auto& tool : all_tools) {
     if (std::find(tool_names->begin(), tool_names->end(), tool.name) != tool_names->end()) {
       harness_options.tools.push_back(std::move(tool));

@@ -47,6 +47,8 @@ struct AgentOptions {
   std::optional<std::string> append_system_prompt;  // --append-system-prompt TEXT|FILE
   std::optional<std::string> tools;   // --tools LIST: comma-separated coding tool names
   bool no_tools = false;              // --no-tools
+  std::string tool_env = "filtered";  // --tool-env filtered|inherit
+  std::vector<std::string> tool_env_allow;  // --tool-env-allow NAME,...: let through the filter
 };
 
 // Which options a command takes. --store is always there.
@@ -54,7 +56,7 @@ enum AgentOptionGroups : unsigned {
   kSessionChoice = 1u << 0,  // --session, -c/--continue, -r/--resume
   kRefChoice = 1u << 1,      // --ref
   kModelChoice = 1u << 2,    // --model, --thinking, --api, --base-url, --api-key, --models-file
-  kAgentShape = 1u << 3,     // --system-prompt, --append-system-prompt, --tools, --no-tools
+  kAgentShape = 1u << 3,     // --system-prompt, --append-system-prompt, --tools, --no-tools, --tool-env, --tool-env-allow
   kAllAgentOptions = kSessionChoice | kRefChoice | kModelChoice | kAgentShape,
 };
 

@@ -2,18 +2,14 @@
 // would carry (pi's buildSessionContext, then convertToLlm).
 #include <fmt/format.h>
 
+#include "cairn/overloaded.hpp"
+
 #include "cli.hpp"
 #include "text.hpp"
 
 namespace cairn::cli {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
 
 struct ContextOptions {
   std::string store;

@@ -11,7 +11,7 @@
 namespace cairn::cli {
 namespace {
 
-struct DemoOptions {
+struct LogDemoOptions {
   std::string store;
 };
 
@@ -69,7 +69,7 @@ std::vector<Record> demo_records() {
   records.push_back(record_of(harness_record(GenerationStarted{run, "step", 1, model})));
   records.push_back(record_of(tree_entry(
       call_reply, prompt,
-      MessageBody{assistant({text("Let me look."), ToolCall{call_id, "ls", Json{{"path", "."}}, Json::object()}},
+      MessageBody{assistant({text("Let me look."), ToolCall{.id = call_id, .name = "ls", .arguments = Json{{"path", "."}}}},
                             StopReason::tool_use)})));
   records.push_back(record_of(
       harness_record(ToolStarted{run, call_reply, 0, call_id, "ls", Json{{"path", "."}}, result, "safe"})));
@@ -96,7 +96,7 @@ std::vector<Record> demo_records() {
   return records;
 }
 
-int run_demo(const DemoOptions& options) {
+int run_log_demo(const LogDemoOptions& options) {
   auto store = open_store_for(options.store);
   if (!store) return store.error();
   CreateOptions create;
@@ -118,13 +118,13 @@ int run_demo(const DemoOptions& options) {
 }  // namespace
 
 void register_demo_command(CLI::App& app, Commands& commands) {
-  auto options = std::make_shared<DemoOptions>();
+  auto options = std::make_shared<LogDemoOptions>();
   CLI::App* sub = app.add_subcommand(
       "demo-session",
       "Create a small sample session (a run with a tool call, a model change, a branch, a label, a name); print "
       "its id");
   add_store_option(sub, options->store);
-  commands.push_back({sub, [options] { return run_demo(*options); }});
+  commands.push_back({sub, [options] { return run_log_demo(*options); }});
 }
 
 }  // namespace cairn::cli

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "interactive_app.hpp"
+#include "tui/utf8_check.hpp"
 
 namespace cairn::cli {
 
@@ -225,6 +226,12 @@ void InteractiveApp::on_line(std::optional<std::string> line, bool alt) {
 void InteractiveApp::submit(const std::string& line, bool alt) {
   const tui::InputAction action = tui::classify_line(line, busy_, alt);
   using Kind = tui::InputAction::Kind;
+  if (action.kind == Kind::prompt || action.kind == Kind::steer || action.kind == Kind::follow_up) {
+    if (auto bad = tui::first_invalid_utf8(action.text)) {
+      warn(fmt::format("not sent: the line is not valid UTF-8 ({})", *bad));
+      return;
+    }
+  }
   switch (action.kind) {
     case Kind::nothing:
       return;

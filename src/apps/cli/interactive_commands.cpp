@@ -13,7 +13,7 @@
 namespace cairn::cli {
 namespace {
 
-const std::vector<std::string> kThinkingLevels = {"off", "minimal", "low", "medium", "high", "xhigh"};
+const std::vector<std::string> kThinkingLevelNames = {"off", "minimal", "low", "medium", "high", "xhigh"};
 
 // Every tree entry of the session, in log order.
 std::vector<TreeEntry> all_entries(const Session& session) {
@@ -132,7 +132,7 @@ void InteractiveApp::cmd_thinking(const std::string& args) {
     say(fmt::format("thinking level: {} (one of: off, minimal, low, medium, high, xhigh)", setup_.ref.thinking_level()));
     return;
   }
-  if (std::find(kThinkingLevels.begin(), kThinkingLevels.end(), args) == kThinkingLevels.end()) {
+  if (std::find(kThinkingLevelNames.begin(), kThinkingLevelNames.end(), args) == kThinkingLevelNames.end()) {
     warn(fmt::format("unknown thinking level '{}': one of off, minimal, low, medium, high, xhigh", args));
     return;
   }

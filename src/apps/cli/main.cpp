@@ -4,8 +4,11 @@
 //
 // Exit status: 0 ok, 1 failure, 2 usage (bad options, unknown session). No
 // exception leaves main: CLI11's parse errors map to 2, anything else to 1.
+#include <algorithm>
 #include <exception>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -23,12 +26,62 @@
 namespace {
 
 // Options given before a subcommand's name belong to the agent, not to the
-// subcommand: said instead of silently ignored.
+// subcommand: said instead of silently ignored. --store is every command's,
+// wherever it stands.
 bool agent_options_given(const CLI::App& app) {
   for (const CLI::Option* option : app.get_options()) {
-    if (option->count() > 0 && option->get_name() != "--help" && option->get_name() != "--version") return true;
+    const std::string name = option->get_name();
+    if (option->count() > 0 && name != "--help" && name != "--version" && name != "--store") return true;
   }
   return false;
+}
+
+// --store before a command's name applies to the command. Given on both
+// sides with different values, which one was meant is not cairn's to guess.
+cairn::cli::Outcome<void> apply_leading_store(const CLI::App& app, CLI::App& command) {
+  const CLI::Option* leading = app.get_option_no_throw("--store");
+  CLI::Option* own = command.get_option_no_throw("--store");
+  if (leading == nullptr || own == nullptr || leading->count() == 0) return {};
+  const std::string uri = leading->as<std::string>();
+  if (own->count() == 0) {
+    own->add_result(uri);
+    own->run_callback();
+  } else if (own->as<std::string>() != uri) {
+    return std::unexpected(cairn::cli::report(
+        cairn::cli::kUsage, fmt::format("--store is given twice, as {} before `{}` and as {} after it; give it once",
+                                        uri, command.get_name(), own->as<std::string>())));
+  }
+  return {};
+}
+
+// CLI11 takes a word that names a command for that command even right after
+// -p, whose value is optional: `cairn -p new` would run `cairn new`. A word
+// right after -p (or --print) is its prompt: it is bound to it here, before
+// parsing. Returns the arguments in the reversed order CLI11 parses.
+std::vector<std::string> bind_print_word(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') {
+      const auto named = [&](const CLI::App* command) { return command->check_name(arg); };
+      if (!app.get_subcommands(named).empty()) break;  // a command: the rest is its own
+      continue;                                        // a word of the prompt
+    }
+    if (arg.find('=') != std::string::npos) continue;
+    if (arg == "-p" || arg == "--print") {
+      if (i + 1 < args.size() && !args[i + 1].starts_with("-")) {
+        args[i] = "--print=" + args[i + 1];
+        args.erase(args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      }
+      continue;
+    }
+    // Another option: step over its value, which may look like a command.
+    const CLI::Option* option = app.get_option_no_throw(arg);
+    if (option != nullptr && option->get_type_size() > 0 && option->get_expected_min() > 0) ++i;
+  }
+  std::reverse(args.begin(), args.end());
+  return args;
 }
 
 int run(int argc, char** argv) {
@@ -71,7 +124,7 @@ int run(int argc, char** argv) {
   register_models_command(app, commands);
 
   try {
-    app.parse(argc, argv);
+    app.parse(bind_print_word(app, argc, argv));
   } catch (const CLI::ParseError& error) {
     // --help and --version arrive as "errors" with status 0 and print
     // themselves; every other parse error is a usage error, said in one line.
@@ -85,6 +138,7 @@ int run(int argc, char** argv) {
                                         "its name (see cairn {} --help)",
                                         command.app->get_name(), command.app->get_name()));
     }
+    if (auto applied = apply_leading_store(app, *command.app); !applied) return applied.error();
     return command.run();
   }
 

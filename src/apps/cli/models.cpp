@@ -32,7 +32,7 @@ std::string configured_where(const ConfiguredModel& model) {
   return model.origin;
 }
 
-std::string joined(const std::vector<std::string>& words, std::string_view separator) {
+std::string joined_words(const std::vector<std::string>& words, std::string_view separator) {
   std::string text;
   for (const auto& word : words) text += (text.empty() ? "" : std::string(separator)) + word;
   return text;
@@ -72,7 +72,7 @@ void print_table(const std::vector<const ConfiguredModel*>& models) {
   for (const ConfiguredModel* configured : models) {
     const Model& model = configured->model;
     rows.push_back({configured->qualified_id(), model.api, compact_tokens(model.context_window),
-                    compact_tokens(model.max_tokens), model.reasoning ? "yes" : "no", joined(model.input, ","),
+                    compact_tokens(model.max_tokens), model.reasoning ? "yes" : "no", joined_words(model.input, ","),
                     price(model.prices.input), price(model.prices.output), price(model.prices.cache_read),
                     price(model.prices.cache_write), describe_key(*configured), configured_where(*configured)});
   }
@@ -102,7 +102,7 @@ void print_setup_hint(const ModelRegistry& registry) {
              "  or describe a provider or a local server (Ollama, llama.cpp, vLLM, LM Studio) in {},\n"
              "  or name an endpoint with --api KIND --base-url URL --model ID. `cairn models --all` lists every "
              "known model.\n",
-             joined(variables, ", "),
+             joined_words(variables, ", "),
              registry.models_file() ? registry.models_file()->string() : std::string("~/.config/cairn/models.json"));
 }
 

@@ -25,10 +25,15 @@ int exit_code_for(const Error& error) {
 int report(const Error& error) { return report(exit_code_for(error), error.message); }
 
 void add_store_option(CLI::App* command, std::string& uri) {
+  // An empty value would read as "not given" and pick the default store.
+  const CLI::Validator named(
+      [](std::string& value) { return value.empty() ? std::string("an empty value names no store") : std::string(); },
+      "", "non-empty");
   command->add_option("--store", uri,
                       "Where sessions live: memory:, jsonl:DIR or sqlite:FILE. Default: $CAIRN_STORE, else "
                       "sqlite:$XDG_DATA_HOME/cairn/sessions.db ($XDG_DATA_HOME defaults to ~/.local/share)")
-      ->type_name("URI");
+      ->type_name("URI")
+      ->check(named);
 }
 
 Outcome<std::string> store_uri(const std::string& option) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "agent_run.hpp"
+#include "tui/utf8_check.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -38,6 +39,12 @@ int run_print_mode(const AgentOptions& options, std::optional<std::string> promp
     prompt = std::move(*read);
   }
   if (blank(*prompt)) return report(kUsage, "the prompt is empty");
+  // Before a session is opened or anything accepted.
+  if (auto bad = tui::first_invalid_utf8(*prompt)) {
+    return report(kUsage, fmt::format("the prompt is not valid UTF-8 ({}); nothing was sent. Convert it first, e.g. "
+                                      "with `iconv -f latin1 -t utf-8`",
+                                      *bad));
+  }
 
   auto setup = setup_agent(options);
   if (!setup) return setup.error();
@@ -52,7 +59,7 @@ int run_print_mode(const AgentOptions& options, std::optional<std::string> promp
   AgentRef ref = setup->ref;
   RunResult result;
   {
-    EventPrinter printer(*setup->harness, ref.name(), json);
+    EventPrinter printer(*setup->harness, ref.name(), json ? PrintFormat::json : text_format_for_stdout());
     SignalAbort on_signal([ref]() mutable { (void)ref.abort(); });
     result = ref.prompt(std::move(*prompt));
     printer.finish();

@@ -1,6 +1,9 @@
-// `cairn repair SESSION`: the one command that changes a damaged log. It drops
-// the damaged records (and everything after the first of them) and says what
-// it removed; opening for inspection never does.
+// `cairn repair SESSION`: the one command that changes a damaged log. It
+// keeps every intact record byte for byte, copies the original bytes to a
+// backup first, and replaces each damaged record by a placeholder of the
+// same seq; an operation that may have started a tool in the damaged region
+// can then be aborted and never resumed. Opening for inspection never
+// changes anything.
 #include <fmt/format.h>
 
 #include "cli.hpp"
@@ -17,20 +20,40 @@ int run_repair(const RepairOptions& options) {
   auto store = open_store_for(options.store);
   if (!store) return store.error();
   // No open: a damaged session refuses to open, which is why it needs repair.
+  // A session whose header is too damaged to be listed is still found by its
+  // whole id, which its file or rows carry too.
   auto id = (*store)->resolve_id(options.session);
-  if (!id) {
-    if (id.error().code == "not_found") return report(kUsage, fmt::format("no session matches '{}'", options.session));
-    return report(id.error());
-  }
+  if (!id && id.error().code == "not_found") id = options.session;
+  if (!id) return report(id.error());
   auto repaired = (*store)->repair(*id);
+  if (!repaired && repaired.error().code == "not_found") {
+    return report(kUsage, fmt::format("no session matches '{}'", options.session));
+  }
   if (!repaired) return report(repaired.error());
-  if (repaired->removed.empty() && repaired->removed_bytes == 0) {
-    fmt::print("{}: nothing to repair ({} records)\n", *id, repaired->kept_records);
+  if (!repaired->changed()) {
+    fmt::print("{}: nothing to repair ({} records, every one intact)\n", *id, repaired->records);
     return kOk;
   }
-  fmt::print("{}: removed {} bytes from {}; kept {} records\n", *id, repaired->removed_bytes, repaired->location,
-             repaired->kept_records);
-  for (const auto& removed : repaired->removed) fmt::print("  removed {}\n", removed);
+  fmt::print("{}: repaired {}\n", *id, repaired->location);
+  if (repaired->backup) fmt::print("  the original bytes are in {}\n", *repaired->backup);
+  fmt::print("  {} records: {} intact and unchanged, {} replaced by placeholders\n", repaired->records,
+             repaired->intact, repaired->replaced.size());
+  for (const auto& line : repaired->replaced) fmt::print("  replaced {}\n", line);
+  for (const auto& line : repaired->fixed) fmt::print("  fixed {}\n", line);
+
+  // Which of the operations that held damage are still open, and on which ref.
+  if (!repaired->abort_only_runs.empty()) {
+    auto session = (*store)->open(*id, OpenOptions{.read_only = true});
+    if (!session) return report(session.error());
+    for (const RefInfo& ref : (*session)->refs()) {
+      if (!ref.open_operation) continue;
+      const auto& runs = repaired->abort_only_runs;
+      if (std::find(runs.begin(), runs.end(), *ref.open_operation) == runs.end()) continue;
+      fmt::print("  run {} on ref {} may have started a tool in the damaged region: it will not be resumed, so no such "
+                 "tool runs again; end it with `cairn abort {} --ref {}`\n",
+                 *ref.open_operation, ref.name, *id, ref.name);
+    }
+  }
   return kOk;
 }
 
@@ -39,7 +62,9 @@ int run_repair(const RepairOptions& options) {
 void register_repair_command(CLI::App& app, Commands& commands) {
   auto options = std::make_shared<RepairOptions>();
   CLI::App* sub = app.add_subcommand(
-      "repair", "Drop a session's damaged records (and all after the first) and list what was removed");
+      "repair",
+      "Replace a session's damaged records by placeholders of the same seq, keeping every intact record and a backup "
+      "of the original bytes");
   add_store_option(sub, options->store);
   sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
   commands.push_back({sub, [options] { return run_repair(*options); }});

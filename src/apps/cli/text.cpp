@@ -2,15 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "cairn/overloaded.hpp"
+
 namespace cairn::cli {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -106,6 +102,12 @@ std::string message_preview(const AgentMessage& message, std::size_t max_chars) 
   return fmt::format("{}: {}", head, one_line(message_text(message), max_chars));
 }
 
+// A placeholder that `cairn repair` left: what it was and why it was replaced.
+std::string damage_preview(const DamageReport& damage, std::size_t max_chars) {
+  return fmt::format("damaged {} replaced by cairn repair: {}{}", damage.was.value_or("record"),
+                     one_line(damage.reason, max_chars), damage.original ? " (intact record kept inside)" : "");
+}
+
 std::string entry_preview(const TreeEntry& entry, std::size_t max_chars) {
   return std::visit(
       Overloaded{
@@ -138,6 +140,7 @@ std::string entry_preview(const TreeEntry& entry, std::size_t max_chars) {
           [&](const Leaf& b) {
             return fmt::format("-> {}", b.target_id ? short_id(*b.target_id) : std::string("(before the first entry)"));
           },
+          [&](const DamagedEntry& b) { return damage_preview(b.damage, max_chars); },
       },
       entry.body);
 }
@@ -171,6 +174,7 @@ std::string harness_preview(const HarnessRecord& record, std::size_t max_chars) 
             return fmt::format("{} at {}", b.name, b.at ? short_id(*b.at) : std::string("(empty)"));
           },
           [&](const RefDeleted& b) { return b.name; },
+          [&](const Damaged& b) { return damage_preview(b.damage, max_chars); },
       },
       record.body);
 }

@@ -4,13 +4,11 @@
 
 #include <variant>
 
+#include "cairn/overloaded.hpp"
+
 namespace cairn::cli::tui {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 // Tabs as spaces (a terminal's tab stops would break the width arithmetic),
 // carriage returns dropped.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "cairn/utf8.hpp"
+
 namespace cairn::cli::tui {
 namespace {
 
@@ -24,44 +26,6 @@ std::size_t escape_length(std::string_view text, std::size_t i) {
     return text.size() - i;
   }
   return 2;
-}
-
-// Decodes the code point at text[i]; `length` gets its byte count. A broken
-// sequence reads as one byte, U+FFFD.
-char32_t decode(std::string_view text, std::size_t i, std::size_t& length) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  std::size_t need = 0;
-  char32_t cp = 0;
-  if (lead < 0x80) {
-    length = 1;
-    return lead;
-  } else if ((lead & 0xE0) == 0xC0) {
-    need = 1;
-    cp = lead & 0x1F;
-  } else if ((lead & 0xF0) == 0xE0) {
-    need = 2;
-    cp = lead & 0x0F;
-  } else if ((lead & 0xF8) == 0xF0) {
-    need = 3;
-    cp = lead & 0x07;
-  } else {
-    length = 1;
-    return 0xFFFD;
-  }
-  if (i + need >= text.size()) {
-    length = 1;
-    return 0xFFFD;
-  }
-  for (std::size_t k = 1; k <= need; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) {
-      length = 1;
-      return 0xFFFD;
-    }
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  length = need + 1;
-  return cp;
 }
 
 int code_point_width(char32_t cp) {
@@ -94,7 +58,7 @@ std::size_t display_width(std::string_view text) {
       continue;
     }
     std::size_t length = 1;
-    width += static_cast<std::size_t>(code_point_width(decode(text, i, length)));
+    width += static_cast<std::size_t>(code_point_width(utf8_decode(text, i, length)));
     i += length;
   }
   return width;
@@ -115,7 +79,7 @@ std::string truncate_to_width(std::string_view text, std::size_t width) {
       continue;
     }
     std::size_t length = 1;
-    const auto w = static_cast<std::size_t>(code_point_width(decode(text, i, length)));
+    const auto w = static_cast<std::size_t>(code_point_width(utf8_decode(text, i, length)));
     if (used + w > budget) break;
     out.append(text.substr(i, length));
     used += w;
@@ -162,7 +126,7 @@ std::size_t wrap_point(std::string_view text, std::size_t width) {
   std::size_t last_space = std::string_view::npos;
   for (std::size_t i = 0; i < text.size();) {
     std::size_t length = 1;
-    const auto w = static_cast<std::size_t>(code_point_width(decode(text, i, length)));
+    const auto w = static_cast<std::size_t>(code_point_width(utf8_decode(text, i, length)));
     if (used + w > width) {
       // Break after the last space that fits, unless that leaves nothing.
       if (last_space != std::string_view::npos && last_space > 0) return last_space + 1;

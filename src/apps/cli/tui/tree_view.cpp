@@ -5,16 +5,14 @@
 
 #include <fmt/format.h>
 
+#include "cairn/overloaded.hpp"
+
 #include "slash_commands.hpp"
 #include "terminal_text.hpp"
 
 namespace cairn::cli::tui {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 std::string user_content_text(const UserContent& content) {
   return std::visit(Overloaded{[](const std::string& s) { return s; },
@@ -90,6 +88,9 @@ std::string entry_summary(const TreeEntry& entry) {
           [](const Label& b) { return "label: " + b.label.value_or("(cleared)"); },
           [](const SessionInfo& b) { return "name: " + b.name.value_or("(cleared)"); },
           [](const Leaf& b) { return "leaf -> " + b.target_id.value_or("(start)"); },
+          [](const DamagedEntry& b) {
+            return fmt::format("damaged {} (replaced by cairn repair)", b.damage.was.value_or("record"));
+          },
       },
       entry.body));
 }

@@ -1,10 +1,11 @@
 // Ids and timestamps.
 #include <chrono>
+#include <ctime>
 #include <random>
 
 #include <fmt/format.h>
 
-#include "cairn/store/session.hpp"
+#include "cairn/log/ids.hpp"
 
 namespace cairn {
 namespace {

@@ -1,0 +1,36 @@
+// Checks one session's log against the invariants of DESIGN.md that the log
+// alone can show, reading it without changing it (`cairn verify`). The checks
+// recompute everything from the stored lines; they do not trust the index.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cairn/error.hpp"
+#include "cairn/store/session.hpp"
+
+namespace cairn {
+
+struct VerifyCheck {
+  std::string name;  // "5 every tool call has exactly one result before the next assistant message"
+  std::vector<std::string> failures;
+  std::vector<std::string> notes;  // facts that are not failures
+  bool ok() const { return failures.empty(); }
+};
+
+struct VerifyReport {
+  std::vector<VerifyCheck> checks;
+  std::int64_t records = 0;
+  bool ok() const {
+    for (const VerifyCheck& check : checks) {
+      if (!check.ok()) return false;
+    }
+    return true;
+  }
+};
+
+// Fails only when the log cannot be read at all (a damaged store).
+Result<VerifyReport> verify(const Session& session);
+
+}  // namespace cairn

@@ -1,0 +1,106 @@
+#include "utf8.hpp"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "cairn/utf8.hpp"
+
+namespace cairn {
+namespace {
+
+void find_in(const Json& value, std::string& path, std::optional<InvalidUtf8>& found) {
+  if (found) return;
+  if (value.is_string()) {
+    if (auto at = invalid_utf8_at(value.get_ref<const std::string&>())) found = InvalidUtf8{path, *at};
+  } else if (value.is_array()) {
+    for (std::size_t i = 0; i < value.size() && !found; ++i) {
+      const std::size_t mark = path.size();
+      path += fmt::format("[{}]", i);
+      find_in(value[i], path, found);
+      path.resize(mark);
+    }
+  } else if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end() && !found; ++it) {
+      const std::size_t mark = path.size();
+      if (auto at = invalid_utf8_at(it.key())) {
+        found = InvalidUtf8{path.empty() ? "a key" : path + "'s key", *at};
+        return;
+      }
+      if (!path.empty()) path += '.';
+      path += it.key();
+      find_in(it.value(), path, found);
+      path.resize(mark);
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<std::size_t> invalid_utf8_at(std::string_view text) {
+  if (simdjson::validate_utf8(text.data(), text.size())) return std::nullopt;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) return i;
+    i += length;
+  }
+  return std::nullopt;
+}
+
+bool make_valid_utf8(std::string& text) {
+  auto first = invalid_utf8_at(text);
+  if (!first) return false;
+  std::string out(text, 0, *first);
+  out.reserve(text.size() + 8);
+  for (std::size_t i = *first; i < text.size();) {
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(text, i, length);
+      i += length;
+    }
+  }
+  text = std::move(out);
+  return true;
+}
+
+bool make_valid_utf8(Json& value) {
+  if (value.is_string()) return make_valid_utf8(value.get_ref<std::string&>());
+  bool changed = false;
+  if (value.is_array()) {
+    for (Json& item : value) changed |= make_valid_utf8(item);
+  } else if (value.is_object()) {
+    bool bad_key = false;
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      changed |= make_valid_utf8(it.value());
+      bad_key |= invalid_utf8_at(it.key()).has_value();
+    }
+    if (bad_key) {
+      // Keys cannot be changed in place: rebuilt only when one needs it.
+      Json rebuilt = Json::object();
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        std::string key = it.key();
+        make_valid_utf8(key);
+        rebuilt[key] = std::move(it.value());
+      }
+      value = std::move(rebuilt);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+std::optional<InvalidUtf8> find_invalid_utf8(const Json& value) {
+  std::optional<InvalidUtf8> found;
+  std::string path;
+  find_in(value, path, found);
+  return found;
+}
+
+std::string InvalidUtf8::describe(std::string_view what) const {
+  return fmt::format("{} is not valid UTF-8: {} has a byte that begins no UTF-8 character at offset {}", what,
+                     path.empty() ? "the text" : path, offset);
+}
+
+}  // namespace cairn

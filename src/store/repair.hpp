@@ -1,0 +1,73 @@
+// What `cairn repair` does to one session's records, whatever store holds
+// them: which records are damaged, and what stands in each one's place.
+//
+// A record is damaged when its checksum fails (or is missing where its
+// format requires one), its bytes do not scan as a record, its seq is not
+// its position, its fields break their type's rules, or (SQLite) its payload
+// is fine but its index columns are not — the last is fixed by rewriting the
+// columns, the rest by a placeholder (record.hpp, DamageReport).
+//
+// A placeholder must keep the log valid for the intact records after it: a
+// child whose parent was damaged still needs that parent, an operation whose
+// operation_started was damaged still owns its later records. So repair
+// recovers what it can of the damaged record (its columns, or the fields its
+// damaged bytes still show), builds candidate placeholders from that and from
+// the references later records make, and takes the first candidate under
+// which the records up to the next damaged one pass every invariant. An
+// intact record that no candidate can satisfy (its parent's id was lost with
+// the damaged bytes) is itself kept inside a placeholder, as stored.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cairn/log/index.hpp"
+#include "cairn/log/record.hpp"
+#include "cairn/store/session.hpp"
+
+namespace cairn::repair {
+
+// One stored record as repair reads it, at position `seq` of the log.
+struct StoredRecord {
+  std::string bytes;  // the line (JSONL) or payload (SQLite) as stored
+  // SQLite: the row's index columns; the strings they view must outlive the plan.
+  std::optional<RecordMeta> columns;
+};
+
+struct Replacement {
+  std::int64_t seq = 0;
+  Record record;     // the placeholder, seq set
+  std::string line;  // its stored line, checksum included
+  std::string report;
+  RecordMeta meta() const { return meta_of(record); }
+};
+
+struct Plan {
+  std::vector<Replacement> replacements;  // in seq order
+  // SQLite: rows whose payload is intact but whose columns disagree with it;
+  // the columns are rewritten from the payload.
+  std::vector<std::int64_t> column_fixes;
+  std::set<std::string> abort_only_runs;
+  std::int64_t intact = 0;
+  bool changes() const { return !replacements.empty() || !column_fixes.empty(); }
+};
+
+// Plans the repair of `records` (seq 0 … n-1). `checksums`: the session's
+// format requires a checksum on every record. Never fails: anything that
+// cannot be read becomes a placeholder.
+Plan plan(const std::vector<StoredRecord>& records, bool checksums);
+
+
+// A path for a new backup of `file`: `<file><infix>.repair-20261201T160707Z.bak`,
+// with a counter added when that exists already.
+std::string backup_path(const std::string& file, std::string_view infix = {});
+
+// Builds a session header for a file whose header line is damaged: the id
+// its file name gives, and whatever fields the damaged bytes still show.
+SessionHeader rebuilt_header(std::string_view id, std::string_view damaged_bytes);
+
+}  // namespace cairn::repair
