@@ -126,12 +126,12 @@ void terminate_group(pid_t pgid, Child& child, std::chrono::milliseconds grace, 
     ::kill(-pgid, SIGCONT);  // a stopped process only acts on SIGTERM once continued
     if (!wait_for(child, grace, 10ms, [&] { return !others_alive(pgid, link); })) ::kill(-pgid, SIGKILL);
   }
-  // The rest is gone: once the watcher is too, so is the group (no second
-  // look at /proc, which is the costly part of a call's end).
-  if (!link.release(1s)) {
-    ::kill(-pgid, SIGKILL);  // a watcher that would not leave (stopped, say)
-    wait_for(child, 5s, 5ms, [&] { return !process_group_alive(pgid); });
-  }
+  // The rest is gone; now the watcher. Its end of the link closes while it
+  // exits, a moment before it stops running (the kernel closes a process's
+  // files before it becomes a zombie), so the group is looked at once more:
+  // a call returns only when none of its processes runs.
+  if (!link.release(1s)) ::kill(-pgid, SIGKILL);  // a watcher that would not leave (stopped, say)
+  wait_for(child, 5s, 1ms, [&] { return !process_group_alive(pgid); });
   child.reap();
 }
 
