@@ -68,7 +68,6 @@ class JsonlMedium final : public LogMedium {
   std::string buffer_;
 };
 
-bool valid_id(std::string_view id) { return valid_session_id(id); }
 
 // A session file's first line.
 std::string header_line(const SessionHeader& header) { return encode(header).dump() + "\n"; }
@@ -103,7 +102,7 @@ class JsonlStore final : public Store {
   Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
     SessionHeader header;
     header.id = options.id.value_or(new_session_id());
-    if (!valid_id(header.id)) return fail("invalid_argument", fmt::format("jsonl: {}", invalid_session_id(header.id)));
+    if (!valid_session_id(header.id)) return fail("invalid_argument", fmt::format("jsonl: {}", invalid_session_id(header.id)));
     header.timestamp = now_iso8601();
     header.cwd = options.cwd;
     header.parent_session = options.parent_session;
@@ -128,7 +127,7 @@ class JsonlStore final : public Store {
   }
 
   Result<std::shared_ptr<Session>> create_with_log(const SessionHeader& header, const std::vector<LogLine>& log) override {
-    if (!valid_id(header.id)) return fail("invalid_argument", fmt::format("jsonl: {}", invalid_session_id(header.id)));
+    if (!valid_session_id(header.id)) return fail("invalid_argument", fmt::format("jsonl: {}", invalid_session_id(header.id)));
     auto file = NewFile::create(dir_, header.id + ".jsonl");
     if (!file) return std::unexpected(file.error());
     // Written a megabyte at a time: a long log is not copied whole once more.
@@ -152,7 +151,7 @@ class JsonlStore final : public Store {
   }
 
   Result<std::shared_ptr<Session>> open(std::string_view id, const OpenOptions& options) override {
-    if (!valid_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    if (!valid_session_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
     const std::string path = file_of(id);
     if (::access(path.c_str(), F_OK) != 0) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
 
@@ -194,7 +193,7 @@ class JsonlStore final : public Store {
   }
 
   Status remove(std::string_view id) override {
-    if (!valid_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    if (!valid_session_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
     auto lock = FileLock::acquire(lock_of(id), fmt::format("session {} in {}", id, dir_), std::chrono::milliseconds(0), false);
     if (!lock) return std::unexpected(lock.error());
     const std::string path = file_of(id);
@@ -206,7 +205,7 @@ class JsonlStore final : public Store {
   }
 
   Result<RepairReport> repair(std::string_view id) override {
-    if (!valid_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    if (!valid_session_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
     const std::string path = file_of(id);
     if (::access(path.c_str(), F_OK) != 0) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
     auto lock = FileLock::acquire(lock_of(id), fmt::format("session {} in {}", id, dir_), std::chrono::milliseconds(0), false);

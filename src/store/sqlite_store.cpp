@@ -46,7 +46,6 @@ namespace {
 using namespace sqlite;
 
 // Ids name lock files, so they keep to a portable file-name alphabet.
-bool valid_id(std::string_view id) { return valid_session_id(id); }
 
 // Why this process cannot write the store at `file` (which exists), or
 // nothing when it can. SQLite writes the file and creates FILE-wal and
@@ -185,7 +184,7 @@ Result<std::vector<SessionHeader>> SqliteStore::list_sessions() {
 Result<std::shared_ptr<Session>> SqliteStore::create_session(const CreateOptions& options) {
   SessionHeader header;
   header.id = options.id ? *options.id : new_session_id();
-  if (!valid_id(header.id)) {
+  if (!valid_session_id(header.id)) {
     return fail("invalid_argument", fmt::format("sqlite file {}: {}", file_, invalid_session_id(header.id)));
   }
   if (read_only_) return std::unexpected(read_only_error(fmt::format("create session {}", header.id)));
@@ -220,7 +219,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session(const CreateOptions
 Result<std::shared_ptr<Session>> SqliteStore::create_session_with_log(const SessionHeader& header,
                                                                       const std::vector<LogLine>& log) {
   const std::string& id = header.id;
-  if (!valid_id(id)) return fail("invalid_argument", fmt::format("sqlite file {}: {}", file_, invalid_session_id(id)));
+  if (!valid_session_id(id)) return fail("invalid_argument", fmt::format("sqlite file {}: {}", file_, invalid_session_id(id)));
   if (read_only_) return std::unexpected(read_only_error(fmt::format("create session {}", id)));
   const std::string header_json = encode(header).dump(-1, ' ', false, Json::error_handler_t::replace);
   {
@@ -266,7 +265,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session_with_log(const Sess
 // ---- open -------------------------------------------------------------------
 
 Result<std::shared_ptr<Session>> SqliteStore::open_session(const std::string& id, const OpenOptions& options) {
-  if (!valid_id(id)) return std::unexpected(not_found(id));
+  if (!valid_session_id(id)) return std::unexpected(not_found(id));
   {
     // Refuse a missing or unreadable session before touching its lock file.
     std::lock_guard guard(mu_);
@@ -403,7 +402,7 @@ Error SqliteStore::locked_error(const std::string& id, std::chrono::milliseconds
 // ---- remove -----------------------------------------------------------------
 
 Status SqliteStore::remove_session(const std::string& id) {
-  if (!valid_id(id)) return std::unexpected(not_found(id));
+  if (!valid_session_id(id)) return std::unexpected(not_found(id));
   if (read_only_) return std::unexpected(read_only_error(fmt::format("remove session {}", id)));
   {
     std::lock_guard guard(mu_);
@@ -437,7 +436,7 @@ Status SqliteStore::remove_session(const std::string& id) {
 // ---- repair -----------------------------------------------------------------
 
 Result<RepairReport> SqliteStore::repair_session(const std::string& id) {
-  if (!valid_id(id)) return std::unexpected(not_found(id));
+  if (!valid_session_id(id)) return std::unexpected(not_found(id));
   {
     std::lock_guard guard(mu_);
     auto found = exists(id);

@@ -22,8 +22,8 @@
 namespace cairn {
 namespace {
 
-constexpr const char* kAnthropicKey = "sk-ant-SECRET-cli-env-91c2";
-constexpr const char* kFileKey = "sk-SECRET-cli-file-5d07";
+constexpr const char* kCliAnthropicKey = "sk-ant-SECRET-cli-env-91c2";
+constexpr const char* kCliFileKey = "sk-SECRET-cli-file-5d07";
 
 struct CliOutput {
   int status = -1;
@@ -114,7 +114,7 @@ class ModelsCliTest : public ::testing::Test {
     args.insert(args.begin(), "models");
     CliOutput run = run_cairn(args, env(std::move(extra_env)));
     // Whatever it printed, no key it was given is in it.
-    for (const char* key : {kAnthropicKey, kFileKey}) {
+    for (const char* key : {kCliAnthropicKey, kCliFileKey}) {
       EXPECT_FALSE(contains(run.out, key)) << "key on stdout:\n" << run.out;
       EXPECT_FALSE(contains(run.err, key)) << "key on stderr:\n" << run.err;
     }
@@ -125,7 +125,7 @@ class ModelsCliTest : public ::testing::Test {
 };
 
 TEST_F(ModelsCliTest, ListsTheModelsWhoseKeyIsSetAndNamesTheVariable) {
-  CliOutput run = models({}, {std::string("ANTHROPIC_API_KEY=") + kAnthropicKey});
+  CliOutput run = models({}, {std::string("ANTHROPIC_API_KEY=") + kCliAnthropicKey});
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_TRUE(run.err.empty()) << run.err;
   const auto lines = lines_of(run.out);
@@ -144,7 +144,7 @@ TEST_F(ModelsCliTest, ListsTheModelsWhoseKeyIsSetAndNamesTheVariable) {
 }
 
 TEST_F(ModelsCliTest, AllListsEveryKnownModelWithItsMissingKey) {
-  CliOutput run = models({"--all"}, {std::string("ANTHROPIC_API_KEY=") + kAnthropicKey});
+  CliOutput run = models({"--all"}, {std::string("ANTHROPIC_API_KEY=") + kCliAnthropicKey});
   ASSERT_EQ(run.status, 0) << run.err;
   std::size_t known = 0;
   for (const auto& provider : builtin_providers()) known += provider.models.size();
@@ -155,7 +155,7 @@ TEST_F(ModelsCliTest, AllListsEveryKnownModelWithItsMissingKey) {
 }
 
 TEST_F(ModelsCliTest, JsonHasOneObjectPerModel) {
-  CliOutput run = models({"--json", "--all"}, {std::string("ANTHROPIC_API_KEY=") + kAnthropicKey});
+  CliOutput run = models({"--json", "--all"}, {std::string("ANTHROPIC_API_KEY=") + kCliAnthropicKey});
   ASSERT_EQ(run.status, 0) << run.err;
   bool saw_opus = false;
   for (const auto& line : lines_of(run.out)) {
@@ -184,9 +184,9 @@ TEST_F(ModelsCliTest, ShowsWhereModelsJsonConfiguresAModel) {
       "ollama": {"baseUrl": "http://localhost:11434/v1", "api": "openai-completions",
                  "models": [{"id": "qwen3:32b", "contextWindow": 40960, "maxTokens": 8192}]},
       "vllm": {"baseUrl": "http://gpu:8000/v1", "api": "openai-completions", "apiKey": ")") +
-               kFileKey + R"(", "models": [{"id": "big"}]},
+               kCliFileKey + R"(", "models": [{"id": "big"}]},
       "anthropic": {"baseUrl": "https://proxy.example/v1"}}})");
-  CliOutput run = models({}, {std::string("ANTHROPIC_API_KEY=") + kAnthropicKey});
+  CliOutput run = models({}, {std::string("ANTHROPIC_API_KEY=") + kCliAnthropicKey});
   ASSERT_EQ(run.status, 0) << run.err;
   const std::string path = config_file().string();
   const std::string qwen = line_with(run.out, "ollama/qwen3:32b");
@@ -225,8 +225,8 @@ TEST_F(ModelsCliTest, ShowsWhereModelsJsonConfiguresAModel) {
 
 TEST_F(ModelsCliTest, ABrokenModelsJsonIsOneLineNamingFileAndPath) {
   write_config(std::string(R"({"providers": {"vllm": {"baseUrl": "http://gpu:8000/v1", "api": "openai-completions",)") +
-               R"( "apiKey": ")" + kFileKey + R"(", "models": [{"id": "big", "maxTokens": "lots"}]}}})");
-  CliOutput run = models({}, {std::string("ANTHROPIC_API_KEY=") + kAnthropicKey});
+               R"( "apiKey": ")" + kCliFileKey + R"(", "models": [{"id": "big", "maxTokens": "lots"}]}}})");
+  CliOutput run = models({}, {std::string("ANTHROPIC_API_KEY=") + kCliAnthropicKey});
   EXPECT_EQ(run.status, 1);
   EXPECT_TRUE(run.out.empty()) << run.out;
   ASSERT_EQ(lines_of(run.err).size(), 1u) << run.err;
@@ -234,7 +234,7 @@ TEST_F(ModelsCliTest, ABrokenModelsJsonIsOneLineNamingFileAndPath) {
                          ": providers.vllm.models[0].maxTokens: expected a positive integer, found string\n");
 
   // Not JSON at all, with the key right where the parser stops.
-  write_config(std::string(R"({"providers": {"vllm": {"apiKey": ")") + kFileKey + R"(" }} oops)");
+  write_config(std::string(R"({"providers": {"vllm": {"apiKey": ")") + kCliFileKey + R"(" }} oops)");
   CliOutput syntax = models({"--json"}, {});
   EXPECT_EQ(syntax.status, 1);
   ASSERT_EQ(lines_of(syntax.err).size(), 1u) << syntax.err;

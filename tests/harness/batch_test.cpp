@@ -16,7 +16,8 @@ namespace {
 
 using Types = std::vector<std::string>;
 
-Json args(std::string id) { return Json{{"id", std::move(id)}}; }
+// The arguments of these tests' tools: only the id their schema asks for.
+Json id_args(std::string id) { return Json{{"id", std::move(id)}}; }
 
 const Json kSchema = {{"type", "object"}, {"properties", {{"id", {{"type", "string"}}}}}, {"required", {"id"}}};
 
@@ -65,9 +66,9 @@ std::int64_t result_seq(const std::vector<Record>& log, const std::string& call_
 
 TEST_F(HarnessTest, ASequentialBatchRecordsEachCallWhenItStartsAndWhenItEnds) {
   auto& harness = make_harness();
-  faux_->push(FauxResponse::tool_call("c1", "serial", args("s1"))
-                  .then_tool_call("c2", "serial", args("s2"))
-                  .then_tool_call("c3", "serial", args("s3")));
+  faux_->push(FauxResponse::tool_call("c1", "serial", id_args("s1"))
+                  .then_tool_call("c2", "serial", id_args("s2"))
+                  .then_tool_call("c3", "serial", id_args("s3")));
   faux_->push(FauxResponse::text("done"));
   ASSERT_TRUE(harness.main().prompt("go").ok());
   EXPECT_EQ(record_types(),
@@ -114,7 +115,7 @@ TEST_F(HarnessTest, AParallelBatchRecordsEachResultAsItsCallEndsAndTheContextKee
     second_recorded = true;
     cv.notify_all();
   });
-  faux_->push(FauxResponse::tool_call("c1", "waiter", args("w1")).then_tool_call("c2", "quick", args("q2")));
+  faux_->push(FauxResponse::tool_call("c1", "waiter", id_args("w1")).then_tool_call("c2", "quick", id_args("q2")));
   faux_->push(FauxResponse::text("done"));
   ASSERT_TRUE(harness.main().prompt("go").ok());
 
@@ -182,7 +183,7 @@ class BatchKillTest : public HarnessTest {
   std::string crash() {
     open();
     FauxResponse batch;
-    for (int i = 1; i <= kCalls; ++i) batch.then_tool_call(fmt::format("c{}", i), "once", args(fmt::format("o{}", i)));
+    for (int i = 1; i <= kCalls; ++i) batch.then_tool_call(fmt::format("c{}", i), "once", id_args(fmt::format("o{}", i)));
     faux_->push(batch);
     // operation_started, user, generation_started, assistant, then a
     // tool_started and a result per call: c3's result is the one that fails.
@@ -243,7 +244,7 @@ TEST_F(HarnessTest, AnAbortMidParallelBatchLetsRunningCallsEndAndAbortsTheOnesNo
   constexpr int kCalls = 20;
   auto& harness = make_harness();
   FauxResponse batch;
-  for (int i = 0; i < kCalls; ++i) batch.then_tool_call(fmt::format("c{}", i), "slow", args(fmt::format("s{}", i)));
+  for (int i = 0; i < kCalls; ++i) batch.then_tool_call(fmt::format("c{}", i), "slow", id_args(fmt::format("s{}", i)));
   faux_->push(batch);
   std::mutex mu;
   std::condition_variable cv;
@@ -302,10 +303,10 @@ class BatchCrashPointTest : public HarnessTest, public ::testing::WithParamInter
       const bool answered = std::any_of(context.messages.begin(), context.messages.end(),
                                         [](const LlmMessage& m) { return std::holds_alternative<AssistantMessage>(m); });
       if (answered) return FauxResponse::text("done");
-      return FauxResponse::tool_call("c1", "once", args("c1"))
-          .then_tool_call("c2", "again", args("c2"))
-          .then_tool_call("c3", "once", args("c3"))
-          .then_tool_call("c4", "again", args("c4"));
+      return FauxResponse::tool_call("c1", "once", id_args("c1"))
+          .then_tool_call("c2", "again", id_args("c2"))
+          .then_tool_call("c3", "once", id_args("c3"))
+          .then_tool_call("c4", "again", id_args("c4"));
     });
   }
   void open(const std::shared_ptr<FauxProvider>& provider) {

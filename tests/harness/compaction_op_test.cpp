@@ -10,8 +10,6 @@ namespace {
 
 using Types = std::vector<std::string>;
 
-bool is_summary_request(const LlmContext& context) { return context.system_prompt.starts_with("You summarise"); }
-
 std::string user_text(const LlmMessage& message) {
   const auto* user = std::get_if<UserMessage>(&message);
   if (!user) return {};

@@ -95,6 +95,9 @@ class HarnessTest : public ::testing::Test {
   RetryPolicy retry_{.max_attempts = 3, .base_delay = std::chrono::milliseconds(1), .max_delay = std::chrono::milliseconds(5)};
 };
 
+// Whether a request is a summary's (compaction or branch summary) rather than a step's.
+inline bool is_summary_request(const LlmContext& context) { return context.system_prompt.starts_with("You summarise"); }
+
 // The arguments of the echo tool of these tests.
 inline Json args(std::string id, std::string text = "hi") {
   return Json{{"id", std::move(id)}, {"text", std::move(text)}};

@@ -9,8 +9,6 @@
 namespace cairn::testing {
 namespace {
 
-bool is_summary_request(const LlmContext& context) { return context.system_prompt.starts_with("You summarise"); }
-
 class NavigationTest : public HarnessTest {
  protected:
   // main: q1 a1 q2 a2; returns the ids of q1, a1, q2, a2.

@@ -9,8 +9,6 @@ namespace {
 
 using Types = std::vector<std::string>;
 
-Json args(std::string id, std::string text = "hi") { return Json{{"id", std::move(id)}, {"text", std::move(text)}}; }
-
 std::string text_of_reply(const AssistantMessage& message) {
   std::string out;
   for (const auto& block : message.content) {

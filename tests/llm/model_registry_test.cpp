@@ -18,8 +18,8 @@ namespace cairn {
 namespace {
 
 constexpr const char* kRegistryModelsPath = "/cfg/cairn/models.json";
-constexpr const char* kAnthropicKey = "sk-ant-SECRET-registry-0001";
-constexpr const char* kFileKey = "sk-SECRET-registry-file-0002";
+constexpr const char* kRegistryAnthropicKey = "sk-ant-SECRET-registry-0001";
+constexpr const char* kRegistryFileKey = "sk-SECRET-registry-file-0002";
 
 EnvLookup env_of(std::map<std::string, std::string> values) {
   return [values](const std::string& name) -> std::optional<std::string> {
@@ -86,12 +86,12 @@ TEST(ModelRegistry, BuiltInModelsNeedTheirProvidersKey) {
 }
 
 TEST(ModelRegistry, AKeyInTheEnvironmentMakesItsProviderAvailable) {
-  auto registry = ModelRegistry::build(nullptr, env_of({{"ANTHROPIC_API_KEY", kAnthropicKey}, {"OPENAI_API_KEY", ""}}));
+  auto registry = ModelRegistry::build(nullptr, env_of({{"ANTHROPIC_API_KEY", kRegistryAnthropicKey}, {"OPENAI_API_KEY", ""}}));
   const auto available = registry.available();
   ASSERT_EQ(available.size(), find_builtin_provider("anthropic")->models.size());
   for (const auto* configured : available) EXPECT_EQ(configured->model.provider, "anthropic");
   const auto& opus = find(registry, "anthropic/claude-opus-5-5");
-  EXPECT_EQ(opus.api_key.reveal(), kAnthropicKey);
+  EXPECT_EQ(opus.api_key.reveal(), kRegistryAnthropicKey);
   EXPECT_EQ(describe_key(opus), "ANTHROPIC_API_KEY (set)");
   // An empty variable is no key.
   EXPECT_FALSE(find(registry, "openai/gpt-6.2-sol").available());
@@ -107,7 +107,7 @@ TEST(ModelRegistry, ModelsJsonOverridesABuiltInProviderAndAddsModels) {
         {"id": "claude-next-preview", "contextWindow": 500000, "reasoning": true}
       ]}}})");
   auto registry =
-      ModelRegistry::build(&file, env_of({{"ANTHROPIC_API_KEY", "unused"}, {"WORK_ANTHROPIC_KEY", kAnthropicKey}}));
+      ModelRegistry::build(&file, env_of({{"ANTHROPIC_API_KEY", "unused"}, {"WORK_ANTHROPIC_KEY", kRegistryAnthropicKey}}));
   EXPECT_EQ(registry.models().size(), builtin_model_count() + 1);
 
   const auto& opus = find(registry, "anthropic/claude-opus-5-5");
@@ -120,7 +120,7 @@ TEST(ModelRegistry, ModelsJsonOverridesABuiltInProviderAndAddsModels) {
   EXPECT_EQ(opus.origin, "built-in");
   EXPECT_EQ(opus.overridden_by, kRegistryModelsPath);
   EXPECT_EQ(opus.key_source.env_var, "WORK_ANTHROPIC_KEY");
-  EXPECT_EQ(opus.api_key.reveal(), kAnthropicKey);
+  EXPECT_EQ(opus.api_key.reveal(), kRegistryAnthropicKey);
 
   // The provider-level change reaches every model of the provider.
   const auto& sonnet = find(registry, "claude-sonnet-5-5");
@@ -164,7 +164,7 @@ TEST(ModelRegistry, CustomProvidersTakeTheirKeyFromTheFileTheEnvironmentOrNeedNo
       "ollama": {"baseUrl": "http://localhost:11434/v1", "api": "openai-completions",
                  "models": [{"id": "qwen3:32b", "contextWindow": 40960}]},
       "vllm": {"baseUrl": "http://gpu:8000/v1", "api": "openai-completions", "apiKey": ")") +
-                                  kFileKey + R"(",
+                                  kRegistryFileKey + R"(",
                "headers": {"X-Route": "a"}, "models": [{"id": "big", "headers": {"X-Route": "b"}}]},
       "work": {"baseUrl": "https://llm.work/v1", "api": "openai-responses", "apiKeyEnv": "WORK_KEY",
                "models": [{"id": "house-model"}]}}})");
@@ -185,7 +185,7 @@ TEST(ModelRegistry, CustomProvidersTakeTheirKeyFromTheFileTheEnvironmentOrNeedNo
 
   const auto& big = find(registry, "vllm/big");
   EXPECT_EQ(big.key_source.kind, KeySource::Kind::models_file);
-  EXPECT_EQ(big.api_key.reveal(), kFileKey);
+  EXPECT_EQ(big.api_key.reveal(), kRegistryFileKey);
   EXPECT_EQ(describe_key(big), "apiKey in models.json");
   EXPECT_EQ(big.model.headers.at("X-Route"), "b") << "a model's headers win over its provider's";
   EXPECT_TRUE(big.available());
@@ -280,7 +280,7 @@ TEST(ModelRegistry, MakeModelsGivesEachAvailableModelItsProvider) {
   const ModelsFile file = file_of(R"({"providers": {
       "ollama": {"baseUrl": "http://localhost:11434/v1", "api": "openai-completions",
                  "models": [{"id": "a"}, {"id": "b"}]}}})");
-  auto registry = ModelRegistry::build(&file, env_of({{"ANTHROPIC_API_KEY", kAnthropicKey}}));
+  auto registry = ModelRegistry::build(&file, env_of({{"ANTHROPIC_API_KEY", kRegistryAnthropicKey}}));
   FakeFactory fake;
   Models models = make_models(registry, fake.factory());
 
@@ -291,7 +291,7 @@ TEST(ModelRegistry, MakeModelsGivesEachAvailableModelItsProvider) {
   auto* provider = dynamic_cast<FakeProvider*>(opus->provider.get());
   ASSERT_NE(provider, nullptr);
   EXPECT_EQ(provider->api, "anthropic-messages");
-  EXPECT_EQ(provider->key, kAnthropicKey);
+  EXPECT_EQ(provider->key, kRegistryAnthropicKey);
   EXPECT_EQ(models.find("openai", "gpt-6.2-sol"), nullptr) << "no key, not callable";
 
   // One provider object per provider and API kind.
@@ -321,7 +321,7 @@ TEST(ModelRegistry, MakeModelsGivesEachAvailableModelItsProvider) {
 TEST(ModelRegistry, LoadReadsTheDefaultFileAndReportsItsErrors) {
   testing::TempDir dir;
   const auto config = dir.path() / "config";
-  auto env = env_of({{"XDG_CONFIG_HOME", config.string()}, {"ANTHROPIC_API_KEY", kAnthropicKey}});
+  auto env = env_of({{"XDG_CONFIG_HOME", config.string()}, {"ANTHROPIC_API_KEY", kRegistryAnthropicKey}});
 
   auto without = ModelRegistry::load(std::nullopt, env);
   ASSERT_TRUE(without) << without.error().message;
@@ -339,14 +339,14 @@ TEST(ModelRegistry, LoadReadsTheDefaultFileAndReportsItsErrors) {
   EXPECT_EQ(find(*with, "ollama/qwen3:32b").origin, (config / "cairn" / "models.json").string());
 
   const auto other = dir.path() / "other.json";
-  std::ofstream(other) << R"({"providers": {"anthropic": {"apiKey": ")" << kFileKey << R"(", "models": 3}}})";
+  std::ofstream(other) << R"({"providers": {"anthropic": {"apiKey": ")" << kRegistryFileKey << R"(", "models": 3}}})";
   auto broken = ModelRegistry::load(other, env);
   ASSERT_FALSE(broken);
   EXPECT_EQ(broken.error().code, "invalid_config");
   EXPECT_TRUE(broken.error().message.starts_with(other.string() + ": providers.anthropic.models: "))
       << broken.error().message;
-  EXPECT_EQ(broken.error().message.find(kFileKey), std::string::npos);
-  EXPECT_EQ(broken.error().message.find(kAnthropicKey), std::string::npos);
+  EXPECT_EQ(broken.error().message.find(kRegistryFileKey), std::string::npos);
+  EXPECT_EQ(broken.error().message.find(kRegistryAnthropicKey), std::string::npos);
 
   // A file named on purpose must exist; only the default may be absent.
   auto absent = ModelRegistry::load(dir.path() / "absent.json", env);

@@ -18,7 +18,7 @@ using testing::ScriptedResponse;
 using Strings = std::vector<std::string>;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kKey = "sk-test-SECRET-0123456789";
+constexpr const char* kCompletionsKey = "sk-test-SECRET-0123456789";
 
 class OpenAiCompletionsTest : public ::testing::Test {
  protected:
@@ -37,7 +37,7 @@ class OpenAiCompletionsTest : public ::testing::Test {
 
   static testing::Run run(const Model& model, const LlmContext& context = testing::hello_context(),
                           const StreamOptions& options = {}, const PayloadHook& hook = {}) {
-    auto provider = make_openai_completions_provider(kKey);
+    auto provider = make_openai_completions_provider(kCompletionsKey);
     return testing::run_provider(*provider, model, context, options, hook);
   }
 
@@ -83,7 +83,7 @@ TEST_F(OpenAiCompletionsTest, PlainTextStreamsAsDeltasAndTheLastChunkCarriesUsag
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests[0].method, "POST");
   EXPECT_EQ(requests[0].target, "/v1/chat/completions");
-  EXPECT_EQ(requests[0].header("authorization"), fmt::format("Bearer {}", kKey));
+  EXPECT_EQ(requests[0].header("authorization"), fmt::format("Bearer {}", kCompletionsKey));
   EXPECT_EQ(requests[0].header("content-type"), "application/json");
   EXPECT_EQ(requests[0].header("accept"), "text/event-stream");
   auto body = nlohmann::json::parse(requests[0].body);
@@ -312,7 +312,7 @@ TEST_F(OpenAiCompletionsTest, HeadersComeFromTheKeyTheModelAndTheOptions) {
   testing::Run run = this->run(model, testing::hello_context(), options);
   ASSERT_EQ(run.response.message.stop_reason, StopReason::stop);
   auto request = server.requests().at(0);
-  EXPECT_EQ(request.header("authorization"), fmt::format("Bearer {}", kKey));
+  EXPECT_EQ(request.header("authorization"), fmt::format("Bearer {}", kCompletionsKey));
   EXPECT_EQ(request.header("x-title"), "cairn-test");  // the caller's header wins
   EXPECT_EQ(request.header("http-referer"), "https://example.org");
   EXPECT_EQ(request.header("x-trace"), "t-1");
@@ -513,7 +513,7 @@ TEST_F(OpenAiCompletionsTest, AbortingMidStreamReturnsWithin50Milliseconds) {
   std::promise<std::pair<testing::Run, Clock::time_point>> finished;
   bool signalled = false;
   std::jthread client([&] {
-    auto provider = make_openai_completions_provider(kKey);
+    auto provider = make_openai_completions_provider(kCompletionsKey);
     testing::Run run = testing::run_provider(*provider, model, testing::hello_context(), {}, {}, stop.get_token(),
                                              [&](const ProviderEvent& event) {
                                                if (event.type == ProviderEvent::Type::text_delta && !signalled) {
@@ -543,7 +543,7 @@ TEST_F(OpenAiCompletionsTest, AStopRequestedBeforehandSendsNothing) {
   HttpTestServer server(testing::sse_script("openai-completions/text.sse"));
   std::stop_source stop;
   stop.request_stop();
-  auto provider = make_openai_completions_provider(kKey);
+  auto provider = make_openai_completions_provider(kCompletionsKey);
   testing::Run run = testing::run_provider(*provider, model_at(server), testing::hello_context(), {}, {}, stop.get_token());
   EXPECT_EQ(run.response.message.stop_reason, StopReason::aborted);
   EXPECT_EQ(run.events, (Strings{"error"}));
@@ -558,16 +558,16 @@ TEST_F(OpenAiCompletionsTest, TheApiKeyAppearsInNoErrorMessageOrEvent) {
   scripts.push_back(testing::error_script(
       401, "Unauthorized",
       fmt::format(R"({{"error":{{"message":"Incorrect API key provided: {}. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}}})",
-                  kKey)));
+                  kCompletionsKey)));
   scripts.push_back(testing::error_script(500, "Internal Server Error",
-                                          fmt::format("upstream said Authorization: Bearer {} and x-api-key {}", kKey,
+                                          fmt::format("upstream said Authorization: Bearer {} and x-api-key {}", kCompletionsKey,
                                                       header_secret)));
   ScriptedResponse in_stream;
   in_stream.headers = {{"Content-Type", "text/event-stream"}};
-  in_stream.body = {{.bytes = fmt::format("data: {{\"error\":{{\"message\":\"bad key {}\",\"type\":\"invalid_request_error\"}}}}\n\n", kKey)}};
+  in_stream.body = {{.bytes = fmt::format("data: {{\"error\":{{\"message\":\"bad key {}\",\"type\":\"invalid_request_error\"}}}}\n\n", kCompletionsKey)}};
   scripts.push_back(in_stream);
   ScriptedResponse malformed = in_stream;
-  malformed.body = {{.bytes = fmt::format("data: {{\"oops {} {}\n\n", kKey, header_secret)}};
+  malformed.body = {{.bytes = fmt::format("data: {{\"oops {} {}\n\n", kCompletionsKey, header_secret)}};
   scripts.push_back(malformed);
 
   for (std::size_t i = 0; i < scripts.size(); ++i) {
@@ -579,15 +579,15 @@ TEST_F(OpenAiCompletionsTest, TheApiKeyAppearsInNoErrorMessageOrEvent) {
     ASSERT_EQ(run.response.message.stop_reason, StopReason::error);
     ASSERT_TRUE(run.response.message.error_message);
     const std::string& text = *run.response.message.error_message;
-    EXPECT_EQ(text.find(kKey), std::string::npos) << text;
+    EXPECT_EQ(text.find(kCompletionsKey), std::string::npos) << text;
     EXPECT_EQ(text.find(header_secret), std::string::npos) << text;
     EXPECT_NE(text.find("[redacted]"), std::string::npos) << text;  // the server did echo it
     for (const std::string& event : run.events) {
-      EXPECT_EQ(event.find(kKey), std::string::npos) << event;
+      EXPECT_EQ(event.find(kCompletionsKey), std::string::npos) << event;
       EXPECT_EQ(event.find(header_secret), std::string::npos) << event;
     }
     // The key went where it belongs.
-    EXPECT_EQ(server.requests().at(0).header("authorization"), fmt::format("Bearer {}", kKey));
+    EXPECT_EQ(server.requests().at(0).header("authorization"), fmt::format("Bearer {}", kCompletionsKey));
   }
 }
 

@@ -18,7 +18,7 @@ using testing::ScriptedResponse;
 using Strings = std::vector<std::string>;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kKey = "sk-test-RESPONSES-SECRET-987";
+constexpr const char* kResponsesKey = "sk-test-RESPONSES-SECRET-987";
 
 class OpenAiResponsesTest : public ::testing::Test {
  protected:
@@ -38,7 +38,7 @@ class OpenAiResponsesTest : public ::testing::Test {
 
   static testing::Run run(const Model& model, const LlmContext& context = testing::hello_context(),
                           const StreamOptions& options = {}, const PayloadHook& hook = {}) {
-    auto provider = make_openai_responses_provider(kKey);
+    auto provider = make_openai_responses_provider(kResponsesKey);
     return testing::run_provider(*provider, model, context, options, hook);
   }
 
@@ -83,7 +83,7 @@ TEST_F(OpenAiResponsesTest, PlainTextStreamsAsDeltasWithUsage) {
   auto requests = server.requests();
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests[0].target, "/v1/responses");
-  EXPECT_EQ(requests[0].header("authorization"), fmt::format("Bearer {}", kKey));
+  EXPECT_EQ(requests[0].header("authorization"), fmt::format("Bearer {}", kResponsesKey));
   EXPECT_EQ(requests[0].header("accept"), "text/event-stream");
   EXPECT_EQ(nlohmann::json::parse(requests[0].body), nlohmann::json::parse(R"({
     "model": "gpt-4.1",
@@ -383,7 +383,7 @@ TEST_F(OpenAiResponsesTest, AbortingMidStreamReturnsWithin50Milliseconds) {
   std::promise<std::pair<testing::Run, Clock::time_point>> finished;
   bool signalled = false;
   std::jthread client([&] {
-    auto provider = make_openai_responses_provider(kKey);
+    auto provider = make_openai_responses_provider(kResponsesKey);
     testing::Run run = testing::run_provider(*provider, model, testing::hello_context(), {}, {}, stop.get_token(),
                                              [&](const ProviderEvent& event) {
                                                if (event.type == ProviderEvent::Type::text_delta && !signalled) {
@@ -413,16 +413,16 @@ TEST_F(OpenAiResponsesTest, TheApiKeyAppearsInNoErrorMessageOrEvent) {
   std::vector<ScriptedResponse> scripts;
   scripts.push_back(testing::error_script(
       401, "Unauthorized",
-      fmt::format(R"({{"error":{{"message":"Incorrect API key provided: {}.","type":"invalid_request_error","code":"invalid_api_key"}}}})", kKey)));
+      fmt::format(R"({{"error":{{"message":"Incorrect API key provided: {}.","type":"invalid_request_error","code":"invalid_api_key"}}}})", kResponsesKey)));
   ScriptedResponse in_stream;
   in_stream.headers = {{"Content-Type", "text/event-stream"}};
-  in_stream.body = {{.bytes = fmt::format("event: error\ndata: {{\"type\":\"error\",\"code\":\"invalid_api_key\",\"message\":\"key {} revoked\"}}\n\n", kKey)}};
+  in_stream.body = {{.bytes = fmt::format("event: error\ndata: {{\"type\":\"error\",\"code\":\"invalid_api_key\",\"message\":\"key {} revoked\"}}\n\n", kResponsesKey)}};
   scripts.push_back(in_stream);
   ScriptedResponse failed = in_stream;
-  failed.body = {{.bytes = fmt::format("data: {{\"type\":\"response.failed\",\"response\":{{\"status\":\"failed\",\"error\":{{\"code\":\"server_error\",\"message\":\"with {}\"}}}}}}\n\n", kKey)}};
+  failed.body = {{.bytes = fmt::format("data: {{\"type\":\"response.failed\",\"response\":{{\"status\":\"failed\",\"error\":{{\"code\":\"server_error\",\"message\":\"with {}\"}}}}}}\n\n", kResponsesKey)}};
   scripts.push_back(failed);
   ScriptedResponse malformed = in_stream;
-  malformed.body = {{.bytes = fmt::format("data: {{{}\n\n", kKey)}};
+  malformed.body = {{.bytes = fmt::format("data: {{{}\n\n", kResponsesKey)}};
   scripts.push_back(malformed);
 
   for (const ScriptedResponse& script : scripts) {
@@ -430,9 +430,9 @@ TEST_F(OpenAiResponsesTest, TheApiKeyAppearsInNoErrorMessageOrEvent) {
     testing::Run run = this->run(model_at(server));
     ASSERT_EQ(run.response.message.stop_reason, StopReason::error);
     const std::string& text = *run.response.message.error_message;
-    EXPECT_EQ(text.find(kKey), std::string::npos) << text;
+    EXPECT_EQ(text.find(kResponsesKey), std::string::npos) << text;
     EXPECT_NE(text.find("[redacted]"), std::string::npos) << text;
-    for (const std::string& event : run.events) EXPECT_EQ(event.find(kKey), std::string::npos) << event;
+    for (const std::string& event : run.events) EXPECT_EQ(event.find(kResponsesKey), std::string::npos) << event;
   }
 }
 

@@ -19,7 +19,7 @@
 namespace cairn::testing {
 namespace {
 
-constexpr const char* kKey = "sk-cairn-wire-7f3a9c1d5e";
+constexpr const char* kWireKey = "sk-cairn-wire-7f3a9c1d5e";
 
 struct WireCase {
   std::string api;
@@ -70,7 +70,7 @@ TEST_P(WireHarnessTest, AToolRunThroughTheWireRetriesA429AndNeverShowsTheKey) {
       // "Incorrect API key provided: sk-…" does.
       json_error(401, "Unauthorized",
                  std::string(R"({"error":{"type":"authentication_error","message":"Incorrect API key provided: )") +
-                     kKey + R"("}})"),
+                     kWireKey + R"("}})"),
   });
 
   auto store = open_store("memory:");
@@ -79,7 +79,7 @@ TEST_P(WireHarnessTest, AToolRunThroughTheWireRetriesA429AndNeverShowsTheKey) {
   ASSERT_TRUE(session);
   Model model{.provider = "wire", .id = "test-model", .api = wire.api, .context_window = 200000, .max_tokens = 4096};
   model.base_url = server.url("/v1");
-  auto provider = make_wire_provider(wire.api, kKey);
+  auto provider = make_wire_provider(wire.api, kWireKey);
   ASSERT_TRUE(provider);
   HarnessOptions options;
   options.session = *session;
@@ -126,7 +126,7 @@ TEST_P(WireHarnessTest, AToolRunThroughTheWireRetriesA429AndNeverShowsTheKey) {
   for (const auto& request : requests) {
     const auto sent = request.header(wire.key_header);
     ASSERT_TRUE(sent) << wire.key_header;
-    EXPECT_NE(sent->find(kKey), std::string::npos);  // the key is used…
+    EXPECT_NE(sent->find(kWireKey), std::string::npos);  // the key is used…
   }
   EXPECT_NE(requests[2].body.find("get_weather of"), std::string::npos);  // the results went back
 
@@ -134,13 +134,13 @@ TEST_P(WireHarnessTest, AToolRunThroughTheWireRetriesA429AndNeverShowsTheKey) {
   RunResult failed = harness.main().prompt("again");
   ASSERT_FALSE(failed.ok());
   ASSERT_TRUE(failed.error);
-  EXPECT_EQ(failed.error->message.find(kKey), std::string::npos) << failed.error->message;
+  EXPECT_EQ(failed.error->message.find(kWireKey), std::string::npos) << failed.error->message;
 
   // …and shown nowhere.
   auto all = (*session)->get_log();
   ASSERT_TRUE(all);
-  for (const LogLine& line : *all) EXPECT_EQ(line.json.find(kKey), std::string::npos) << line.json;
-  for (const std::string& event : events) EXPECT_EQ(event.find(kKey), std::string::npos) << event;
+  for (const LogLine& line : *all) EXPECT_EQ(line.json.find(kWireKey), std::string::npos) << line.json;
+  for (const std::string& event : events) EXPECT_EQ(event.find(kWireKey), std::string::npos) << event;
   EXPECT_GT(events.size(), 10u);
 }
 
