@@ -9,6 +9,7 @@
 // anywhere, not just at an append.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -19,7 +20,10 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <atomic>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <random>
 #include <set>
@@ -55,7 +59,9 @@ struct ChildRun {
 ChildRun run_and_kill(const std::vector<std::string>& args, int run_ms, std::optional<std::string> until = {}) {
   ChildRun run;
   int fds[2];
-  if (::pipe(fds) != 0) return run;
+  // Close-on-exec: a child spawned meanwhile by the other thread must not
+  // hold this pipe open (dup2 onto stdout clears the flag for our child).
+  if (::pipe2(fds, O_CLOEXEC) != 0) return run;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
@@ -303,12 +309,25 @@ struct Totals {
   int replays = 0;
   std::int64_t records = 0;
   std::map<std::string, int> landings;
+
+  void add(const Totals& other) {
+    kills += other.kills;
+    runs_finished += other.runs_finished;
+    child_resumes += other.child_resumes;
+    parent_resumes += other.parent_resumes;
+    left_to_child += other.left_to_child;
+    interrupted += other.interrupted;
+    replays += other.replays;
+    records += other.records;
+    for (const auto& [type, n] : other.landings) landings[type] += n;
+  }
 };
 
 // One session, `kills` kills: spawn, wait a random instant, SIGKILL, then
 // reopen as a restarted process would, resume and check.
-void crash_session(const fs::path& dir, int index, int kills, int window_ms, std::mt19937_64& rng, Totals& totals) {
-  const std::string file = (dir / "h.db").string();
+// Sessions are independent (a file each), so several run at once.
+void crash_session(const fs::path& dir, int index, int kills, int window_ms, std::mt19937_64 rng, Totals& totals) {
+  const std::string file = (dir / fmt::format("h-{}.db", index)).string();
   const std::string uri = "sqlite:" + file;
   const fs::path markers = dir / fmt::format("markers-{}", index);
   fs::create_directories(markers);
@@ -416,10 +435,23 @@ TEST(HarnessProcessCrash, SigkillAtRandomInstantsAlwaysResumes) {
   const int window_ms = std::max(40, run_ms * 3 / 4);
   std::printf("[ crash    ] harness seed %llu (CAIRN_HARNESS_CRASH_SEED to replay it), one run %d ms, kills 0-%d ms after start\n",
               static_cast<unsigned long long>(seed), run_ms, window_ms);
-  std::mt19937_64 rng(seed);
+  // Two sessions at a time: each kill waits on a child, so one session
+  // alone leaves a core idle, and this test is the longest of the suite.
+  // Each session has its own random stream, seeded from `seed` and its index.
   Totals totals;
-  for (int index = 0; index < kSessions && !::testing::Test::HasFailure(); ++index) {
-    crash_session(dir.path(), index, kKillsPerSession, window_ms, rng, totals);
+  std::mutex totals_mu;
+  std::atomic<int> next_session{0};
+  const auto work = [&] {
+    for (int index; (index = next_session++) < kSessions && !::testing::Test::HasFailure();) {
+      Totals own;
+      crash_session(dir.path(), index, kKillsPerSession, window_ms, std::mt19937_64(seed + static_cast<std::uint64_t>(index)), own);
+      const std::lock_guard lock(totals_mu);
+      totals.add(own);
+    }
+  };
+  {
+    std::jthread second(work);
+    work();
   }
   EXPECT_GE(totals.kills, kSessions * kKillsPerSession);
   // Not a vacuous pass: kills did cut runs, and some cut a replay-never tool.
