@@ -73,7 +73,7 @@ double append_rate(Store& store, int writers, double duration) {
   std::shared_ptr<Session> session = *created;
   for (int w = 0; w < writers; ++w) {
     const std::string ref = fmt::format("w{}", w);
-    session->append(testing::harness(RefCreated{ref, std::nullopt}, ref));
+    if (!session->append(testing::harness(RefCreated{ref, std::nullopt}, ref))) return 0;
   }
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> total{0};

@@ -85,8 +85,7 @@ int child_main() {
     if (::write(STDOUT_FILENO, bytes.data(), bytes.size()) < 0) std::_Exit(1);
     return true;
   };
-  cairn::tools::run_process(spec);
-  return 0;
+  return cairn::tools::run_process(spec).end == cairn::tools::ProcessOutcome::End::exited ? 0 : 1;
 }
 
 // One round: the child runs the command until its group has all six

@@ -3,6 +3,8 @@
 // writes). Whatever is accepted is in the log when the call returns
 // (invariant 8); an accepted operation then runs its procedure on the
 // calling thread (run_operation).
+#include <cassert>
+
 #include <fmt/format.h>
 
 #include "model_output.hpp"
@@ -40,12 +42,24 @@ Json queue_lists(const RefRuntime& rt) {
           {"nextRun", queued_messages(rt.next_run)}};
 }
 
+std::optional<Error> HarnessCore::fold_own(RefRuntime& rt, const Record& record) {
+  mu.assert_held();
+  auto folded = reduce(*rt.op, record);
+  // Invariant: the harness built `record` for this operation, so the fold
+  // accepts it. A refusal means the state in memory no longer matches the
+  // log: a bug, caught here in a debug build; a release build faults.
+  assert(folded && "the fold refused a record the harness built");
+  if (folded) return std::nullopt;
+  return Error{Errc::internal_error, fmt::format("the state of run '{}' does not match its log: {}", rt.op->id,
+                                                folded.error().message)};
+}
+
 std::optional<HarnessCore::Refusal> HarnessCore::refusal(const RefRuntime& rt, bool check_ref) const {
   mu.assert_held();
-  if (closed) return Refusal{Outcome::rejected, rejection("closed", "the harness is closed")};
-  if (faulted) return Refusal{Outcome::faulted, rejection("faulted", "the harness is faulted: appends stopped working")};
+  if (closed) return Refusal{Outcome::rejected, Error(Errc::closed, "the harness is closed")};
+  if (faulted) return Refusal{Outcome::faulted, Error(Errc::faulted, "the harness is faulted: appends stopped working")};
   if (check_ref && rt.deleted) {
-    return Refusal{Outcome::rejected, rejection("unknown_ref", fmt::format("ref '{}' was deleted", rt.name))};
+    return Refusal{Outcome::rejected, Error(Errc::unknown_ref, fmt::format("ref '{}' was deleted", rt.name))};
   }
   return std::nullopt;
 }
@@ -56,7 +70,7 @@ std::optional<HarnessCore::Refusal> HarnessCore::reserve(RefRuntime& rt) {
   std::lock_guard lock(mu);
   if (auto refused = refusal(rt)) return refused;
   if (rt.op || rt.active) {
-    return Refusal{Outcome::rejected, rejection("busy", fmt::format("ref '{}' already has an {} operation", rt.name,
+    return Refusal{Outcome::rejected, Error(Errc::busy, fmt::format("ref '{}' already has an {} operation", rt.name,
                                                                     rt.active ? "active" : "suspended"))};
   }
   rt.active = true;
@@ -100,10 +114,10 @@ std::optional<Error> invalid_prompt(const std::vector<AgentMessage>& messages) {
   for (std::size_t i = 0; i < messages.size(); ++i) {
     const AgentMessage& message = messages[i];
     if (!user_side(message)) {
-      return rejection("invalid_message", fmt::format("a prompt takes user or custom messages, not '{}'", role_of(message)));
+      return Error(Errc::invalid_message, fmt::format("a prompt takes user or custom messages, not '{}'", role_of(message)));
     }
     const std::string what = messages.size() == 1 ? "the prompt" : fmt::format("message {} of the prompt", i + 1);
-    if (auto invalid = invalid_text(encode(message), what, "invalid_message")) return invalid;
+    if (auto invalid = invalid_text(encode(message), what, Errc::invalid_message)) return invalid;
   }
   return std::nullopt;
 }
@@ -162,7 +176,7 @@ RunIntent HarnessCore::before_run(const RefRuntime& rt, const std::vector<AgentM
     if (!out) return;
     for (auto& message : out->messages) {
       // The log could not hold it: left out, and said so.
-      if (auto invalid = invalid_text(encode(message), "a message it returned", "invalid_message")) {
+      if (auto invalid = invalid_text(encode(message), "a message it returned", Errc::invalid_message)) {
         report_handler_error(rt.name, std::nullopt, "hook", "before_run", invalid->message);
         continue;
       }
@@ -186,7 +200,7 @@ RunIntent HarnessCore::before_run(const RefRuntime& rt, const std::vector<AgentM
 RunResult HarnessCore::run_structural(const std::shared_ptr<RefRuntime>& rt, OperationIntent intent) {
   const std::string kind(op_kind(intent));
   if (auto invalid = invalid_text(encode(HarnessRecord{.body = OperationStarted{.intent = intent}}),
-                                  fmt::format("the {}'s options", kind), "invalid_message")) {
+                                  fmt::format("the {}'s options", kind), Errc::invalid_message)) {
     return RunResult{.outcome = Outcome::rejected, .kind = kind, .error = std::move(invalid)};
   }
   if (auto refused = reserve(*rt)) return RunResult{.outcome = refused->outcome, .kind = kind, .error = std::move(refused->error)};
@@ -209,7 +223,7 @@ RunResult HarnessCore::navigate(const std::shared_ptr<RefRuntime>& rt, const std
   if (!target) return RunResult{.outcome = Outcome::faulted, .kind = "navigation", .error = target.error()};
   if (!*target) {
     return RunResult{.outcome = Outcome::rejected, .kind = "navigation",
-                     .error = rejection("unknown_entry", fmt::format("no entry '{}' to navigate to", target_id))};
+                     .error = Error(Errc::unknown_entry, fmt::format("no entry '{}' to navigate to", target_id))};
   }
   // A user message as the target: the leaf goes to its parent, and its text
   // comes back for editing (a new prompt then branches off there).
@@ -259,7 +273,7 @@ std::optional<Error> HarnessCore::unresumable(const RefRuntime& rt) const {
     const auto& seqs = rt.suspended->damaged->placeholders;
     std::string listed;
     for (std::size_t i = 0; i < seqs.size() && i < 5; ++i) listed += fmt::format("{}{}", i ? ", " : "", seqs[i]);
-    return rejection("damaged_log", fmt::format("run '{}' was open where the log was damaged and repaired "
+    return Error(Errc::damaged_log, fmt::format("run '{}' was open where the log was damaged and repaired "
                                                 "(placeholders at seq {}{}): a tool of it may have started "
                                                 "there, so it is not resumed; abort ends it",
                                                 op.id, listed, seqs.size() > 5 ? ", ..." : ""));
@@ -269,7 +283,7 @@ std::optional<Error> HarnessCore::unresumable(const RefRuntime& rt) const {
   std::string named;
   for (const auto& t : missing.tools) named += fmt::format("{}tool {}", named.empty() ? "" : ", ", t);
   for (const auto& m : missing.models) named += fmt::format("{}model {}", named.empty() ? "" : ", ", m);
-  return rejection("missing_identities", fmt::format("the log of run '{}' names what this harness lacks: {}", op.id, named));
+  return Error(Errc::missing_identities, fmt::format("the log of run '{}' names what this harness lacks: {}", op.id, named));
 }
 
 // What before_resume is told of the operation. Called with mu held.
@@ -300,7 +314,7 @@ RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
     }
     if (!rt->op || rt->active) {
       return RunResult{.outcome = Outcome::rejected,
-                       .error = rejection(rt->active ? "busy" : "not_suspended",
+                       .error = Error(rt->active ? Errc::busy : Errc::not_suspended,
                                           fmt::format("ref '{}' has no suspended operation", rt->name))};
     }
     if (auto refused = unresumable(*rt)) {
@@ -323,19 +337,20 @@ AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
   AbortResult result;
   bool suspended_op = false;
   std::int64_t seq = -1;
+  std::optional<Error> fold_error;
   {
     std::lock_guard ref_lock(rt->ref_mu);
     std::string run_id;
     {
       std::lock_guard lock(mu);
-      if (faulted) return AbortResult{.outcome = Outcome::faulted, .error = rejection("faulted", "the harness is faulted: appends stopped working")};
+      if (faulted) return AbortResult{.outcome = Outcome::faulted, .error = Error(Errc::faulted, "the harness is faulted: appends stopped working")};
       if (!rt->op || rt->finishing) return result;  // idle: nothing to abort
       result.run_id = rt->op->id;
       if (rt->op->cancelled) return result;  // already cancelling
       run_id = rt->op->id;
       suspended_op = !rt->active;
       if (suspended_op) {
-        if (closed) return AbortResult{.outcome = Outcome::rejected, .error = rejection("closed", "the harness is closed")};
+        if (closed) return AbortResult{.outcome = Outcome::rejected, .error = Error(Errc::closed, "the harness is closed")};
         rt->active = true;
         rt->suspended.reset();
       }
@@ -351,11 +366,15 @@ AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
     }
     seq = appended->first_seq;
     std::lock_guard lock(mu);
-    (void)reduce(*rt->op, Record{.seq = seq, .body = record});
+    fold_error = fold_own(*rt, Record{.seq = seq, .body = record});
     rt->status = OperationStatus::cancelling;
     result.cleared_steer = messages_of(rt->op->pending_steer);
     result.cleared_follow_up = messages_of(rt->op->pending_follow_up);
     rt->cancel.request_stop();
+  }
+  if (fold_error) {
+    enter_fault(*fold_error);
+    return AbortResult{.outcome = Outcome::faulted, .run_id = result.run_id, .error = std::move(fold_error)};
   }
   Json cleared_steer = Json::array(), cleared_follow_up = Json::array();
   for (const auto& m : result.cleared_steer) cleared_steer.push_back(encode(m));
@@ -383,17 +402,18 @@ AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
 QueueResult HarnessCore::enqueue(const std::shared_ptr<RefRuntime>& rt, QueueKind queue, AgentMessage message) {
   if (!user_side(message)) {
     return QueueResult{Outcome::rejected,
-                       rejection("invalid_message", fmt::format("queues take user or custom messages, not '{}'", role_of(message)))};
+                       Error(Errc::invalid_message, fmt::format("queues take user or custom messages, not '{}'", role_of(message)))};
   }
   const std::string what = queue == QueueKind::steer       ? "the steering message"
                            : queue == QueueKind::follow_up ? "the follow-up message"
                                                            : "the next-run message";
-  if (auto invalid = invalid_text(encode(message), what, "invalid_message")) {
+  if (auto invalid = invalid_text(encode(message), what, Errc::invalid_message)) {
     return QueueResult{Outcome::rejected, std::move(*invalid)};
   }
   std::int64_t seq;
   Json data;
   std::optional<std::string> run_id;
+  std::optional<Error> fold_error;
   {
     std::lock_guard ref_lock(rt->ref_mu);
     {
@@ -402,7 +422,7 @@ QueueResult HarnessCore::enqueue(const std::shared_ptr<RefRuntime>& rt, QueueKin
       if (queue != QueueKind::next_run) {
         if (!rt->op || !rt->active || rt->op->cancelled || rt->finishing || rt->op->kind != OperationKind::run) {
           return QueueResult{Outcome::rejected,
-                             rejection("no_active_run", fmt::format("ref '{}' has no active run to {}", rt->name,
+                             Error(Errc::no_active_run, fmt::format("ref '{}' has no active run to {}", rt->name,
                                                                     queue == QueueKind::steer ? "steer" : "follow up"))};
         }
         run_id = rt->op->id;
@@ -420,11 +440,15 @@ QueueResult HarnessCore::enqueue(const std::shared_ptr<RefRuntime>& rt, QueueKin
     seq = appended->first_seq;
     std::lock_guard lock(mu);
     if (run_id) {
-      (void)reduce(*rt->op, Record{.seq = seq, .body = record});
+      fold_error = fold_own(*rt, Record{.seq = seq, .body = record});
     } else {
       rt->next_run.push_back(std::get<QueueEnqueued>(record.body).target);
     }
     data = queue_lists(*rt);
+  }
+  if (fold_error) {
+    enter_fault(*fold_error);
+    return QueueResult{Outcome::faulted, std::move(fold_error)};
   }
   publish(Event{"queue_update", rt->name, run_id, seq, std::move(data)});
   return QueueResult{};
@@ -435,12 +459,13 @@ QueueResult HarnessCore::enqueue(const std::shared_ptr<RefRuntime>& rt, QueueKin
 Result<std::string> HarnessCore::write(const std::shared_ptr<RefRuntime>& rt, TreeEntry entry) {
   const bool message = std::holds_alternative<MessageBody>(entry.body);
   if (auto invalid = invalid_text(encode(entry), message ? "the message" : "the entry",
-                                  message ? "invalid_message" : "invalid_entry")) {
+                                  message ? Errc::invalid_message : Errc::invalid_entry)) {
     return std::unexpected(std::move(*invalid));
   }
   if (entry.id.empty()) entry.id = session->new_entry_id();
   std::int64_t seq;
   std::optional<std::string> run_id;
+  std::optional<Error> fold_error;
   {
     std::lock_guard ref_lock(rt->ref_mu);
     {
@@ -468,8 +493,12 @@ Result<std::string> HarnessCore::write(const std::shared_ptr<RefRuntime>& rt, Tr
     seq = appended->first_seq;
     if (run_id) {
       std::lock_guard lock(mu);
-      (void)reduce(*rt->op, Record{.seq = seq, .body = record.body});
+      fold_error = fold_own(*rt, Record{.seq = seq, .body = record.body});
     }
+  }
+  if (fold_error) {
+    enter_fault(*fold_error);
+    return std::unexpected(std::move(*fold_error));
   }
   if (run_id) {
     publish(Event{"write_pending", rt->name, run_id, seq, {{"entryId", entry.id}, {"entry", encode_provisioned(entry)}}});

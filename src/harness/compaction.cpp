@@ -275,9 +275,9 @@ CutPoint find_cut_point(const std::vector<TreeEntry>& path, std::size_t start, s
 }
 
 Result<CompactionPreparation> prepare_compaction(const std::vector<TreeEntry>& path, const CompactionSettings& settings) {
-  if (path.empty()) return fail("nothing_to_compact", "the branch is empty");
+  if (path.empty()) return fail(Errc::nothing_to_compact, "the branch is empty");
   if (std::holds_alternative<Compaction>(path.back().body)) {
-    return fail("nothing_to_compact", "the branch was just compacted: nothing was added since");
+    return fail(Errc::nothing_to_compact, "the branch was just compacted: nothing was added since");
   }
   std::optional<std::size_t> previous;
   for (std::size_t i = path.size(); i-- > 0;) {
@@ -320,7 +320,7 @@ Result<CompactionPreparation> prepare_compaction(const std::vector<TreeEntry>& p
   collect(start, history_end, prep.messages_to_summarize);
   if (cut.split_turn()) collect(*cut.turn_start, cut.first_kept, prep.turn_prefix_messages);
   if (prep.messages_to_summarize.empty() && prep.turn_prefix_messages.empty()) {
-    return fail("nothing_to_compact", fmt::format("everything on the branch fits in keep_recent_tokens ({}): "
+    return fail(Errc::nothing_to_compact, fmt::format("everything on the branch fits in keep_recent_tokens ({}): "
                                                   "compacting would shed nothing",
                                                   settings.keep_recent_tokens));
   }
@@ -336,7 +336,7 @@ Result<CompactionPreparation> prepare_compaction(const std::vector<TreeEntry>& p
         if (const auto* call = std::get_if<ToolCall>(&block)) kept_calls.insert(call->id);
       }
     } else if (const auto* result = std::get_if<ToolResultMessage>(message); result && !kept_calls.contains(result->tool_call_id)) {
-      return fail("would_split_tool_call", fmt::format("cutting before entry '{}' would keep the result of tool call "
+      return fail(Errc::would_split_tool_call, fmt::format("cutting before entry '{}' would keep the result of tool call "
                                                        "'{}' without the call",
                                                        prep.first_kept_entry_id, result->tool_call_id));
     }

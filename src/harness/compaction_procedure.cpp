@@ -20,7 +20,7 @@ std::vector<TreeEntry> branch_since_compaction(Session& session, const std::stri
   for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
     auto entry = session.get_entry(*it);
     if (!entry) throw AppendFailed{entry.error()};
-    if (!*entry) throw AppendFailed{Error{"corrupt_log", fmt::format("entry '{}' on the branch cannot be read", *it)}};
+    if (!*entry) throw AppendFailed{Error{Errc::corrupt_log, fmt::format("entry '{}' on the branch cannot be read", *it)}};
     path.push_back(std::move(**entry));
     if (kept && path.back().id == *kept) break;
     if (const auto* compaction = std::get_if<Compaction>(&path.back().body); compaction && !kept) {
@@ -46,7 +46,7 @@ class CompactionProcedure final : public Operation {
     check_cancelled();
     if (auto seq = core_.session->seq_of(intent.result_entry_id)) {
       auto record = core_.session->get_record(*seq);
-      if (!record || !*record) throw AppendFailed{record ? Error{"corrupt_log", "the compaction entry vanished"} : record.error()};
+      if (!record || !*record) throw AppendFailed{record ? Error{Errc::corrupt_log, "the compaction entry vanished"} : record.error()};
       entry_ = std::get<TreeEntry>((*record)->body);
       from_hook_ = std::get<Compaction>(entry_->body).from_hook.value_or(false);
     } else {

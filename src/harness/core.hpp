@@ -132,6 +132,10 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
     Error error;
   };
   std::optional<Refusal> refusal(const RefRuntime& rt, bool check_ref = true) const;
+  // Folds a record this harness has just appended for `rt`'s open operation
+  // into its state (called with mu held). An error (never expected: see the
+  // definition) is for the caller to fault with, once mu is released.
+  [[nodiscard]] std::optional<Error> fold_own(RefRuntime& rt, const Record& record);
 
   // Marks the harness faulted and tells everyone, once.
   void enter_fault(const Error& error);
@@ -201,10 +205,8 @@ Json queue_lists(const RefRuntime& rt);
 // The messages of queued items.
 std::vector<AgentMessage> messages_of(const std::vector<ProvisionedEntry>& items);
 
-// Rejections and faults, as results.
-Error rejection(std::string code, std::string message);
 // A rejection (`code`) of input the log could not hold, because a string
 // in `encoded` is not valid UTF-8: it names `what`, the field and the byte.
-std::optional<Error> invalid_text(const Json& encoded, std::string_view what, std::string code);
+std::optional<Error> invalid_text(const Json& encoded, std::string_view what, Errc code);
 
 }  // namespace cairn

@@ -121,7 +121,7 @@ Operation::Attempt Operation::begin_attempt(const std::function<Error(const Atte
   }
   if (attempt.number > attempt.policy.max_attempts) throw RunFailed{exhausted(attempt)};
   if (!attempt.served) {
-    throw RunFailed{Error{"unknown_model", fmt::format("model '{}/{}' is not configured", model.provider, model.model_id)}};
+    throw RunFailed{Error{Errc::unknown_model, fmt::format("model '{}/{}' is not configured", model.provider, model.model_id)}};
   }
   attempt.options.thinking_level = attempt.config.thinking_level;
   return attempt;
@@ -151,7 +151,7 @@ void Operation::back_off(Purpose purpose, const Attempt& attempt, const AttemptF
 }
 
 std::vector<std::string> Operation::generate(Purpose purpose, const std::vector<SummaryRequest>& requests) {
-  const std::string failed_code = std::string(purpose_name(purpose)) + "_failed";
+  const Errc failed_code = purpose == Purpose::compaction ? Errc::compaction_failed : Errc::branch_summary_failed;
   return generation_cycle<std::vector<std::string>>(
       purpose,
       [&](const Attempt& attempt) -> AttemptOutcome<std::vector<std::string>> {

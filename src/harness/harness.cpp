@@ -33,12 +33,10 @@ std::string_view to_string(OperationStatus status) {
   return "unknown";
 }
 
-Error rejection(std::string code, std::string message) { return Error{std::move(code), std::move(message)}; }
-
-std::optional<Error> invalid_text(const Json& encoded, std::string_view what, std::string code) {
+std::optional<Error> invalid_text(const Json& encoded, std::string_view what, Errc code) {
   auto invalid = find_invalid_utf8(encoded);
   if (!invalid) return std::nullopt;
-  return rejection(std::move(code), invalid->describe(what));
+  return Error(code, invalid->describe(what));
 }
 
 std::vector<AgentMessage> messages_of(const std::vector<ProvisionedEntry>& items) {
@@ -135,7 +133,7 @@ Result<SuspendedOperation> HarnessCore::restore_operation(RefRuntime& rt, const 
   auto record = seq ? session->get_record(*seq) : Result<std::optional<Record>>(std::nullopt);
   if (!record) return std::unexpected(record.error());
   if (!*record || !std::holds_alternative<HarnessRecord>((*record)->body)) {
-    return fail("corrupt_log", fmt::format("ref '{}': its open operation '{}' has no operation_started record",
+    return fail(Errc::corrupt_log, fmt::format("ref '{}': its open operation '{}' has no operation_started record",
                                            rt.name, open_id));
   }
   const auto& started = std::get<HarnessRecord>((*record)->body);
@@ -288,12 +286,12 @@ void HarnessCore::became_idle(RefRuntime& rt, std::vector<std::function<void()>>
 // ---- AgentHarness -----------------------------------------------------------
 
 Result<AgentHarness::Created> AgentHarness::create(HarnessOptions options) {
-  if (!options.session) return fail("invalid_argument", "the harness needs a session");
-  if (options.session->read_only()) return fail("read_only", "the harness needs a session opened for writing");
+  if (!options.session) return fail(Errc::invalid_argument, "the harness needs a session");
+  if (options.session->read_only()) return fail(Errc::read_only, "the harness needs a session opened for writing");
   std::map<std::string, std::shared_ptr<const ArgumentValidator>, std::less<>> validators;
   for (const auto& tool : options.tools) {
     auto validator = ArgumentValidator::compile(tool.parameters);
-    if (!validator) return fail("invalid_argument", fmt::format("tool {}: {}", tool.name, validator.error().message));
+    if (!validator) return fail(Errc::invalid_argument, fmt::format("tool {}: {}", tool.name, validator.error().message));
     validators[tool.name] = std::make_shared<const ArgumentValidator>(std::move(*validator));
   }
   auto core = std::make_shared<HarnessCore>(std::move(options));
@@ -316,17 +314,17 @@ std::optional<AgentRef> AgentHarness::ref(std::string_view name) const {
 }
 
 Result<AgentRef> AgentHarness::create_ref(std::string name, std::optional<std::string> at) {
-  if (name.empty()) return fail("invalid_argument", "a ref needs a name");
+  if (name.empty()) return fail(Errc::invalid_argument, "a ref needs a name");
   {
     std::lock_guard lock(core_->mu);
-    if (core_->closed) return fail("closed", "the harness is closed");
-    if (core_->faulted) return fail("faulted", "the harness is faulted: appends stopped working");
-    if (core_->refs.contains(name)) return fail("ref_exists", fmt::format("ref '{}' already exists", name));
+    if (core_->closed) return fail(Errc::closed, "the harness is closed");
+    if (core_->faulted) return fail(Errc::faulted, "the harness is faulted: appends stopped working");
+    if (core_->refs.contains(name)) return fail(Errc::ref_exists, fmt::format("ref '{}' already exists", name));
   }
   if (at) {
     auto entry = core_->session->get_entry(*at);
     if (!entry) return std::unexpected(entry.error());
-    if (!*entry) return fail("unknown_entry", fmt::format("ref '{}' cannot be anchored at '{}': no such entry", name, *at));
+    if (!*entry) return fail(Errc::unknown_entry, fmt::format("ref '{}' cannot be anchored at '{}': no such entry", name, *at));
   }
   auto rt = std::make_shared<RefRuntime>();
   rt->name = name;
@@ -347,18 +345,18 @@ Result<AgentRef> AgentHarness::create_ref(std::string name, std::optional<std::s
 }
 
 Status AgentHarness::delete_ref(const std::string& name) {
-  if (name == "main") return fail("main_ref", "ref main cannot be deleted");
+  if (name == "main") return fail(Errc::main_ref, "ref main cannot be deleted");
   auto rt = core_->find_ref(name);
-  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name));
+  if (!rt) return fail(Errc::unknown_ref, fmt::format("ref '{}' does not exist", name));
   std::int64_t seq;
   {
     std::lock_guard ref_lock(rt->ref_mu);
     {
       std::lock_guard lock(core_->mu);
-      if (core_->closed) return fail("closed", "the harness is closed");
-      if (core_->faulted) return fail("faulted", "the harness is faulted: appends stopped working");
+      if (core_->closed) return fail(Errc::closed, "the harness is closed");
+      if (core_->faulted) return fail(Errc::faulted, "the harness is faulted: appends stopped working");
       if (rt->op || rt->active) {
-        return fail("ref_active", fmt::format("ref '{}' has an {} operation", name, rt->active ? "active" : "suspended"));
+        return fail(Errc::ref_active, fmt::format("ref '{}' has an {} operation", name, rt->active ? "active" : "suspended"));
       }
     }
     HarnessRecord record{.id = core_->session->new_entry_id(), .ref = name, .timestamp = now_iso8601(),
@@ -403,7 +401,7 @@ Status AgentHarness::set_tools(std::vector<Tool> tools) {
   std::map<std::string, std::shared_ptr<const ArgumentValidator>, std::less<>> validators;
   for (const auto& tool : tools) {
     auto validator = ArgumentValidator::compile(tool.parameters);
-    if (!validator) return fail("invalid_argument", fmt::format("tool {}: {}", tool.name, validator.error().message));
+    if (!validator) return fail(Errc::invalid_argument, fmt::format("tool {}: {}", tool.name, validator.error().message));
     validators[tool.name] = std::make_shared<const ArgumentValidator>(std::move(*validator));
   }
   std::lock_guard lock(core_->mu);
@@ -472,7 +470,7 @@ template <class R>
 R unknown_ref(const std::string& name) {
   R result;
   result.outcome = Outcome::rejected;
-  result.error = rejection("unknown_ref", fmt::format("ref '{}' does not exist", name));
+  result.error = Error(Errc::unknown_ref, fmt::format("ref '{}' does not exist", name));
   return result;
 }
 }  // namespace
@@ -480,7 +478,7 @@ R unknown_ref(const std::string& name) {
 std::optional<std::string> AgentRef::leaf_id() const { return core_->session->leaf(name_); }
 
 Result<ForkResult> AgentRef::fork(Store& store, ForkOptions options) const {
-  if (!core_->find_ref(name_)) return fail("unknown_ref", fmt::format("no ref '{}'", name_));
+  if (!core_->find_ref(name_)) return fail(Errc::unknown_ref, fmt::format("no ref '{}'", name_));
   options.ref = name_;
   return store.fork(core_->session->id(), options);
 }
@@ -582,11 +580,11 @@ std::vector<std::string> AgentRef::active_tools() const {
 
 Result<std::string> AgentRef::set_model(const std::string& provider, const std::string& id) {
   auto rt = core_->find_ref(name_);
-  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name_));
+  if (!rt) return fail(Errc::unknown_ref, fmt::format("ref '{}' does not exist", name_));
   {
     std::lock_guard lock(core_->mu);
     if (!core_->options.models.find(provider, id)) {
-      return fail("unknown_model", fmt::format("model '{}/{}' is not configured", provider, id));
+      return fail(Errc::unknown_model, fmt::format("model '{}/{}' is not configured", provider, id));
     }
   }
   const Model previous = model();
@@ -603,10 +601,10 @@ Result<std::string> AgentRef::set_model(const std::string& provider, const std::
 Result<std::string> AgentRef::set_thinking_level(std::string level) {
   static const std::vector<std::string> levels = {"off", "minimal", "low", "medium", "high", "xhigh"};
   if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
-    return fail("invalid_argument", fmt::format("unknown thinking level '{}'", level));
+    return fail(Errc::invalid_argument, fmt::format("unknown thinking level '{}'", level));
   }
   auto rt = core_->find_ref(name_);
-  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name_));
+  if (!rt) return fail(Errc::unknown_ref, fmt::format("ref '{}' does not exist", name_));
   const std::string previous = thinking_level();
   auto written = core_->write(rt, TreeEntry{.body = ThinkingLevelChange{level}});
   if (written) {
@@ -618,13 +616,13 @@ Result<std::string> AgentRef::set_thinking_level(std::string level) {
 
 Result<std::string> AgentRef::set_active_tools(std::vector<std::string> names) {
   auto rt = core_->find_ref(name_);
-  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", name_));
+  if (!rt) return fail(Errc::unknown_ref, fmt::format("ref '{}' does not exist", name_));
   {
     std::lock_guard lock(core_->mu);
     for (const auto& name : names) {
       const bool known = std::any_of(core_->options.tools.begin(), core_->options.tools.end(),
                                      [&](const Tool& t) { return t.name == name; });
-      if (!known) return fail("unknown_tool", fmt::format("no tool named '{}' is registered", name));
+      if (!known) return fail(Errc::unknown_tool, fmt::format("no tool named '{}' is registered", name));
     }
   }
   const auto previous = active_tools();

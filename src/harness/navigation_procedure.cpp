@@ -120,7 +120,7 @@ class NavigationProcedure final : public Operation {
 
   TreeEntry entry_at(std::int64_t seq) {
     auto record = core_.session->get_record(seq);
-    if (!record || !*record) throw AppendFailed{record ? Error{"corrupt_log", fmt::format("seq {} vanished", seq)} : record.error()};
+    if (!record || !*record) throw AppendFailed{record ? Error{Errc::corrupt_log, fmt::format("seq {} vanished", seq)} : record.error()};
     return std::get<TreeEntry>((*record)->body);
   }
 

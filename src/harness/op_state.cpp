@@ -92,7 +92,7 @@ Status reduce(OpState& op, const Record& record) {
       op.tool_batch = batch.calls.empty() ? std::nullopt : std::optional<ToolBatch>(std::move(batch));
     } else if (const auto* result = std::get_if<ToolResultMessage>(&body->message)) {
       if (!op.tool_batch) {
-        return fail("corrupt_log", fmt::format("seq {}: a tool result for call '{}' follows no tool call of run '{}'",
+        return fail(Errc::corrupt_log, fmt::format("seq {}: a tool result for call '{}' follows no tool call of run '{}'",
                                                record.seq, result->tool_call_id, op.id));
       }
       auto& calls = op.tool_batch->calls;
@@ -100,7 +100,7 @@ Status reduce(OpState& op, const Record& record) {
         return c.call_id == result->tool_call_id && !c.result_exists;
       });
       if (it == calls.end()) {
-        return fail("corrupt_log", fmt::format("seq {}: tool result for call '{}', which the run's newest tool batch "
+        return fail(Errc::corrupt_log, fmt::format("seq {}: tool result for call '{}', which the run's newest tool batch "
                                                "does not hold or has already answered",
                                                record.seq, result->tool_call_id));
       }
@@ -117,13 +117,13 @@ Status reduce(OpState& op, const Record& record) {
           op.cancelled = true;
         } else if constexpr (std::is_same_v<B, GenerationStarted>) {
           if (body.attempt != op.request_attempts + 1) {
-            return fail("corrupt_log", fmt::format("seq {}: generation_started attempt {} where attempt {} was due",
+            return fail(Errc::corrupt_log, fmt::format("seq {}: generation_started attempt {} where attempt {} was due",
                                                    record.seq, body.attempt, op.request_attempts + 1));
           }
           op.request_attempts = body.attempt;
         } else if constexpr (std::is_same_v<B, ToolStarted>) {
           if (!op.tool_batch || op.tool_batch->assistant_entry_id != body.assistant_entry_id) {
-            return fail("corrupt_log", fmt::format("seq {}: tool_started for assistant entry '{}', which is not the "
+            return fail(Errc::corrupt_log, fmt::format("seq {}: tool_started for assistant entry '{}', which is not the "
                                                    "run's newest tool batch",
                                                    record.seq, body.assistant_entry_id));
           }
@@ -131,7 +131,7 @@ Status reduce(OpState& op, const Record& record) {
           auto it = std::find_if(calls.begin(), calls.end(),
                                  [&](const ToolCallState& c) { return c.index == body.tool_index; });
           if (it == calls.end() || it->call_id != body.tool_call_id || it->started) {
-            return fail("corrupt_log", fmt::format("seq {}: tool_started for call '{}' at index {}, which the batch "
+            return fail(Errc::corrupt_log, fmt::format("seq {}: tool_started for call '{}' at index {}, which the batch "
                                                    "does not hold or has already started",
                                                    record.seq, body.tool_call_id, body.tool_index));
           }

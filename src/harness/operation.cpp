@@ -46,7 +46,7 @@ RunResult Operation::run() {
   } catch (const AppendFailed& failure) {
     return fault(failure.error);
   } catch (const std::exception& e) {
-    return fault(Error{"internal_error", fmt::format("run '{}' stopped on an unexpected error: {}", run_id_, e.what())});
+    return fault(Error{Errc::internal_error, fmt::format("run '{}' stopped on an unexpected error: {}", run_id_, e.what())});
   }
 }
 

@@ -24,7 +24,7 @@ AssistantMessage RunProcedure::request_assistant() {
 Error RunProcedure::retries_exhausted(const Attempt& attempt) {
   auto message = error_message(attempt.config.model, fmt::format("retries exhausted: {} attempts failed", attempt.number - 1));
   append_entry(message_entry(message));
-  return Error{"retries_exhausted", *message.error_message};
+  return Error{Errc::retries_exhausted, *message.error_message};
 }
 
 Operation::AttemptOutcome<AssistantMessage> RunProcedure::request_attempt(const Attempt& attempt) {
@@ -205,9 +205,9 @@ Operation::AttemptOutcome<AssistantMessage> RunProcedure::handle_response(Provid
       if (auto_compact("overflow")) return AttemptAgain{};
     }
     const std::string what = message.error_message.value_or("the provider failed");
-    const std::string code = response.retryable          ? "retries_exhausted"
-                             : response.context_overflow ? "context_overflow"
-                                                         : "provider_error";
+    const Errc code = response.retryable          ? Errc::retries_exhausted
+                      : response.context_overflow ? Errc::context_overflow
+                                                  : Errc::provider_error;
     return AttemptFailed{.retryable = response.retryable,
                          .retry_after_ms = response.retry_after_ms,
                          .what = what,

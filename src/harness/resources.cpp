@@ -43,7 +43,7 @@ RunResult AgentRef::skill(const std::string& name, const std::string& additional
   }
   if (!found) {
     return RunResult{.outcome = Outcome::rejected,
-                     .error = rejection("unknown_skill", fmt::format("no skill named '{}'", name))};
+                     .error = Error(Errc::unknown_skill, fmt::format("no skill named '{}'", name))};
   }
   std::string text = fmt::format("<skill name=\"{}\" location=\"{}\">\n{}\n</skill>", found->name, found->location,
                                  found->content);
@@ -61,7 +61,7 @@ RunResult AgentRef::prompt_from_template(const std::string& name, const std::vec
   }
   if (!found) {
     return RunResult{.outcome = Outcome::rejected,
-                     .error = rejection("unknown_template", fmt::format("no prompt template named '{}'", name))};
+                     .error = Error(Errc::unknown_template, fmt::format("no prompt template named '{}'", name))};
   }
   return prompt(expand_template(found->content, args));
 }

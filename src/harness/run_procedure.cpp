@@ -63,7 +63,13 @@ RunResult RunProcedure::driver_loop() {
       continue;
     }
     if (auto follow_up = before_run_end()) {
-      core_.enqueue(rt_, QueueKind::follow_up, UserMessage{.content = *follow_up, .timestamp = now_unix_ms()});
+      // The hook's follow-up is queued like a caller's: a failed append
+      // stops the run as every failed append does; a refusal (text that is
+      // not UTF-8) is the hook's error, and the run ends without it.
+      const QueueResult queued =
+          core_.enqueue(rt_, QueueKind::follow_up, UserMessage{.content = *follow_up, .timestamp = now_unix_ms()});
+      if (queued.outcome == Outcome::faulted) throw AppendFailed{*queued.error};
+      if (!queued.ok()) core_.report_handler_error(rt_->name, run_id_, "hook", "before_run_end", queued.error->message);
     }
     if (auto finished = finish(Outcome::ok, std::nullopt, /*unless_pending=*/true)) return *finished;
   }

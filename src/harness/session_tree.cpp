@@ -27,7 +27,7 @@ Result<std::optional<std::string>> SessionTree::label(std::string_view entry_id)
 Result<std::string> SessionTree::set_label(std::string target_id, std::optional<std::string> label) {
   // Checked here, at acceptance: a deferred label would otherwise fail only
   // when its run applies it.
-  if (!session().seq_of(target_id)) return fail("not_found", fmt::format("no entry '{}' to label", target_id));
+  if (!session().seq_of(target_id)) return fail(Errc::not_found, fmt::format("no entry '{}' to label", target_id));
   return write(Label{.target_id = std::move(target_id), .label = std::move(label)});
 }
 
@@ -72,7 +72,7 @@ std::vector<TreeEntry> SessionTree::pending_writes() const {
 
 Result<std::string> SessionTree::write(TreeBody body) {
   auto rt = core_->find_ref(ref_);
-  if (!rt) return fail("unknown_ref", fmt::format("ref '{}' does not exist", ref_));
+  if (!rt) return fail(Errc::unknown_ref, fmt::format("ref '{}' does not exist", ref_));
   return core_->write(rt, TreeEntry{.body = std::move(body)});
 }
 

@@ -36,7 +36,7 @@ Result<ArgumentValidator> ArgumentValidator::compile(const Json& schema) {
     valijson::adapters::NlohmannJsonAdapter adapter(compiled->document);
     parser.populateSchema(adapter, compiled->schema);
   } catch (const std::exception& e) {
-    return fail("invalid_argument", fmt::format("tool schema is not a valid JSON schema: {}", e.what()));
+    return fail(Errc::invalid_argument, fmt::format("tool schema is not a valid JSON schema: {}", e.what()));
   }
   return ArgumentValidator(std::move(compiled));
 }
@@ -55,7 +55,7 @@ Status ArgumentValidator::validate(const Json& args) const {
     if (!message.empty()) message += "; ";
     message += fmt::format("{}: {}", where, error.description);
   }
-  return fail("invalid_arguments", message);
+  return fail(Errc::invalid_arguments, message);
 }
 
 }  // namespace cairn

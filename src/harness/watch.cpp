@@ -32,7 +32,7 @@ std::optional<RunSnapshot> run_snapshot(const RefRuntime& rt) {
 
 Result<RefWatch> AgentRef::watch() const {
   auto rt = core_->find_ref(name_);
-  if (!rt) return fail("unknown_ref", "ref '" + name_ + "' does not exist");
+  if (!rt) return fail(Errc::unknown_ref, "ref '" + name_ + "' does not exist");
   auto state = std::make_shared<RefWatch::State>();
   Subscription subscription = core_->bus.subscribe(name_, [state](const Event& e) { RefWatch::receive(*state, e); });
 

@@ -17,7 +17,7 @@ std::string ascii_lower(std::string_view text) {
 
 Status ensure_initialized() {
   static const CURLcode code = curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (code != CURLE_OK) return fail("io_error", fmt::format("libcurl failed to initialise: {}", curl_easy_strerror(code)));
+  if (code != CURLE_OK) return fail(Errc::io_error, fmt::format("libcurl failed to initialise: {}", curl_easy_strerror(code)));
   return {};
 }
 

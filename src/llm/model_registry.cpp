@@ -193,7 +193,7 @@ Result<ModelRegistry> ModelRegistry::load(const std::optional<std::filesystem::p
     if (!loaded) return std::unexpected(loaded.error());
     // The default file may well not exist; a file named on purpose must.
     if (models_file && !loaded->has_value()) {
-      return fail("io_error", fmt::format("{} does not exist", models_file->string()));
+      return fail(Errc::io_error, fmt::format("{} does not exist", models_file->string()));
     }
     file = std::move(*loaded);
   }
@@ -229,16 +229,16 @@ Result<const ConfiguredModel*> ModelRegistry::find(std::string_view spec) const 
   if (matches.size() > 1) {
     std::string names;
     for (const auto* match : matches) names += (names.empty() ? "" : ", ") + match->qualified_id();
-    return fail("ambiguous_model",
+    return fail(Errc::ambiguous_model,
                 fmt::format("model '{}' is served by several providers; name one of: {}", spec, names));
   }
   const auto suggestions = close_matches(spec, models_);
   if (suggestions.empty()) {
-    return fail("unknown_model", fmt::format("unknown model '{}' (cairn models --all lists the known models)", spec));
+    return fail(Errc::unknown_model, fmt::format("unknown model '{}' (cairn models --all lists the known models)", spec));
   }
   std::string names;
   for (const auto& name : suggestions) names += (names.empty() ? "" : ", ") + name;
-  return fail("unknown_model", fmt::format("unknown model '{}'; did you mean {}? (cairn models --all lists the "
+  return fail(Errc::unknown_model, fmt::format("unknown model '{}'; did you mean {}? (cairn models --all lists the "
                                            "known models)",
                                            spec, names));
 }
@@ -247,15 +247,15 @@ Result<ConfiguredModel> ModelRegistry::ad_hoc(const AdHocEndpoint& endpoint) con
   if (!is_known_api(endpoint.api)) {
     std::string apis;
     for (auto api : known_apis()) apis += (apis.empty() ? "" : ", ") + std::string(api);
-    return fail("invalid_argument", fmt::format("unknown API kind '{}' (known: {})", endpoint.api, apis));
+    return fail(Errc::invalid_argument, fmt::format("unknown API kind '{}' (known: {})", endpoint.api, apis));
   }
   // The URL is not echoed: it may carry credentials (user:password@host).
   if (!endpoint.base_url.starts_with("http://") && !endpoint.base_url.starts_with("https://")) {
-    return fail("invalid_argument", "the base URL must start with http:// or https://");
+    return fail(Errc::invalid_argument, "the base URL must start with http:// or https://");
   }
-  if (endpoint.model_id.empty()) return fail("invalid_argument", "an endpoint needs a model id");
+  if (endpoint.model_id.empty()) return fail(Errc::invalid_argument, "an endpoint needs a model id");
   if (endpoint.provider.empty() || endpoint.provider.find('/') != std::string::npos) {
-    return fail("invalid_argument", "a provider name must be non-empty and contain no '/'");
+    return fail(Errc::invalid_argument, "a provider name must be non-empty and contain no '/'");
   }
 
   const std::string base_url = normalized_url(endpoint.base_url);
@@ -297,7 +297,7 @@ Models make_models(const ModelRegistry& registry, const ProviderFactory& factory
 
 Status add_model(Models& models, const ConfiguredModel& model, const ProviderFactory& factory) {
   auto provider = factory(model.model.api, model.api_key.reveal());
-  if (!provider) return fail("unsupported_api", fmt::format("this build cannot speak the {} API", model.model.api));
+  if (!provider) return fail(Errc::unsupported_api, fmt::format("this build cannot speak the {} API", model.model.api));
   models.add(model.model, std::move(provider));
   return {};
 }

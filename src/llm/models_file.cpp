@@ -77,8 +77,8 @@ class FileParser {
 
  private:
   std::unexpected<Error> fail(const std::string& at, std::string_view what) const {
-    if (at.empty()) return cairn::fail("invalid_config", fmt::format("{}: {}", path_, what));
-    return cairn::fail("invalid_config", fmt::format("{}: {}: {}", path_, at, what));
+    if (at.empty()) return cairn::fail(Errc::invalid_config, fmt::format("{}: {}", path_, what));
+    return cairn::fail(Errc::invalid_config, fmt::format("{}: {}: {}", path_, at, what));
   }
 
   std::unexpected<Error> wrong(const std::string& at, std::string_view expected, const Json& found) const {
@@ -335,11 +335,11 @@ Result<ModelsFile> parse_models_file(std::string_view text, const std::string& p
     // The library's own message quotes the text it last read, which may be a
     // key; only the position is passed on.
     // `byte` counts from 1; one past the end means the text stopped early.
-    if (error.byte > text.size()) return fail("invalid_config", fmt::format("{}: not valid JSON: it ends too soon", path));
+    if (error.byte > text.size()) return fail(Errc::invalid_config, fmt::format("{}: not valid JSON: it ends too soon", path));
     const std::size_t at = error.byte > 0 ? error.byte - 1 : 0;
-    return fail("invalid_config", fmt::format("{}: not valid JSON at {}", path, position_of(text, at)));
+    return fail(Errc::invalid_config, fmt::format("{}: not valid JSON at {}", path, position_of(text, at)));
   } catch (const Json::exception&) {
-    return fail("invalid_config", fmt::format("{}: not valid JSON", path));
+    return fail(Errc::invalid_config, fmt::format("{}: not valid JSON", path));
   }
   return FileParser(path).parse(root);
 }
@@ -347,17 +347,17 @@ Result<ModelsFile> parse_models_file(std::string_view text, const std::string& p
 Result<std::optional<ModelsFile>> load_models_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
-    if (ec) return fail("io_error", fmt::format("cannot read {}: {}", path.string(), ec.message()));
+    if (ec) return fail(Errc::io_error, fmt::format("cannot read {}: {}", path.string(), ec.message()));
     return std::optional<ModelsFile>{};
   }
   if (std::filesystem::is_directory(path, ec)) {
-    return fail("io_error", fmt::format("cannot read {}: it is a directory", path.string()));
+    return fail(Errc::io_error, fmt::format("cannot read {}: it is a directory", path.string()));
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("io_error", fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
+  if (!in) return fail(Errc::io_error, fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return fail("io_error", fmt::format("cannot read {}", path.string()));
+  if (in.bad()) return fail(Errc::io_error, fmt::format("cannot read {}", path.string()));
   auto parsed = parse_models_file(text.str(), path.string());
   if (!parsed) return std::unexpected(parsed.error());
   return std::optional<ModelsFile>(std::move(*parsed));

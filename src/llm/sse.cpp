@@ -135,7 +135,7 @@ void SseParser::dispatch(const std::function<void(const SseEvent&)>& on_event) {
 }
 
 Status SseParser::too_long(std::string_view what) {
-  failed_ = Error{"sse_line_too_long",
+  failed_ = Error{Errc::sse_line_too_long,
                   fmt::format("a server-sent events {} is longer than {} bytes", what, options_.max_line_bytes)};
   line_.clear();
   line_.shrink_to_fit();

@@ -88,7 +88,7 @@ bool is_context_overflow(std::string_view text);
 
 // --- One streamed request ------------------------------------------------
 
-struct SseOutcome {
+struct [[nodiscard]] SseOutcome {
   HttpResult http;
   // The body of a response that was not an event stream (up to 64 KiB; the
   // transfer stops there): an error status's, or a 2xx body that is not

@@ -96,7 +96,7 @@ Result<Checksum> check_checksum(std::string_view line) {
   if (!stored) return Checksum::absent;
   const std::uint32_t computed = crc32c(line.substr(0, stored->at));
   if (computed != stored->value) {
-    return fail("corrupt_log", fmt::format("checksum mismatch: the record's bytes changed after they were written "
+    return fail(Errc::corrupt_log, fmt::format("checksum mismatch: the record's bytes changed after they were written "
                                            "(stored {:08x}, computed {:08x})",
                                            stored->value, computed));
   }

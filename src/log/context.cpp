@@ -90,7 +90,7 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
   if (!leaf_id) return context;  // before the first entry: nothing
   auto leaf_seq = seq_of(*leaf_id);
   if (!leaf_seq || !is_tree_type(at(*leaf_seq).type)) {
-    return fail("not_found", fmt::format("no entry '{}'", *leaf_id));
+    return fail(Errc::not_found, fmt::format("no entry '{}'", *leaf_id));
   }
 
   // Settings in force at the leaf: the last entry of each kind on its path,
@@ -179,7 +179,7 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
 
 Result<SessionContext> SessionIndex::build_context_for_ref(std::string_view ref_name, bool with_messages) const {
   auto slot = ref(ref_name);
-  if (!slot) return fail("unknown_ref", fmt::format("ref '{}' does not exist", ref_name));
+  if (!slot) return fail(Errc::unknown_ref, fmt::format("ref '{}' does not exist", ref_name));
   if (!slot->leaf) return SessionContext{};
   return build_context(std::string_view(*slot->leaf), with_messages);
 }

@@ -190,7 +190,7 @@ OperationFinished decode_operation_finished(ObjectReader& r) {
   b.outcome = r.string("outcome");
   if (const Json* error = r.optional("error")) {
     ObjectReader er(*error, r.field("error"));
-    b.error = Error{er.string("code"), er.string("message")};
+    b.error = Error::recorded(er.string("code"), er.string("message"));
     b.error_extra = er.extra();
     r.take(er.status());
   }

@@ -20,16 +20,16 @@ Result<std::int64_t> parse_cursor(const std::string& cursor) {
   std::int64_t seq = -1;
   if (cursor.size() < 2 || cursor[0] != 's' ||
       std::from_chars(cursor.data() + 1, cursor.data() + cursor.size(), seq).ec != std::errc{} || seq < 0) {
-    return fail("invalid_argument", fmt::format("malformed cursor '{}'", cursor));
+    return fail(Errc::invalid_argument, fmt::format("malformed cursor '{}'", cursor));
   }
   return seq;
 }
 
 Result<Record> decode_line(std::string_view line, std::int64_t seq) {
   Json json = Json::parse(line, nullptr, false);
-  if (json.is_discarded()) return fail("corrupt_log", fmt::format("seq {}: stored line is not valid JSON", seq));
+  if (json.is_discarded()) return fail(Errc::corrupt_log, fmt::format("seq {}: stored line is not valid JSON", seq));
   auto record = decode_record(json);
-  if (!record) return fail(record.error().code, fmt::format("seq {}: {}", seq, record.error().message));
+  if (!record) return fail(record.error(), fmt::format("seq {}: {}", seq, record.error().message));
   return record;
 }
 
@@ -201,16 +201,16 @@ std::string_view SessionIndex::custom_type_of(const IndexedRecord& record) const
 
 Result<std::string> SessionIndex::checked(std::int64_t seq, LineSource::Stored stored) const {
   if (stored.id != at(seq).id) {
-    return fail("corrupt_log", fmt::format("seq {}: the stored record changed since the session was opened: its id "
+    return fail(Errc::corrupt_log, fmt::format("seq {}: the stored record changed since the session was opened: its id "
                                            "is '{}', was '{}'",
                                            seq, stored.id, at(seq).id));
   }
   // A line read back from its store now is checked as the open path checks
   // the lines it reads: a store that indexes from columns reads payloads late.
   auto checksum = check_checksum(stored.line);
-  if (!checksum) return fail("corrupt_log", fmt::format("seq {}: {}", seq, checksum.error().message));
+  if (!checksum) return fail(Errc::corrupt_log, fmt::format("seq {}: {}", seq, checksum.error().message));
   if (*checksum == Checksum::absent && checksums_required_) {
-    return fail("corrupt_log", fmt::format("seq {}: the record has no checksum, which its session's format requires", seq));
+    return fail(Errc::corrupt_log, fmt::format("seq {}: the record has no checksum, which its session's format requires", seq));
   }
   return std::move(stored.line);
 }
@@ -218,7 +218,7 @@ Result<std::string> SessionIndex::checked(std::int64_t seq, LineSource::Stored s
 Result<std::string> SessionIndex::stored_line(std::int64_t seq) const {
   const IndexedRecord& record = at(seq);
   if (!record.line.empty()) return std::string(record.line);
-  if (!source_) return fail("corrupt_log", fmt::format("seq {}: the index has no stored line for it", seq));
+  if (!source_) return fail(Errc::corrupt_log, fmt::format("seq {}: the index has no stored line for it", seq));
   auto stored = source_->line(seq, record.type);
   if (!stored) return std::unexpected(std::move(stored.error()));
   return checked(seq, std::move(*stored));
@@ -235,7 +235,7 @@ Result<TreeEntry> SessionIndex::decode_entry(std::int64_t seq) const {
   auto record = decode(seq);
   if (!record) return std::unexpected(record.error());
   auto* entry = std::get_if<TreeEntry>(&record->body);
-  if (!entry) return fail("invalid_argument", fmt::format("seq {} is not a tree entry", seq));
+  if (!entry) return fail(Errc::invalid_argument, fmt::format("seq {} is not a tree entry", seq));
   return std::move(*entry);
 }
 
@@ -318,11 +318,11 @@ Result<Page<TreeEntry>> SessionIndex::find_entries_on_branch(const EntryQuery& q
   if (bounds.start) {
     start = seq_of(*bounds.start);
     if (!start || !is_tree_type(at(*start).type)) {
-      return fail("not_found", fmt::format("no entry '{}'", *bounds.start));
+      return fail(Errc::not_found, fmt::format("no entry '{}'", *bounds.start));
     }
   } else {
     auto slot = ref(ref_name);
-    if (!slot) return fail("unknown_ref", fmt::format("ref '{}' does not exist", ref_name));
+    if (!slot) return fail(Errc::unknown_ref, fmt::format("ref '{}' does not exist", ref_name));
     if (slot->leaf) start = seq_of(*slot->leaf);
   }
 
@@ -341,7 +341,7 @@ Result<Page<TreeEntry>> SessionIndex::find_entries_on_branch(const EntryQuery& q
     auto seq = parse_cursor(*query.cursor);
     if (!seq) return std::unexpected(seq.error());
     auto it = std::find(path.begin(), path.end(), *seq);
-    if (it == path.end()) return fail("invalid_argument", fmt::format("cursor '{}' is not on this branch", *query.cursor));
+    if (it == path.end()) return fail(Errc::invalid_argument, fmt::format("cursor '{}' is not on this branch", *query.cursor));
     i = static_cast<std::size_t>(it - path.begin()) + 1;
   }
   Page<TreeEntry> page;
@@ -370,7 +370,7 @@ Result<std::vector<LogLine>> SessionIndex::get_log(std::int64_t after_seq, std::
   out.reserve(static_cast<std::size_t>(end - begin));
   // Lines still in the source are read in one go, not one query each.
   if (const std::int64_t unloaded_end = std::min(end, unloaded_); begin < unloaded_end) {
-    if (!source_) return fail("corrupt_log", fmt::format("seq {}: the index has no stored line for it", begin));
+    if (!source_) return fail(Errc::corrupt_log, fmt::format("seq {}: the index has no stored line for it", begin));
     auto stored = source_->lines(begin, unloaded_end);
     if (!stored) return std::unexpected(std::move(stored.error()));
     for (std::int64_t seq = begin; seq < unloaded_end; ++seq) {
@@ -421,7 +421,7 @@ Result<SessionStats> SessionIndex::stats() const {
   stats.records = size();
   stats.bytes = bytes_;
   if (unloaded_ > 0) {
-    auto unloaded = source_ ? source_->bytes_before(unloaded_) : fail("corrupt_log", "the index has lost its line source");
+    auto unloaded = source_ ? source_->bytes_before(unloaded_) : fail(Errc::corrupt_log, "the index has lost its line source");
     if (!unloaded) return std::unexpected(std::move(unloaded.error()));
     stats.bytes += *unloaded;
   }

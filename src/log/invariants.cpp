@@ -41,34 +41,34 @@ Status check_invariants(const RecordMeta& stored, const LogStateView& state) {
   RecordMeta record = stored;
   record.type = acting_type(stored);
   if (record.seq != state.next_seq()) {
-    return fail("corrupt_log", fmt::format("seq gap: expected seq {}, found {}", state.next_seq(), record.seq));
+    return fail(Errc::corrupt_log, fmt::format("seq gap: expected seq {}, found {}", state.next_seq(), record.seq));
   }
   if (record.type == RecordType::ignorable || record.type == RecordType::damaged) {
     if (!record.id.empty() && state.type_of_id(record.id)) {
-      return fail("duplicate_id", fmt::format("seq {}: id '{}' is already used", record.seq, record.id));
+      return fail(Errc::duplicate_id, fmt::format("seq {}: id '{}' is already used", record.seq, record.id));
     }
     return {};
   }
-  if (record.id.empty()) return fail("invalid_record", fmt::format("seq {}: empty id", record.seq));
+  if (record.id.empty()) return fail(Errc::invalid_record, fmt::format("seq {}: empty id", record.seq));
   if (state.type_of_id(record.id)) {
-    return fail("duplicate_id", fmt::format("seq {}: id '{}' is already used", record.seq, record.id));
+    return fail(Errc::duplicate_id, fmt::format("seq {}: id '{}' is already used", record.seq, record.id));
   }
 
   if (is_tree_type(record.type)) {
     if (record.parent_id && !names_tree_entry(state, *record.parent_id)) {
-      return fail("unknown_parent", fmt::format("seq {}: parentId '{}' names no earlier entry", record.seq,
+      return fail(Errc::unknown_parent, fmt::format("seq {}: parentId '{}' names no earlier entry", record.seq,
                                                 *record.parent_id));
     }
     if (!state.ref(record.ref)) {
-      return fail("unknown_ref", fmt::format("seq {}: ref '{}' does not exist", record.seq, record.ref));
+      return fail(Errc::unknown_ref, fmt::format("seq {}: ref '{}' does not exist", record.seq, record.ref));
     }
     if ((record.type == RecordType::leaf || record.type == RecordType::label) && record.target_id &&
         !names_tree_entry(state, *record.target_id)) {
-      return fail("unknown_parent", fmt::format("seq {}: targetId '{}' names no earlier entry", record.seq,
+      return fail(Errc::unknown_parent, fmt::format("seq {}: targetId '{}' names no earlier entry", record.seq,
                                                 *record.target_id));
     }
     if (record.type == RecordType::label && !record.target_id) {
-      return fail("invalid_record", fmt::format("seq {}: label without targetId", record.seq));
+      return fail(Errc::invalid_record, fmt::format("seq {}: label without targetId", record.seq));
     }
     return {};
   }
@@ -76,36 +76,36 @@ Status check_invariants(const RecordMeta& stored, const LogStateView& state) {
   // Harness records.
   if (record.type == RecordType::ref_created) {
     if (record.name != record.ref) {
-      return fail("invalid_record", fmt::format("seq {}: ref_created names '{}' but its ref is '{}'", record.seq,
+      return fail(Errc::invalid_record, fmt::format("seq {}: ref_created names '{}' but its ref is '{}'", record.seq,
                                                 record.name, record.ref));
     }
     if (state.ref(record.name)) {
-      return fail("ref_exists", fmt::format("seq {}: ref '{}' already exists", record.seq, record.name));
+      return fail(Errc::ref_exists, fmt::format("seq {}: ref '{}' already exists", record.seq, record.name));
     }
     if (record.target_id && !names_tree_entry(state, *record.target_id)) {
-      return fail("unknown_parent", fmt::format("seq {}: ref '{}' anchored at '{}', which names no entry",
+      return fail(Errc::unknown_parent, fmt::format("seq {}: ref '{}' anchored at '{}', which names no entry",
                                                 record.seq, record.name, *record.target_id));
     }
     return {};
   }
   const LogStateView::RefSlot* slot = state.ref(record.ref);
-  if (!slot) return fail("unknown_ref", fmt::format("seq {}: ref '{}' does not exist", record.seq, record.ref));
+  if (!slot) return fail(Errc::unknown_ref, fmt::format("seq {}: ref '{}' does not exist", record.seq, record.ref));
 
   switch (record.type) {
     case RecordType::ref_deleted:
       if (record.name != record.ref) {
-        return fail("invalid_record", fmt::format("seq {}: ref_deleted names '{}' but its ref is '{}'", record.seq,
+        return fail(Errc::invalid_record, fmt::format("seq {}: ref_deleted names '{}' but its ref is '{}'", record.seq,
                                                   record.name, record.ref));
       }
-      if (record.name == "main") return fail("invalid_record", fmt::format("seq {}: ref main cannot be deleted", record.seq));
+      if (record.name == "main") return fail(Errc::invalid_record, fmt::format("seq {}: ref main cannot be deleted", record.seq));
       if (slot->open_operation) {
-        return fail("operation_open", fmt::format("seq {}: ref '{}' has open operation '{}'", record.seq,
+        return fail(Errc::operation_open, fmt::format("seq {}: ref '{}' has open operation '{}'", record.seq,
                                                   record.name, *slot->open_operation));
       }
       return {};
     case RecordType::operation_started:
       if (slot->open_operation) {
-        return fail("operation_open", fmt::format("seq {}: ref '{}' already has open operation '{}'", record.seq,
+        return fail(Errc::operation_open, fmt::format("seq {}: ref '{}' already has open operation '{}'", record.seq,
                                                   record.ref, *slot->open_operation));
       }
       return {};
@@ -114,7 +114,7 @@ Status check_invariants(const RecordMeta& stored, const LogStateView& state) {
       [[fallthrough]];
     default:
       if (!slot->open_operation || *slot->open_operation != record.run_id) {
-        return fail("operation_not_open",
+        return fail(Errc::operation_not_open,
                     fmt::format("seq {}: {} names run '{}', which is not the open operation of ref '{}'", record.seq,
                                 to_string(record.type), record.run_id, record.ref));
       }

@@ -22,7 +22,7 @@ std::string join_path(std::string_view base, std::string_view key);
 std::string index_path(std::string_view base, std::size_t index);
 
 inline std::unexpected<Error> invalid(std::string_view path, std::string_view what) {
-  return fail("invalid_record", std::string(path) + ": " + std::string(what));
+  return fail(Errc::invalid_record, std::string(path) + ": " + std::string(what));
 }
 
 // The JSON text pi (JavaScript) writes for a number: integral values without a

@@ -272,7 +272,7 @@ Result<TreeEntry> decode_tree(const Json& json, const std::string& path, bool pr
   if (!type) {
     // Worded as decode_record words it; a nested entry also names where it is.
     std::string what = fmt::format("unknown record type '{}'", type_name);
-    return fail("unknown_type", path.empty() ? what : fmt::format("{}: {}", r.field("type"), what));
+    return fail(Errc::unknown_type, path.empty() ? what : fmt::format("{}: {}", r.field("type"), what));
   }
   if (!is_tree_type(*type)) {
     return detail::invalid(r.field("type"), fmt::format("'{}' is not a tree entry type", type_name));
@@ -355,7 +355,7 @@ Result<Record> decode_record_unchecked(const Json& json, bool require_seq) {
   if (!type) {
     auto ignorable = json.find("ignorable");
     if (ignorable == json.end() || *ignorable != true) {
-      return fail("unknown_type", fmt::format("unknown record type '{}'", type_name));
+      return fail(Errc::unknown_type, fmt::format("unknown record type '{}'", type_name));
     }
     Json kept = json;
     kept.erase("seq");

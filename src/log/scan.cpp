@@ -16,10 +16,10 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
   simdjson::dom::element doc;
   if (auto error = parser.parse(line.data(), line.size(), /*realloc_if_needed=*/!padded).get(doc);
       error != simdjson::SUCCESS) {
-    return fail("corrupt_log", fmt::format("not valid JSON ({})", simdjson::error_message(error)));
+    return fail(Errc::corrupt_log, fmt::format("not valid JSON ({})", simdjson::error_message(error)));
   }
   simdjson::dom::object object;
-  if (doc.get_object().get(object) != simdjson::SUCCESS) return fail("corrupt_log", "not a JSON object");
+  if (doc.get_object().get(object) != simdjson::SUCCESS) return fail(Errc::corrupt_log, "not a JSON object");
 
   // One pass over the top-level fields, keeping the ones the index needs.
   // Each is a string, or null where the format allows it.
@@ -92,10 +92,10 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
         break;
     }
   }
-  if (!has_seq) return fail("corrupt_log", "no seq");
-  if (!seq_ok) return fail("corrupt_log", "seq is not a non-negative integer");
-  if (!bad_field.empty()) return fail("invalid_record", fmt::format("{}: expected a string", bad_field));
-  if (!type.present || type.is_null) return fail("invalid_record", "type: missing");
+  if (!has_seq) return fail(Errc::corrupt_log, "no seq");
+  if (!seq_ok) return fail(Errc::corrupt_log, "seq is not a non-negative integer");
+  if (!bad_field.empty()) return fail(Errc::invalid_record, fmt::format("{}: expected a string", bad_field));
+  if (!type.present || type.is_null) return fail(Errc::invalid_record, "type: missing");
 
   auto known = parse_record_type(type.text);
   if (!known) {
@@ -104,19 +104,19 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
       if (id.present && !id.is_null) meta.id = id.text;
       return meta;
     }
-    return fail("unknown_type", fmt::format("unknown record type '{}'", type.text));
+    return fail(Errc::unknown_type, fmt::format("unknown record type '{}'", type.text));
   }
   meta.type = *known;
-  if (!id.present || id.is_null) return fail("invalid_record", "id: missing");
+  if (!id.present || id.is_null) return fail(Errc::invalid_record, "id: missing");
   meta.id = id.text;
   auto optional_text = [](const Field& field) {
     return field.present && !field.is_null ? std::optional<std::string_view>(field.text) : std::nullopt;
   };
 
   if (is_tree_type(meta.type)) {
-    if (!parent.present) return fail("invalid_record", "parentId: missing");
+    if (!parent.present) return fail(Errc::invalid_record, "parentId: missing");
     meta.parent_id = optional_text(parent);
-    if (ref.is_null) return fail("invalid_record", "ref: expected a string, found null");
+    if (ref.is_null) return fail(Errc::invalid_record, "ref: expected a string, found null");
     meta.ref = ref.present ? ref.text : std::string_view("main");
     switch (meta.type) {
       case RecordType::leaf:
@@ -128,7 +128,7 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
         meta.custom_type = custom_type.text;
         break;
       case RecordType::message:
-        if (role.empty()) return fail("invalid_record", "message.role: missing or not a string");
+        if (role.empty()) return fail(Errc::invalid_record, "message.role: missing or not a string");
         meta.role = role;
         break;
       case RecordType::damaged_entry:
@@ -141,19 +141,19 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
     return meta;
   }
 
-  if (!ref.present || ref.is_null) return fail("invalid_record", "ref: missing");
+  if (!ref.present || ref.is_null) return fail(Errc::invalid_record, "ref: missing");
   meta.ref = ref.text;
   switch (meta.type) {
     case RecordType::operation_started:
       meta.run_id = meta.id;
       break;
     case RecordType::ref_created:
-      if (!name.present) return fail("invalid_record", "name: missing");
+      if (!name.present) return fail(Errc::invalid_record, "name: missing");
       meta.name = name.text;
       meta.target_id = optional_text(at);
       break;
     case RecordType::ref_deleted:
-      if (!name.present) return fail("invalid_record", "name: missing");
+      if (!name.present) return fail(Errc::invalid_record, "name: missing");
       meta.name = name.text;
       break;
     case RecordType::damaged:
@@ -163,7 +163,7 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
       meta.target_id = optional_text(at);
       break;
     default:
-      if (run.is_null) return fail("invalid_record", "runId: expected a string, found null");
+      if (run.is_null) return fail(Errc::invalid_record, "runId: expected a string, found null");
       meta.run_id = run.text;
       break;
   }

@@ -16,11 +16,11 @@ std::string errno_text() { return std::strerror(errno); }
 
 Result<std::string> read_file(const std::string& path, std::size_t padding) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(errno == ENOENT ? "not_found" : "io_error", fmt::format("cannot open {}: {}", path, errno_text()));
+  if (fd < 0) return fail(errno == ENOENT ? Errc::not_found : Errc::io_error, fmt::format("cannot open {}: {}", path, errno_text()));
   struct stat st{};
   if (::fstat(fd, &st) != 0) {
     ::close(fd);
-    return fail("io_error", fmt::format("cannot stat {}: {}", path, errno_text()));
+    return fail(Errc::io_error, fmt::format("cannot stat {}: {}", path, errno_text()));
   }
   // Read straight into the string: no zero-fill of a buffer about to be overwritten.
   std::string data;
@@ -31,7 +31,7 @@ Result<std::string> read_file(const std::string& path, std::size_t padding) {
       ssize_t n = ::pread(fd, buffer + done, size - padding - done, static_cast<off_t>(done));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        status = fail("io_error", fmt::format("cannot read {}: {}", path, errno_text()));
+        status = fail(Errc::io_error, fmt::format("cannot read {}: {}", path, errno_text()));
         break;
       }
       if (n == 0) break;  // the file shrank while we read
@@ -57,7 +57,7 @@ Status lock_contents(int fd, bool exclusive, const std::string& path) {
   lock.l_type = exclusive ? F_WRLCK : F_RDLCK;
   lock.l_whence = SEEK_SET;  // l_start = l_len = 0: the whole file, however long
   while (::fcntl(fd, F_OFD_SETLKW, &lock) != 0) {
-    if (errno != EINTR) return fail("io_error", fmt::format("cannot lock {}: {}", path, errno_text()));
+    if (errno != EINTR) return fail(Errc::io_error, fmt::format("cannot lock {}: {}", path, errno_text()));
   }
   return {};
 }
@@ -71,7 +71,7 @@ void unlock_contents(int fd) {
 
 Result<MappedLog> map_log_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(errno == ENOENT ? "not_found" : "io_error", fmt::format("cannot open {}: {}", path, errno_text()));
+  if (fd < 0) return fail(errno == ENOENT ? Errc::not_found : Errc::io_error, fmt::format("cannot open {}: {}", path, errno_text()));
   if (auto locked = lock_contents(fd, /*exclusive=*/false, path); !locked) {
     ::close(fd);
     return std::unexpected(locked.error());
@@ -84,7 +84,7 @@ Result<MappedLog> map_log_file(const std::string& path) {
     return result;
   };
   struct stat st{};
-  if (::fstat(fd, &st) != 0) return done(fail("io_error", fmt::format("cannot stat {}: {}", path, errno_text())));
+  if (::fstat(fd, &st) != 0) return done(fail(Errc::io_error, fmt::format("cannot stat {}: {}", path, errno_text())));
   const auto size = static_cast<std::size_t>(st.st_size);
   MappedLog log;
   if (size == 0) {
@@ -94,7 +94,7 @@ Result<MappedLog> map_log_file(const std::string& path) {
   // MAP_POPULATE maps the whole file in one call: page by page, the faults
   // cost more than the reading.
   void* base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  if (base == MAP_FAILED) return done(fail("io_error", fmt::format("cannot map {}: {}", path, errno_text())));
+  if (base == MAP_FAILED) return done(fail(Errc::io_error, fmt::format("cannot map {}: {}", path, errno_text())));
   log.file = std::make_shared<MappedFile>(MappedFile::Key{}, static_cast<const char*>(base), size);
   const std::string_view text = log.file->text();
   // The start of the last complete line: just past the newline before the last one.
@@ -110,7 +110,7 @@ Result<MappedLog> map_log_file(const std::string& path) {
 
 Result<std::string> read_first_line(const std::string& path, std::size_t limit) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(errno == ENOENT ? "not_found" : "io_error", fmt::format("cannot open {}: {}", path, errno_text()));
+  if (fd < 0) return fail(errno == ENOENT ? Errc::not_found : Errc::io_error, fmt::format("cannot open {}: {}", path, errno_text()));
   std::string line;
   char buffer[4096];
   off_t offset = 0;
@@ -134,7 +134,7 @@ Status write_all(int fd, std::string_view data, long long offset, const std::str
   while (!data.empty()) {
     ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail("io_error", fmt::format("cannot write {}: {}", path, errno_text()));
+    if (n < 0) return fail(Errc::io_error, fmt::format("cannot write {}: {}", path, errno_text()));
     data.remove_prefix(static_cast<std::size_t>(n));
     offset += n;
   }
@@ -143,10 +143,10 @@ Status write_all(int fd, std::string_view data, long long offset, const std::str
 
 Status sync_directory(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return fail("io_error", fmt::format("cannot open directory {}: {}", dir, errno_text()));
+  if (fd < 0) return fail(Errc::io_error, fmt::format("cannot open directory {}: {}", dir, errno_text()));
   int rc = ::fsync(fd);
   ::close(fd);
-  if (rc != 0) return fail("io_error", fmt::format("cannot sync directory {}: {}", dir, errno_text()));
+  if (rc != 0) return fail(Errc::io_error, fmt::format("cannot sync directory {}: {}", dir, errno_text()));
   return {};
 }
 

@@ -69,23 +69,23 @@ Result<FileLock> FileLock::acquire(const std::string& path, const std::string& w
     // a new inode that we lock, and the new generation makes the old one stale.
     if (auto holder = read_holder(path)) previous_generation = holder->generation;
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return fail("io_error", fmt::format("cannot remove lock {}: {}", path, std::strerror(errno)));
+      return fail(Errc::io_error, fmt::format("cannot remove lock {}: {}", path, std::strerror(errno)));
     }
   }
   FileLock lock;
   lock.path_ = path;
   lock.what_ = what;
   lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock.fd_ < 0) return fail("io_error", fmt::format("cannot open lock {}: {}", path, std::strerror(errno)));
+  if (lock.fd_ < 0) return fail(Errc::io_error, fmt::format("cannot open lock {}: {}", path, std::strerror(errno)));
 
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) {
-      return fail("io_error", fmt::format("cannot lock {}: {}", path, std::strerror(errno)));
+      return fail(Errc::io_error, fmt::format("cannot lock {}: {}", path, std::strerror(errno)));
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       auto holder = parse_holder(read_fd(lock.fd_));
-      return fail("locked", fmt::format("{} is being written by another writer: {}{}", what,
+      return fail(Errc::locked, fmt::format("{} is being written by another writer: {}{}", what,
                                         holder ? describe(*holder) : std::string("holder unknown"),
                                         timeout.count() > 0 ? fmt::format(" (waited {} ms)", timeout.count()) : ""));
     }
@@ -102,7 +102,7 @@ Result<FileLock> FileLock::acquire(const std::string& path, const std::string& w
                            "\n";
   if (::ftruncate(lock.fd_, 0) != 0 ||
       ::pwrite(lock.fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) || ::fsync(lock.fd_) != 0) {
-    return fail("io_error", fmt::format("cannot write lock {}: {}", path, std::strerror(errno)));
+    return fail(Errc::io_error, fmt::format("cannot write lock {}: {}", path, std::strerror(errno)));
   }
   struct stat st{};
   ::fstat(lock.fd_, &st);
@@ -137,7 +137,7 @@ Status FileLock::check_current() const {
   struct stat st{};
   if (::stat(path_.c_str(), &st) == 0 && st.st_ino == inode_) return {};
   auto holder = read_holder(path_);
-  return fail("stale_writer", fmt::format("{}: this writer's generation {} is stale; the session is now held by {}",
+  return fail(Errc::stale_writer, fmt::format("{}: this writer's generation {} is stale; the session is now held by {}",
                                           what_, generation_, holder ? describe(*holder) : std::string("nobody")));
 }
 

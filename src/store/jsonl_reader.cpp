@@ -31,11 +31,11 @@ struct Line {
 
 Result<SessionHeader> parse_header(const std::string& path, std::string_view line) {
   Json json = Json::parse(line, nullptr, false);
-  if (json.is_discarded()) return fail("corrupt_log", fmt::format("{}:1: the session header is not valid JSON", path));
+  if (json.is_discarded()) return fail(Errc::corrupt_log, fmt::format("{}:1: the session header is not valid JSON", path));
   auto header = decode_header(json);
-  if (!header) return fail("corrupt_log", fmt::format("{}:1: {}", path, header.error().message));
+  if (!header) return fail(Errc::corrupt_log, fmt::format("{}:1: {}", path, header.error().message));
   if (header->version > kLogFormatVersion) {
-    return fail("newer_version", fmt::format("{}:1: session format version {} is newer than this cairn reads ({}); "
+    return fail(Errc::newer_version, fmt::format("{}:1: session format version {} is newer than this cairn reads ({}); "
                                              "if it is a pi session file, import it with `cairn import pi`",
                                              path, header->version, kLogFormatVersion));
   }
@@ -118,13 +118,13 @@ struct ScannedLine {
 Result<RecordMeta> scan_record(std::string_view text, bool padded, bool checksums) {
   auto scanned = scan_line(text, padded);
   if (!scanned && scanned.error().message == "no seq") {
-    return fail("corrupt_log", "record has no seq (a pi session file? use `cairn import pi`)");
+    return fail(Errc::corrupt_log, "record has no seq (a pi session file? use `cairn import pi`)");
   }
   if (!scanned) return scanned;
   auto checksum = check_checksum(text);
   if (!checksum) return std::unexpected(checksum.error());
   if (*checksum == Checksum::absent && checksums) {
-    return fail("corrupt_log", "the record has no checksum, which its session's format requires");
+    return fail(Errc::corrupt_log, "the record has no checksum, which its session's format requires");
   }
   return scanned;
 }
@@ -225,7 +225,7 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
   const long long file_size = static_cast<long long>(head.size() + mapped->tail.size());
   Line line;
   if (!lines.next(line) || !line.terminated) {
-    return fail("corrupt_log", fmt::format("{}: no complete session header", path));
+    return fail(Errc::corrupt_log, fmt::format("{}: no complete session header", path));
   }
   auto header = parse_header(path, line.text);
   if (!header) return std::unexpected(header.error());
@@ -257,9 +257,9 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
         return Step::stop;
       }
       if (status.error().code == "unknown_type") {
-        return fail("unknown_type", fmt::format("{}: {}", where, status.error().message));
+        return fail(Errc::unknown_type, fmt::format("{}: {}", where, status.error().message));
       }
-      return fail("corrupt_log", fmt::format("{}: {}; the session is refused until `cairn repair` replaces the "
+      return fail(Errc::corrupt_log, fmt::format("{}: {}; the session is refused until `cairn repair` replaces the "
                                              "record (it keeps a backup and every intact record)",
                                              where, status.error().message));
     }
@@ -294,7 +294,7 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
     const bool padded = line.in_mapping && line.offset + static_cast<long long>(line.text.size() + kScanPadding) <=
                                                static_cast<long long>(head.size());
     const Result<RecordMeta> meta =
-        line.terminated ? scan_record(line.text, padded, checksums) : fail("corrupt_log", "incomplete line (no newline)");
+        line.terminated ? scan_record(line.text, padded, checksums) : fail(Errc::corrupt_log, "incomplete line (no newline)");
     auto step = take(line, meta, lines.done());
     if (!step) return std::unexpected(step.error());
     if (*step == Step::stop) break;

@@ -50,9 +50,9 @@ std::optional<std::int64_t> intact_seq(std::string_view text, bool checksums) {
 // Writes `data` to a new file `path` and syncs it. Refuses to replace one.
 Status write_new_file(const std::string& path, std::string_view data) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return fail("io_error", fmt::format("cannot create {}: {}", path, errno_text()));
+  if (fd < 0) return fail(Errc::io_error, fmt::format("cannot create {}: {}", path, errno_text()));
   Status status = write_all(fd, data, 0, path);
-  if (status && ::fsync(fd) != 0) status = fail("io_error", fmt::format("cannot sync {}: {}", path, errno_text()));
+  if (status && ::fsync(fd) != 0) status = fail(Errc::io_error, fmt::format("cannot sync {}: {}", path, errno_text()));
   ::close(fd);
   if (!status) ::unlink(path.c_str());
   return status;
@@ -78,7 +78,7 @@ Result<RepairReport> repair_jsonl_session(const std::string& path, std::string_v
   if (!lines.empty() && lines[0].terminated) {
     auto parsed = parse_jsonl_header(path, lines[0].text);
     if (!parsed && parsed.error().code == "newer_version") {
-      return fail("newer_version", parsed.error().message + "; repair changes nothing in it");
+      return fail(Errc::newer_version, parsed.error().message + "; repair changes nothing in it");
     }
     if (parsed && parsed->id == id) {
       header = std::move(*parsed);
@@ -181,7 +181,7 @@ Result<RepairReport> repair_jsonl_session(const std::string& path, std::string_v
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     const std::string reason = errno_text();
     ::unlink(temporary.c_str());
-    return fail("io_error", fmt::format("cannot replace {} with its repair: {}", path, reason));
+    return fail(Errc::io_error, fmt::format("cannot replace {} with its repair: {}", path, reason));
   }
   if (auto synced = sync_directory(dir); !synced) return std::unexpected(synced.error());
   return report;

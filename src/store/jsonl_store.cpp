@@ -43,7 +43,7 @@ class JsonlMedium final : public LogMedium {
     if (auto locked = lock_contents(fd_, /*exclusive=*/true, path_); !locked) return locked;
     Status status = write_all(fd_, buffer_, length_, path_);
     if (status && sync_ == SyncPolicy::full && ::fdatasync(fd_) != 0) {
-      status = fail("io_error", fmt::format("cannot sync {}: {}", path_, errno_text()));
+      status = fail(Errc::io_error, fmt::format("cannot sync {}: {}", path_, errno_text()));
     }
     if (!status) {
       // Best effort: the session faults either way, and the next open cuts
@@ -82,7 +82,7 @@ class JsonlStore final : public Store {
   Result<std::vector<SessionHeader>> list() override {
     std::vector<SessionHeader> headers;
     DIR* dir = ::opendir(dir_.c_str());
-    if (!dir) return fail("io_error", fmt::format("cannot list {}: {}", dir_, errno_text()));
+    if (!dir) return fail(Errc::io_error, fmt::format("cannot list {}: {}", dir_, errno_text()));
     std::unique_ptr<DIR, int (*)(DIR*)> closer(dir, ::closedir);
     while (dirent* entry = ::readdir(dir)) {
       std::string_view name = entry->d_name;
@@ -102,7 +102,7 @@ class JsonlStore final : public Store {
   Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
     SessionHeader header;
     header.id = options.id.value_or(new_session_id());
-    if (!valid_session_id(header.id)) return fail("invalid_argument", fmt::format("jsonl: {}", invalid_session_id(header.id)));
+    if (!valid_session_id(header.id)) return fail(Errc::invalid_argument, fmt::format("jsonl: {}", invalid_session_id(header.id)));
     header.timestamp = now_iso8601();
     header.cwd = options.cwd;
     header.parent_session = options.parent_session;
@@ -111,12 +111,12 @@ class JsonlStore final : public Store {
     const std::string path = file_of(header.id);
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
-      if (errno == EEXIST) return fail("already_exists", fmt::format("session {} already exists in {}", header.id, dir_));
-      return fail("io_error", fmt::format("cannot create {}: {}", path, errno_text()));
+      if (errno == EEXIST) return fail(Errc::already_exists, fmt::format("session {} already exists in {}", header.id, dir_));
+      return fail(Errc::io_error, fmt::format("cannot create {}: {}", path, errno_text()));
     }
     const std::string line = header_line(header);
     Status status = write_all(fd, line, 0, path);
-    if (status && ::fsync(fd) != 0) status = fail("io_error", fmt::format("cannot sync {}: {}", path, errno_text()));
+    if (status && ::fsync(fd) != 0) status = fail(Errc::io_error, fmt::format("cannot sync {}: {}", path, errno_text()));
     ::close(fd);
     if (status) status = sync_directory(dir_);
     if (!status) {
@@ -127,7 +127,7 @@ class JsonlStore final : public Store {
   }
 
   Result<std::shared_ptr<Session>> create_with_log(const SessionHeader& header, const std::vector<LogLine>& log) override {
-    if (!valid_session_id(header.id)) return fail("invalid_argument", fmt::format("jsonl: {}", invalid_session_id(header.id)));
+    if (!valid_session_id(header.id)) return fail(Errc::invalid_argument, fmt::format("jsonl: {}", invalid_session_id(header.id)));
     auto file = NewFile::create(dir_, header.id + ".jsonl");
     if (!file) return std::unexpected(file.error());
     // Written a megabyte at a time: a long log is not copied whole once more.
@@ -143,7 +143,7 @@ class JsonlStore final : public Store {
     if (auto written = file->write(buffer); !written) return std::unexpected(written.error());
     if (auto published = file->publish(); !published) {
       if (published.error().code == "already_exists") {
-        return fail("already_exists", fmt::format("session {} already exists in {}", header.id, dir_));
+        return fail(Errc::already_exists, fmt::format("session {} already exists in {}", header.id, dir_));
       }
       return std::unexpected(published.error());
     }
@@ -151,9 +151,9 @@ class JsonlStore final : public Store {
   }
 
   Result<std::shared_ptr<Session>> open(std::string_view id, const OpenOptions& options) override {
-    if (!valid_session_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    if (!valid_session_id(id)) return fail(Errc::not_found, fmt::format("no session {} in {}", id, dir_));
     const std::string path = file_of(id);
-    if (::access(path.c_str(), F_OK) != 0) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    if (::access(path.c_str(), F_OK) != 0) return fail(Errc::not_found, fmt::format("no session {} in {}", id, dir_));
 
     std::optional<FileLock> lock;
     if (!options.read_only) {
@@ -171,7 +171,7 @@ class JsonlStore final : public Store {
     }
 
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return fail("io_error", fmt::format("cannot open {} for writing: {}", path, errno_text()));
+    if (fd < 0) return fail(Errc::io_error, fmt::format("cannot open {} for writing: {}", path, errno_text()));
     if (contents->report.tail_cut) {
       // The torn tail was never acknowledged; cut it so appends follow the
       // last complete record.
@@ -184,7 +184,7 @@ class JsonlStore final : public Store {
       unlock_contents(fd);
       if (!cut) {
         ::close(fd);
-        return fail("io_error", fmt::format("cannot cut the torn tail of {}: {}", path, reason));
+        return fail(Errc::io_error, fmt::format("cannot cut the torn tail of {}: {}", path, reason));
       }
     }
     auto medium = std::make_unique<JsonlMedium>(path, fd, contents->good_length, options_.sync, std::move(*lock));
@@ -193,21 +193,21 @@ class JsonlStore final : public Store {
   }
 
   Status remove(std::string_view id) override {
-    if (!valid_session_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    if (!valid_session_id(id)) return fail(Errc::not_found, fmt::format("no session {} in {}", id, dir_));
     auto lock = FileLock::acquire(lock_of(id), fmt::format("session {} in {}", id, dir_), std::chrono::milliseconds(0), false);
     if (!lock) return std::unexpected(lock.error());
     const std::string path = file_of(id);
     if (::unlink(path.c_str()) != 0) {
-      return fail(errno == ENOENT ? "not_found" : "io_error", fmt::format("cannot remove {}: {}", path, errno_text()));
+      return fail(errno == ENOENT ? Errc::not_found : Errc::io_error, fmt::format("cannot remove {}: {}", path, errno_text()));
     }
     ::unlink(lock_of(id).c_str());
     return sync_directory(dir_);
   }
 
   Result<RepairReport> repair(std::string_view id) override {
-    if (!valid_session_id(id)) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    if (!valid_session_id(id)) return fail(Errc::not_found, fmt::format("no session {} in {}", id, dir_));
     const std::string path = file_of(id);
-    if (::access(path.c_str(), F_OK) != 0) return fail("not_found", fmt::format("no session {} in {}", id, dir_));
+    if (::access(path.c_str(), F_OK) != 0) return fail(Errc::not_found, fmt::format("no session {} in {}", id, dir_));
     auto lock = FileLock::acquire(lock_of(id), fmt::format("session {} in {}", id, dir_), std::chrono::milliseconds(0), false);
     if (!lock) return std::unexpected(lock.error());
     return repair_jsonl_session(path, id);
@@ -224,11 +224,11 @@ class JsonlStore final : public Store {
 }  // namespace
 
 Result<std::unique_ptr<Store>> make_jsonl_store(const std::string& dir, const StoreOptions& options) {
-  if (dir.empty()) return fail("invalid_argument", "jsonl: needs a directory, e.g. jsonl:/var/lib/cairn");
+  if (dir.empty()) return fail(Errc::invalid_argument, "jsonl: needs a directory, e.g. jsonl:/var/lib/cairn");
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error || !std::filesystem::is_directory(dir, error)) {
-    return fail("io_error", fmt::format("jsonl store directory {} cannot be created: {}", dir, error.message()));
+    return fail(Errc::io_error, fmt::format("jsonl store directory {} cannot be created: {}", dir, error.message()));
   }
   return std::make_unique<JsonlStore>(dir, options);
 }

@@ -39,11 +39,11 @@ class MemoryMedium final : public LogMedium {
   Status append(const std::vector<PreparedRecord>& records) override {
     std::lock_guard lock(shared_->mu);
     if (session_->generation != generation_) {
-      return fail("stale_writer", fmt::format("session {}: this writer's generation {} is stale (now {})",
+      return fail(Errc::stale_writer, fmt::format("session {}: this writer's generation {} is stale (now {})",
                                               session_->header.id, generation_, session_->generation));
     }
     if (shared_->appends_left == 0) {
-      return fail("io_error", fmt::format("session {}: the store stopped accepting appends (injected)", session_->header.id));
+      return fail(Errc::io_error, fmt::format("session {}: the store stopped accepting appends (injected)", session_->header.id));
     }
     if (shared_->appends_left > 0) --shared_->appends_left;
     for (const PreparedRecord& record : records) session_->lines.push_back(record.line);
@@ -79,7 +79,7 @@ class MemoryStore final : public Store {
     auto session = std::make_shared<MemorySession>();
     session->header.id = options.id.value_or(new_session_id());
     if (!valid_session_id(session->header.id)) {
-      return fail("invalid_argument", fmt::format("memory: {}", invalid_session_id(session->header.id)));
+      return fail(Errc::invalid_argument, fmt::format("memory: {}", invalid_session_id(session->header.id)));
     }
     session->header.timestamp = now_iso8601();
     session->header.cwd = options.cwd;
@@ -88,14 +88,14 @@ class MemoryStore final : public Store {
     {
       std::lock_guard lock(shared_->mu);
       if (!shared_->sessions.emplace(session->header.id, session).second) {
-        return fail("already_exists", fmt::format("session {} already exists in memory:", session->header.id));
+        return fail(Errc::already_exists, fmt::format("session {} already exists in memory:", session->header.id));
       }
     }
     return open(session->header.id, OpenOptions{});
   }
 
   Result<std::shared_ptr<Session>> create_with_log(const SessionHeader& header, const std::vector<LogLine>& log) override {
-    if (!valid_session_id(header.id)) return fail("invalid_argument", fmt::format("memory: {}", invalid_session_id(header.id)));
+    if (!valid_session_id(header.id)) return fail(Errc::invalid_argument, fmt::format("memory: {}", invalid_session_id(header.id)));
     auto session = std::make_shared<MemorySession>();
     session->header = header;
     session->lines.reserve(log.size());
@@ -103,7 +103,7 @@ class MemoryStore final : public Store {
     {
       std::lock_guard lock(shared_->mu);
       if (!shared_->sessions.emplace(header.id, session).second) {
-        return fail("already_exists", fmt::format("session {} already exists in memory:", header.id));
+        return fail(Errc::already_exists, fmt::format("session {} already exists in memory:", header.id));
       }
     }
     auto opened = open(header.id, OpenOptions{});
@@ -120,12 +120,12 @@ class MemoryStore final : public Store {
     const auto deadline = std::chrono::steady_clock::now() + options.lock_timeout;
     std::unique_lock lock(shared_->mu);
     auto it = shared_->sessions.find(id);
-    if (it == shared_->sessions.end()) return fail("not_found", fmt::format("no session {} in memory:", id));
+    if (it == shared_->sessions.end()) return fail(Errc::not_found, fmt::format("no session {} in memory:", id));
     std::shared_ptr<MemorySession> session = it->second;
     if (!options.read_only) {
       while (session->has_writer && !options.break_lock) {
         if (std::chrono::steady_clock::now() >= deadline) {
-          return fail("locked", fmt::format("session {} in memory: is being written by another writer in this process "
+          return fail(Errc::locked, fmt::format("session {} in memory: is being written by another writer in this process "
                                             "(generation {})",
                                             id, session->generation));
         }
@@ -143,7 +143,7 @@ class MemoryStore final : public Store {
       Status status = meta ? check_invariants(*meta, index) : Status(std::unexpected(meta.error()));
       if (!status) {
         if (!options.read_only) session->has_writer = false;
-        return fail("corrupt_log", fmt::format("memory session {}: seq {}: {}", id, i, status.error().message));
+        return fail(Errc::corrupt_log, fmt::format("memory session {}: seq {}: {}", id, i, status.error().message));
       }
       index.add(*meta, session->lines[i]);
     }
@@ -157,15 +157,15 @@ class MemoryStore final : public Store {
   Status remove(std::string_view id) override {
     std::lock_guard lock(shared_->mu);
     auto it = shared_->sessions.find(id);
-    if (it == shared_->sessions.end()) return fail("not_found", fmt::format("no session {} in memory:", id));
-    if (it->second->has_writer) return fail("locked", fmt::format("session {} in memory: is open for writing", id));
+    if (it == shared_->sessions.end()) return fail(Errc::not_found, fmt::format("no session {} in memory:", id));
+    if (it->second->has_writer) return fail(Errc::locked, fmt::format("session {} in memory: is open for writing", id));
     shared_->sessions.erase(it);
     return {};
   }
 
   Result<RepairReport> repair(std::string_view id) override {
     std::lock_guard lock(shared_->mu);
-    if (!shared_->sessions.contains(id)) return fail("not_found", fmt::format("no session {} in memory:", id));
+    if (!shared_->sessions.contains(id)) return fail(Errc::not_found, fmt::format("no session {} in memory:", id));
     // Memory sessions hold only validated records: there is never damage.
     RepairReport report;
     report.location = fmt::format("memory session {}", id);

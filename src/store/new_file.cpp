@@ -20,12 +20,12 @@ Result<NewFile> NewFile::create(const std::string& dir, const std::string& name)
   // EOPNOTSUPP: the file system has no unnamed files; EISDIR: the kernel
   // does not know O_TMPFILE. Anything else is a reason to say.
   if (errno != EOPNOTSUPP && errno != EISDIR) {
-    return fail("io_error", fmt::format("cannot create {}: {}", path, errno_text()));
+    return fail(Errc::io_error, fmt::format("cannot create {}: {}", path, errno_text()));
   }
   static std::atomic<unsigned> counter{0};
   const std::string hidden = fmt::format("{}/.{}.partial-{}-{}", dir, name, ::getpid(), counter++);
   const int named = ::open(hidden.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (named < 0) return fail("io_error", fmt::format("cannot create {}: {}", hidden, errno_text()));
+  if (named < 0) return fail(Errc::io_error, fmt::format("cannot create {}: {}", hidden, errno_text()));
   return NewFile(named, dir, path, hidden);
 }
 
@@ -49,7 +49,7 @@ Status NewFile::write(std::string_view data) {
 }
 
 Status NewFile::publish() {
-  if (::fsync(fd_) != 0) return fail("io_error", fmt::format("cannot sync {}: {}", path_, errno_text()));
+  if (::fsync(fd_) != 0) return fail(Errc::io_error, fmt::format("cannot sync {}: {}", path_, errno_text()));
   // link, never rename: a name that exists is never replaced.
   int linked;
   if (hidden_path_.empty()) {
@@ -59,8 +59,8 @@ Status NewFile::publish() {
     linked = ::link(hidden_path_.c_str(), path_.c_str());
   }
   if (linked != 0) {
-    if (errno == EEXIST) return fail("already_exists", fmt::format("{} already exists", path_));
-    return fail("io_error", fmt::format("cannot create {}: {}", path_, errno_text()));
+    if (errno == EEXIST) return fail(Errc::already_exists, fmt::format("{} already exists", path_));
+    return fail(Errc::io_error, fmt::format("cannot create {}: {}", path_, errno_text()));
   }
   published_ = true;
   if (!hidden_path_.empty()) ::unlink(hidden_path_.c_str());

@@ -82,7 +82,7 @@ struct Descriptor {
 Status take_line(const std::string& path, std::size_t line_number, const std::string& text,
                  std::vector<PiLine>& lines, std::vector<std::string>& notes) {
   if (text.find('\0') != std::string::npos || !simdjson::validate_utf8(text.data(), text.size())) {
-    return fail("invalid_argument",
+    return fail(Errc::invalid_argument,
                 fmt::format("{}: line {}: not text ({}), which no pi record holds: not a pi session file", path,
                             line_number, text.find('\0') != std::string::npos ? "a NUL byte" : "bytes that are not UTF-8"));
   }
@@ -103,14 +103,14 @@ Result<std::vector<PiLine>> parse_lines(const std::string& path, std::vector<std
   // file is read at all: a device or a pipe need never end.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return fail("not_found", fmt::format("{}: no such file", path));
-    return fail("io_error", fmt::format("{}: {}", path, std::strerror(errno)));
+    if (errno == ENOENT) return fail(Errc::not_found, fmt::format("{}: no such file", path));
+    return fail(Errc::io_error, fmt::format("{}: {}", path, std::strerror(errno)));
   }
   const Descriptor file{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return fail("io_error", fmt::format("{}: {}", path, std::strerror(errno)));
+  if (::fstat(fd, &st) != 0) return fail(Errc::io_error, fmt::format("{}: {}", path, std::strerror(errno)));
   if (!S_ISREG(st.st_mode)) {
-    return fail("invalid_argument",
+    return fail(Errc::invalid_argument,
                 fmt::format("{}: not a regular file ({}); a pi session is a file of JSON lines", path, file_kind(st.st_mode)));
   }
 
@@ -121,14 +121,14 @@ Result<std::vector<PiLine>> parse_lines(const std::string& path, std::vector<std
   for (;;) {
     const ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail("io_error", fmt::format("{}: read failed: {}", path, std::strerror(errno)));
+    if (n < 0) return fail(Errc::io_error, fmt::format("{}: read failed: {}", path, std::strerror(errno)));
     if (n == 0) break;
     std::string_view chunk(buffer.data(), static_cast<std::size_t>(n));
     while (!chunk.empty()) {
       const std::size_t newline = chunk.find('\n');
       const std::string_view piece = chunk.substr(0, newline);
       if (line.size() + piece.size() > kMaxLineBytes) {
-        return fail("invalid_argument", fmt::format("{}: line {}: longer than {} MiB, which no pi record is: not a pi "
+        return fail(Errc::invalid_argument, fmt::format("{}: line {}: longer than {} MiB, which no pi record is: not a pi "
                                                     "session file",
                                                     path, line_number + 1, kMaxLineBytes >> 20));
       }
@@ -225,7 +225,7 @@ Result<std::vector<Json>> read_pi_entries(const std::string& path, Json* header_
   // pi's loadEntriesFromFile: the first parsed line must be the header.
   if (lines.empty() || !is_type(lines.front().json, "session") || !lines.front().json.contains("id") ||
       !lines.front().json["id"].is_string()) {
-    return fail("invalid_argument",
+    return fail(Errc::invalid_argument,
                 fmt::format("{}: not a pi session file (the first line is not a session header with an id)", path));
   }
   const Json header = lines.front().json;
@@ -236,7 +236,7 @@ Result<std::vector<Json>> read_pi_entries(const std::string& path, Json* header_
     version = it->get<std::int64_t>();
   }
   if (version > kPiSessionVersion) {
-    return fail("newer_version", fmt::format("{}: pi session format version {} is newer than the {} this build reads",
+    return fail(Errc::newer_version, fmt::format("{}: pi session format version {} is newer than the {} this build reads",
                                              path, version, kPiSessionVersion));
   }
   if (version < 2) migrate_v1_to_v2(lines, notes);
@@ -280,7 +280,7 @@ Result<std::vector<Json>> read_pi_entries(const std::string& path, Json* header_
       continue;
     }
     if (!id.empty() && kept_ids.contains(id)) {
-      return fail("duplicate_id", fmt::format("{}: line {}: id '{}' is used by an earlier entry", path,
+      return fail(Errc::duplicate_id, fmt::format("{}: line {}: id '{}' is used by an earlier entry", path,
                                               line.line_number, id));
     }
 
@@ -292,7 +292,7 @@ Result<std::vector<Json>> read_pi_entries(const std::string& path, Json* header_
       const std::string parent = parent_it->get<std::string>();
       if (!kept_ids.contains(parent)) {
         if (later_ids.contains(parent)) {
-          return fail("invalid_argument",
+          return fail(Errc::invalid_argument,
                       fmt::format("{}: line {}: parentId '{}' names a later entry; cairn needs parents first", path,
                                   line.line_number, parent));
         }
@@ -331,11 +331,11 @@ Result<std::vector<Json>> read_pi_entries(const std::string& path, Json* header_
       continue;
     }
     if (!decoded) {
-      return fail(decoded.error().code,
+      return fail(decoded.error(),
                   fmt::format("{}: line {}: {}", path, line.line_number, decoded.error().message));
     }
     if (!std::holds_alternative<TreeEntry>(decoded->body)) {
-      return fail("invalid_record", fmt::format("{}: line {}: '{}' is not a session entry", path, line.line_number,
+      return fail(Errc::invalid_record, fmt::format("{}: line {}: '{}' is not a session entry", path, line.line_number,
                                                 type_name(entry)));
     }
     // A label on an entry that was skipped has nothing to mark.
@@ -385,7 +385,7 @@ Result<PiImportResult> import_pi_session(Store& store, const std::string& path) 
   auto created = create_whole_session(store, options, [&](Session& scratch) -> Result<std::int64_t> {
     if (entries->empty()) return 0;
     auto appended = scratch.append_json(*entries);
-    if (!appended) return fail(appended.error().code, fmt::format("{}: {}", absolute, appended.error().message));
+    if (!appended) return fail(appended.error(), fmt::format("{}: {}", absolute, appended.error().message));
     return appended->count;
   });
   if (!created) return std::unexpected(created.error());

@@ -77,13 +77,13 @@ Result<PreparedRecord> prepare(Record& record, const Session& session) {
   if (auto status = check_fields(record); !status) return std::unexpected(status.error());
   RecordMeta meta = meta_of(record);
   Json json = encode(record);
-  if (!is_lossless(json)) return fail("invalid_record", "holds a number JSON cannot represent (NaN or infinity)");
+  if (!is_lossless(json)) return fail(Errc::invalid_record, "holds a number JSON cannot represent (NaN or infinity)");
   std::string line;
   line.reserve(256);
   try {
     line = json.dump(-1, ' ', false, Json::error_handler_t::strict);
   } catch (const Json::exception&) {
-    return fail("invalid_record", "holds a string that is not valid UTF-8");
+    return fail(Errc::invalid_record, "holds a string that is not valid UTF-8");
   }
   // Room for the seq and the checksum, so neither reallocates.
   line.reserve(line.size() + kMaxSeqDigits + kChecksumSuffixSize);
@@ -121,14 +121,14 @@ Result<AppendResult> Session::append_json(const std::vector<Json>& batch) {
   records.reserve(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
     auto record = decode_record(batch[i], /*require_seq=*/false);
-    if (!record) return fail(record.error().code, fmt::format("record {} of the batch: {}", i, record.error().message));
+    if (!record) return fail(record.error(), fmt::format("record {} of the batch: {}", i, record.error().message));
     records.push_back(std::move(*record));
   }
   return append(std::move(records));
 }
 
 Result<AppendResult> Session::append(std::vector<Record> batch) {
-  if (!medium_) return fail("read_only", fmt::format("session {} was opened for reading", header_.id));
+  if (!medium_) return fail(Errc::read_only, fmt::format("session {} was opened for reading", header_.id));
   if (batch.empty()) return AppendResult{size(), 0};
 
   auto self = std::make_shared<Writer>();
@@ -137,7 +137,7 @@ Result<AppendResult> Session::append(std::vector<Record> batch) {
     auto one = prepare(batch[i], *this);
     if (!one) {  // a rejected batch writes nothing
       const std::string where = batch.size() == 1 ? std::string() : fmt::format("record {} of the batch: ", i);
-      return fail(one.error().code, where + one.error().message);
+      return fail(one.error(), where + one.error().message);
     }
     self->batch.push_back(std::move(*one));
   }
@@ -212,10 +212,10 @@ void Session::lead_group(std::vector<std::shared_ptr<Writer>>& group) {
     // Nothing of the group is durable. Appends after a failed write or sync
     // cannot be trusted (the medium's state is unknown), so the session stops
     // accepting: the caller reopens it.
-    Error error{status.error().code, fmt::format("append to {} failed: {}", medium_->describe(), status.error().message)};
+    Error error = status.error().with_message(fmt::format("append to {} failed: {}", medium_->describe(), status.error().message));
     {
       std::lock_guard lock(write_mu_);
-      if (error.code != "stale_writer") fault_ = Error{"faulted", error.message};
+      if (!error.is(Errc::stale_writer)) fault_ = Error{Errc::faulted, error.message};
     }
     for (Writer* writer : landed) writer->result = std::unexpected(error);
     return;

@@ -18,17 +18,17 @@ Json encode(const SessionHeader& header) {
 }
 
 Result<SessionHeader> decode_header(const Json& json) {
-  if (!json.is_object()) return fail("corrupt_log", "session header: not a JSON object");
+  if (!json.is_object()) return fail(Errc::corrupt_log, "session header: not a JSON object");
   auto type = json.find("type");
-  if (type == json.end() || *type != "session") return fail("corrupt_log", "session header: type is not \"session\"");
+  if (type == json.end() || *type != "session") return fail(Errc::corrupt_log, "session header: type is not \"session\"");
   SessionHeader header;
   auto string_of = [&](const char* key, std::string& out, bool required) -> Status {
     auto it = json.find(key);
     if (it == json.end()) {
-      if (required) return fail("corrupt_log", fmt::format("session header: {} missing", key));
+      if (required) return fail(Errc::corrupt_log, fmt::format("session header: {} missing", key));
       return {};
     }
-    if (!it->is_string()) return fail("corrupt_log", fmt::format("session header: {} is not a string", key));
+    if (!it->is_string()) return fail(Errc::corrupt_log, fmt::format("session header: {} is not a string", key));
     out = it->get<std::string>();
     return {};
   };
@@ -37,11 +37,11 @@ Result<SessionHeader> decode_header(const Json& json) {
   if (auto s = string_of("cwd", header.cwd, false); !s) return std::unexpected(s.error());
   auto version = json.find("version");
   if (version == json.end() || !version->is_number_integer()) {
-    return fail("corrupt_log", "session header: version missing or not an integer");
+    return fail(Errc::corrupt_log, "session header: version missing or not an integer");
   }
   header.version = version->get<std::int64_t>();
   if (auto parent = json.find("parentSession"); parent != json.end() && !parent->is_null()) {
-    if (!parent->is_string()) return fail("corrupt_log", "session header: parentSession is not a string");
+    if (!parent->is_string()) return fail(Errc::corrupt_log, "session header: parentSession is not a string");
     header.parent_session = parent->get<std::string>();
   }
   for (const auto& [key, value] : json.items()) {

@@ -56,15 +56,15 @@ std::string file_uri(const std::string& file, std::string_view parameter) {
 
 }  // namespace
 
-const char* error_code(const DbError& error) {
+Errc error_code(const DbError& error) {
   switch (error.code & 0xff) {
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
-      return "corrupt_log";
+      return Errc::corrupt_log;
     case SQLITE_READONLY:
-      return "read_only";
+      return Errc::read_only;
     default:
-      return "io_error";
+      return Errc::io_error;
   }
 }
 

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <utility>
 
+#include "cairn/error.hpp"
+
 namespace cairn::sqlite {
 
 struct DbError {
@@ -26,7 +28,7 @@ struct DbError {
 // The store's error code for a failure: corrupt_log for a damaged file
 // (SQLITE_CORRUPT, SQLITE_NOTADB), read_only for a write SQLite refused,
 // io_error for the rest.
-const char* error_code(const DbError& error);
+Errc error_code(const DbError& error);
 
 template <class T>
 using DbResult = std::expected<T, DbError>;

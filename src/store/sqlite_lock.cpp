@@ -24,7 +24,7 @@ Result<std::optional<SessionLock>> SessionLock::try_acquire(const std::string& p
   // a lock excludes no one, so we start over with the file now at `path`.
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return fail("io_error", fmt::format("cannot open lock file {}: {}", path, errno_text()));
+    if (fd < 0) return fail(Errc::io_error, fmt::format("cannot open lock file {}: {}", path, errno_text()));
     SessionLock lock(fd, path);
     int rc;
     do {
@@ -32,24 +32,24 @@ Result<std::optional<SessionLock>> SessionLock::try_acquire(const std::string& p
     } while (rc != 0 && errno == EINTR);
     if (rc != 0) {
       if (errno == EWOULDBLOCK) return std::optional<SessionLock>();
-      return fail("io_error", fmt::format("cannot lock {}: {}", path, errno_text()));
+      return fail(Errc::io_error, fmt::format("cannot lock {}: {}", path, errno_text()));
     }
     struct stat held {};
     struct stat current {};
-    if (::fstat(fd, &held) != 0) return fail("io_error", fmt::format("cannot stat lock file {}: {}", path, errno_text()));
+    if (::fstat(fd, &held) != 0) return fail(Errc::io_error, fmt::format("cannot stat lock file {}: {}", path, errno_text()));
     if (::stat(path.c_str(), &current) != 0) {
       if (errno == ENOENT) continue;
-      return fail("io_error", fmt::format("cannot stat lock file {}: {}", path, errno_text()));
+      return fail(Errc::io_error, fmt::format("cannot stat lock file {}: {}", path, errno_text()));
     }
     if (held.st_dev != current.st_dev || held.st_ino != current.st_ino) continue;
     return std::optional<SessionLock>(std::move(lock));
   }
-  return fail("io_error", fmt::format("lock file {} keeps being replaced; giving up", path));
+  return fail(Errc::io_error, fmt::format("lock file {} keeps being replaced; giving up", path));
 }
 
 Result<std::optional<SessionLock>> SessionLock::break_and_acquire(const std::string& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return fail("io_error", fmt::format("cannot remove lock file {}: {}", path, errno_text()));
+    return fail(Errc::io_error, fmt::format("cannot remove lock file {}: {}", path, errno_text()));
   }
   return try_acquire(path);
 }

@@ -277,7 +277,7 @@ Status SqliteMedium::claim() {
   generation_of_.reset().bind(1, std::string_view(session_id_));
   auto row = generation_of_.step();
   if (!row) return std::unexpected(io_error(describe(), "cannot read the generation", row.error()));
-  if (!*row) return fail("not_found", fmt::format("no session {} in sqlite file {}", session_id_, file_));
+  if (!*row) return fail(Errc::not_found, fmt::format("no session {} in sqlite file {}", session_id_, file_));
   const std::int64_t next = generation_of_.int64(0) + 1;
   generation_of_.reset();
 
@@ -302,7 +302,7 @@ Status SqliteMedium::create(const SessionHeader& header, const std::string& head
   auto row = generation_of_.step();
   generation_of_.reset();
   if (!row) return std::unexpected(io_error(describe(), "cannot create the session", row.error()));
-  if (*row) return fail("already_exists", fmt::format("session {} already exists in sqlite file {}", session_id_, file_));
+  if (*row) return fail(Errc::already_exists, fmt::format("session {} already exists in sqlite file {}", session_id_, file_));
 
   const std::string holder = encode_holder(this_process(1));
   auto insert = db_.prepare(
@@ -397,7 +397,7 @@ Status SqliteMedium::rewrite(const std::vector<PreparedRecord>& records, const s
     if (!row) return std::unexpected(io_error(describe(), "cannot read the generation", row.error()));
     const bool current = *row && generation_of_.int64(0) == generation_;
     generation_of_.reset();
-    if (!current) return fail("stale_writer", fmt::format("{}: another writer took the session during its repair", describe()));
+    if (!current) return fail(Errc::stale_writer, fmt::format("{}: another writer took the session during its repair", describe()));
     for (std::string_view table : {"session_entries", "harness_entries", "ignorable_entries"}) {
       auto erase = db_.prepare(fmt::format("DELETE FROM {} WHERE session_id = ?1", table));
       if (!erase) return std::unexpected(io_error(describe(), "cannot repair", erase.error()));
@@ -427,7 +427,7 @@ Status SqliteMedium::rewrite(const std::vector<PreparedRecord>& records, const s
     }
     return {};
   } catch (const std::exception& e) {
-    return fail("io_error", fmt::format("{}: repair failed: {}", describe(), e.what()));
+    return fail(Errc::io_error, fmt::format("{}: repair failed: {}", describe(), e.what()));
   }
 }
 
@@ -446,7 +446,7 @@ Status SqliteMedium::append(const std::vector<PreparedRecord>& records) {
     if (!row) return std::unexpected(io_error(describe(), "cannot read the generation", row.error()));
     if (!*row) {
       generation_of_.reset();
-      return fail("stale_writer", fmt::format("{}: the session was removed; this writer (generation {}) appended "
+      return fail(Errc::stale_writer, fmt::format("{}: the session was removed; this writer (generation {}) appended "
                                               "nothing of seq {}..{}",
                                               describe(), generation_, first, last));
     }
@@ -455,7 +455,7 @@ Status SqliteMedium::append(const std::vector<PreparedRecord>& records) {
         generation_of_.is_null(1) ? std::nullopt : decode_holder(generation_of_.text(1));
     generation_of_.reset();
     if (current != generation_) {
-      return fail("stale_writer",
+      return fail(Errc::stale_writer,
                   fmt::format("{}: this writer's generation {} is stale (the session is at generation {}, held by "
                               "{}); seq {}..{} not appended",
                               describe(), generation_, current,
@@ -471,7 +471,7 @@ Status SqliteMedium::append(const std::vector<PreparedRecord>& records) {
     }
     return {};
   } catch (const std::exception& e) {
-    return fail("io_error", fmt::format("{}: append failed: {}", describe(), e.what()));
+    return fail(Errc::io_error, fmt::format("{}: append failed: {}", describe(), e.what()));
   }
 }
 

@@ -134,9 +134,9 @@ Result<RecordMeta> meta_of_row(const Cursor& cursor, std::string_view* payload) 
   }
   const std::string_view type_name = rows.text(1);
   const std::optional<RecordType> type = parse_record_type(type_name);
-  if (!type) return fail("unknown_type", fmt::format("unknown record type '{}' (not marked ignorable)", type_name));
+  if (!type) return fail(Errc::unknown_type, fmt::format("unknown record type '{}' (not marked ignorable)", type_name));
   if (is_tree_type(*type) != (cursor.table == kTree)) {
-    return fail("corrupt_log", fmt::format("a {} record in {}", type_name, kEntryTables[cursor.table]));
+    return fail(Errc::corrupt_log, fmt::format("a {} record in {}", type_name, kEntryTables[cursor.table]));
   }
   meta.type = *type;
   meta.id = rows.text(2);
@@ -247,18 +247,18 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id, bool veri
       if (next == nullptr) return false;
       const std::int64_t seq = next->seq;
       if (seq != expected) {
-        rows.error = Error{"corrupt_log", fmt::format("{}: {}", at, seq_break(expected, seq))};
+        rows.error = Error{Errc::corrupt_log, fmt::format("{}: {}", at, seq_break(expected, seq))};
         return false;
       }
       std::string_view payload;
       auto meta = meta_of_row(*next, verify_payloads ? &payload : nullptr);
       if (!meta) {
-        rows.error = Error{meta.error().code, fmt::format("{}, seq {}: {}", at, seq, meta.error().message)};
+        rows.error = meta.error().with_message(fmt::format("{}, seq {}: {}", at, seq, meta.error().message));
         return false;
       }
       if (verify_payloads) {
         if (auto damaged = payload_damage(*meta, payload, checksums)) {
-          rows.error = Error{"corrupt_log", fmt::format("{}, seq {}: {}; the session can be read but not written until "
+          rows.error = Error{Errc::corrupt_log, fmt::format("{}, seq {}: {}; the session can be read but not written until "
                                                         "`cairn repair` replaces the record",
                                                         at, seq, *damaged)};
           return false;
@@ -287,7 +287,7 @@ Result<SessionIndex> RecordReader::load(const std::string& session_id, bool veri
       // next one's load now.
       if (i + 1 < rows->metas.size()) index.prefetch_id(rows->metas[i + 1].id);
       if (auto valid = check_invariants(rows->metas[i], index); !valid) {
-        return fail("corrupt_log", fmt::format("{}, seq {}: {}", at, rows->metas[i].seq, valid.error().message));
+        return fail(Errc::corrupt_log, fmt::format("{}, seq {}: {}", at, rows->metas[i].seq, valid.error().message));
       }
       index.add_unloaded(rows->metas[i]);
     }
@@ -382,7 +382,7 @@ Result<LineSource::Stored> SqliteLines::line(std::int64_t seq, RecordType type) 
   if (!row) return fail(error_code(row.error()), fmt::format("{}: cannot read the record: {}", at, row.error().message));
   if (!*row) {
     read.reset();
-    return fail("corrupt_log", fmt::format("{}: the record is no longer in {}", at, kEntryTables[table]));
+    return fail(Errc::corrupt_log, fmt::format("{}: the record is no longer in {}", at, kEntryTables[table]));
   }
   Stored stored{std::string(read.text(0)), std::string(read.text(1))};
   read.reset();
@@ -410,7 +410,7 @@ Result<std::vector<LineSource::Stored>> SqliteLines::lines(std::int64_t begin, s
       const auto slot = static_cast<std::size_t>(seq - begin);
       if (found[slot]) {
         range.reset();
-        return fail("corrupt_log", fmt::format("{}: duplicate seq {}", at, seq));
+        return fail(Errc::corrupt_log, fmt::format("{}: duplicate seq {}", at, seq));
       }
       found[slot] = true;
       out[slot] = Stored{std::string(range.text(1)), std::string(range.text(2))};
@@ -419,7 +419,7 @@ Result<std::vector<LineSource::Stored>> SqliteLines::lines(std::int64_t begin, s
   }
   for (std::size_t slot = 0; slot < found.size(); ++slot) {
     if (!found[slot]) {
-      return fail("corrupt_log",
+      return fail(Errc::corrupt_log,
                   fmt::format("{}, seq {}: the record is no longer in the store", at, begin + static_cast<std::int64_t>(slot)));
     }
   }

@@ -69,9 +69,9 @@ auto guarded(std::string_view what, Body&& body) -> decltype(body()) {
   try {
     return body();
   } catch (const std::exception& e) {
-    return fail("io_error", fmt::format("{}: {}", what, e.what()));
+    return fail(Errc::io_error, fmt::format("{}: {}", what, e.what()));
   } catch (...) {
-    return fail("io_error", fmt::format("{}: unknown failure", what));
+    return fail(Errc::io_error, fmt::format("{}: unknown failure", what));
   }
 }
 
@@ -127,14 +127,14 @@ class SqliteStore final : public Store {
   Result<std::unique_ptr<SqliteMedium>> open_medium_at_once(const std::string& id);
 
   Error not_found(const std::string& id) const {
-    return Error{"not_found", fmt::format("no session {} in sqlite file {}", id, file_)};
+    return Error{Errc::not_found, fmt::format("no session {} in sqlite file {}", id, file_)};
   }
   Error io_error(const std::string& id, std::string_view what, const DbError& error) const {
     return Error{error_code(error), fmt::format("{}: {}: {}", where(file_, id), what, error.message)};
   }
   // What a store this process may only read says to a writer.
   Error read_only_error(std::string_view what) const {
-    return Error{"read_only",
+    return Error{Errc::read_only,
                  fmt::format("cannot {}: sqlite file {} is read-only for this user ({})", what, file_, *read_only_)};
   }
 
@@ -185,7 +185,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session(const CreateOptions
   SessionHeader header;
   header.id = options.id ? *options.id : new_session_id();
   if (!valid_session_id(header.id)) {
-    return fail("invalid_argument", fmt::format("sqlite file {}: {}", file_, invalid_session_id(header.id)));
+    return fail(Errc::invalid_argument, fmt::format("sqlite file {}: {}", file_, invalid_session_id(header.id)));
   }
   if (read_only_) return std::unexpected(read_only_error(fmt::format("create session {}", header.id)));
   header.version = kLogFormatVersion;
@@ -200,7 +200,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session(const CreateOptions
     std::lock_guard guard(mu_);
     auto found = exists(id);
     if (!found) return std::unexpected(found.error());
-    if (*found) return fail("already_exists", fmt::format("session {} already exists in sqlite file {}", id, file_));
+    if (*found) return fail(Errc::already_exists, fmt::format("session {} already exists in sqlite file {}", id, file_));
   }
   auto medium = open_medium_at_once(id);
   if (!medium) return std::unexpected(medium.error());
@@ -219,7 +219,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session(const CreateOptions
 Result<std::shared_ptr<Session>> SqliteStore::create_session_with_log(const SessionHeader& header,
                                                                       const std::vector<LogLine>& log) {
   const std::string& id = header.id;
-  if (!valid_session_id(id)) return fail("invalid_argument", fmt::format("sqlite file {}: {}", file_, invalid_session_id(id)));
+  if (!valid_session_id(id)) return fail(Errc::invalid_argument, fmt::format("sqlite file {}: {}", file_, invalid_session_id(id)));
   if (read_only_) return std::unexpected(read_only_error(fmt::format("create session {}", id)));
   const std::string header_json = encode(header).dump(-1, ' ', false, Json::error_handler_t::replace);
   {
@@ -228,7 +228,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session_with_log(const Sess
     if (!tx) return std::unexpected(io_error(id, "cannot create the session", tx.error()));
     auto found = exists(id);
     if (!found) return std::unexpected(found.error());
-    if (*found) return fail("already_exists", fmt::format("session {} already exists in sqlite file {}", id, file_));
+    if (*found) return fail(Errc::already_exists, fmt::format("session {} already exists in sqlite file {}", id, file_));
     auto insert = db_.prepare(
         "INSERT INTO sessions (id, version, timestamp, cwd, parent_session, header, generation, holder) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, NULL)");
@@ -249,7 +249,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session_with_log(const Sess
       // The index fields, as an append has them; the views last until the next scan.
       auto meta = scan_line(line.json);
       if (!meta) {
-        return fail(meta.error().code, fmt::format("{}: seq {}: {}", where(file_, id), line.seq, meta.error().message));
+        return fail(meta.error(), fmt::format("{}: seq {}: {}", where(file_, id), line.seq, meta.error().message));
       }
       if (auto inserted = inserter_->insert(id, *meta, line.json); !inserted) {
         return std::unexpected(io_error(id, fmt::format("cannot insert seq {}", line.seq), inserted.error()));
@@ -323,7 +323,7 @@ Result<SessionHeader> SqliteStore::read_header(const std::string& id) {
   const std::string_view text = statement->text(0);
   const Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (!json.is_object()) {
-    return fail("corrupt_log", fmt::format("{}: the header is not a JSON object", where(file_, id)));
+    return fail(Errc::corrupt_log, fmt::format("{}: the header is not a JSON object", where(file_, id)));
   }
   // A newer format is refused before its header is judged by our rules.
   std::int64_t version = statement->is_null(1) ? 0 : statement->int64(1);
@@ -331,13 +331,13 @@ Result<SessionHeader> SqliteStore::read_header(const std::string& id) {
     version = std::max(version, it->get<std::int64_t>());
   }
   if (version > kLogFormatVersion) {
-    return fail("newer_version", fmt::format("{}: the header's format version {} is newer than this build's {}",
+    return fail(Errc::newer_version, fmt::format("{}: the header's format version {} is newer than this build's {}",
                                              where(file_, id), version, kLogFormatVersion));
   }
   auto header = decode_header(json);
-  if (!header) return fail("corrupt_log", fmt::format("{}: {}", where(file_, id), header.error().message));
+  if (!header) return fail(Errc::corrupt_log, fmt::format("{}: {}", where(file_, id), header.error().message));
   if (header->id != id) {
-    return fail("corrupt_log", fmt::format("{}: the header names session {}", where(file_, id), header->id));
+    return fail(Errc::corrupt_log, fmt::format("{}: the header names session {}", where(file_, id), header->id));
   }
   return header;
 }
@@ -396,7 +396,7 @@ Error SqliteStore::locked_error(const std::string& id, std::chrono::milliseconds
   }
   std::string message = fmt::format("session {} in {} is held by {}", id, file_, holder_text);
   if (waited.count() > 0) message += fmt::format("; waited {} ms", waited.count());
-  return Error{"locked", std::move(message)};
+  return Error{Errc::locked, std::move(message)};
 }
 
 // ---- remove -----------------------------------------------------------------
@@ -456,7 +456,7 @@ Result<RepairReport> SqliteStore::repair_session(const std::string& id) {
   auto header = read_header(id);
   if (!header) {
     if (header.error().code != "corrupt_log") {
-      return fail(header.error().code, header.error().message + "; repair changes nothing in it");
+      return fail(header.error(), header.error().message + "; repair changes nothing in it");
     }
     auto columns = db_.prepare("SELECT timestamp, cwd, parent_session FROM sessions WHERE id = ?1");
     if (!columns) return std::unexpected(io_error(id, "cannot read the header", columns.error()));
@@ -540,7 +540,7 @@ Result<RepairReport> SqliteStore::repair_session(const std::string& id) {
     }
     // Intact: its payload as it was, its columns made from it.
     auto meta = scan_line(stored[seq].bytes);
-    if (!meta) return fail("internal_error", fmt::format("seq {}: an intact record does not scan: {}", seq, meta.error().message));
+    if (!meta) return fail(Errc::internal_error, fmt::format("seq {}: an intact record does not scan: {}", seq, meta.error().message));
     records.push_back({copy_meta(*meta, strings), stored[seq].bytes});
   }
   if (auto written = (*medium)->rewrite(records, rebuilt); !written) return std::unexpected(written.error());
@@ -568,6 +568,8 @@ Status SqliteStore::back_up(const std::string& id, const std::string& backup) {
       break;
     }
   }
+  // The backup database is a connection-local attachment: a failed detach
+  // leaves it until the connection closes, and the backup itself is written.
   (void)db_.exec("DETACH DATABASE backup");
   return status;
 }
@@ -592,10 +594,10 @@ Result<std::unique_ptr<Store>> open_read_only_store(const std::string& file, con
   std::int64_t version = 0;
   const auto [end, parsed] = std::from_chars(stored->data(), stored->data() + stored->size(), version);
   if (parsed != std::errc() || end != stored->data() + stored->size()) {
-    return fail("corrupt_log", fmt::format("sqlite file {}: schema version '{}' is not a number", file, *stored));
+    return fail(Errc::corrupt_log, fmt::format("sqlite file {}: schema version '{}' is not a number", file, *stored));
   }
   if (version > kSchemaVersion) {
-    return fail("newer_version", fmt::format("sqlite file {}: schema version {} is newer than this build's {}", file,
+    return fail(Errc::newer_version, fmt::format("sqlite file {}: schema version {} is newer than this build's {}", file,
                                              version, kSchemaVersion));
   }
   return std::make_unique<SqliteStore>(file, options, std::move(*db), std::move(reason));
@@ -604,13 +606,13 @@ Result<std::unique_ptr<Store>> open_read_only_store(const std::string& file, con
 }  // namespace
 
 Result<std::unique_ptr<Store>> make_sqlite_store(const std::string& file, const StoreOptions& options) {
-  if (file.empty()) return fail("invalid_argument", "sqlite: needs a database file, e.g. sqlite:/var/lib/cairn/sessions.db");
+  if (file.empty()) return fail(Errc::invalid_argument, "sqlite: needs a database file, e.g. sqlite:/var/lib/cairn/sessions.db");
   return guarded(fmt::format("sqlite file {}", file), [&]() -> Result<std::unique_ptr<Store>> {
     const std::filesystem::path parent = std::filesystem::path(file).parent_path();
     if (std::error_code error; !parent.empty() && !std::filesystem::is_directory(parent, error)) {
       std::filesystem::create_directories(parent, error);
       if (error) {
-        return fail("io_error", fmt::format("sqlite file {}: cannot create directory {}: {}", file, parent.string(),
+        return fail(Errc::io_error, fmt::format("sqlite file {}: cannot create directory {}: {}", file, parent.string(),
                                             error.message()));
       }
     }
@@ -628,7 +630,7 @@ Result<std::unique_ptr<Store>> make_sqlite_store(const std::string& file, const 
                   fmt::format("sqlite file {}: cannot set up the schema: {}", file, version.error().message));
     }
     if (*version > kSchemaVersion) {
-      return fail("newer_version", fmt::format("sqlite file {}: schema version {} is newer than this build's {}", file,
+      return fail(Errc::newer_version, fmt::format("sqlite file {}: schema version {} is newer than this build's {}", file,
                                                *version, kSchemaVersion));
     }
     return std::make_unique<SqliteStore>(file, options, std::move(*db), std::nullopt);

@@ -14,10 +14,10 @@ Result<std::unique_ptr<Store>> open_store(std::string_view uri, const StoreOptio
   if (uri == "memory:" || uri == "memory") return make_memory_store(options);
   if (uri.starts_with("jsonl:")) return make_jsonl_store(std::string(uri.substr(6)), options);
   if (uri.starts_with("sqlite:")) {
-    if (uri.size() == 7) return fail("invalid_argument", "sqlite: needs a file, e.g. sqlite:/var/lib/cairn/sessions.db");
+    if (uri.size() == 7) return fail(Errc::invalid_argument, "sqlite: needs a file, e.g. sqlite:/var/lib/cairn/sessions.db");
     return make_sqlite_store(std::string(uri.substr(7)), options);
   }
-  return fail("invalid_argument",
+  return fail(Errc::invalid_argument,
               fmt::format("unknown store URI '{}': use memory:, jsonl:DIR or sqlite:FILE", uri));
 }
 
@@ -30,10 +30,10 @@ Result<std::string> Store::resolve_id(std::string_view id_or_prefix) {
     if (!id_or_prefix.empty() && header.id.starts_with(id_or_prefix)) matches.push_back(header.id);
   }
   if (matches.size() == 1) return matches.front();
-  if (matches.empty()) return fail("not_found", fmt::format("no session '{}' in {}", id_or_prefix, uri()));
+  if (matches.empty()) return fail(Errc::not_found, fmt::format("no session '{}' in {}", id_or_prefix, uri()));
   std::string list;
   for (std::size_t i = 0; i < matches.size() && i < 5; ++i) list += (i ? ", " : "") + matches[i];
-  return fail("ambiguous_id", fmt::format("'{}' matches {} sessions in {} ({}{})", id_or_prefix, matches.size(), uri(),
+  return fail(Errc::ambiguous_id, fmt::format("'{}' matches {} sessions in {} ({}{})", id_or_prefix, matches.size(), uri(),
                                           list, matches.size() > 5 ? ", ..." : ""));
 }
 
@@ -101,19 +101,19 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
     std::optional<std::string> point;
     if (options.entry_id) {
       auto entry = from.get_entry(*options.entry_id);
-      if (!entry) return fail(entry.error().code, fmt::format("session {}: {}", source_id, entry.error().message));
-      if (!*entry) return fail("not_found", fmt::format("session {} has no entry '{}'", source_id, *options.entry_id));
+      if (!entry) return fail(entry.error(), fmt::format("session {}: {}", source_id, entry.error().message));
+      if (!*entry) return fail(Errc::not_found, fmt::format("session {} has no entry '{}'", source_id, *options.entry_id));
       point = options.position == ForkOptions::Position::at ? std::optional((*entry)->id) : (*entry)->parent_id;
     } else {
       auto refs = from.refs();
       auto it = std::find_if(refs.begin(), refs.end(), [&](const RefInfo& r) { return r.name == options.ref; });
-      if (it == refs.end()) return fail("unknown_ref", fmt::format("session {} has no ref '{}'", source_id, options.ref));
+      if (it == refs.end()) return fail(Errc::unknown_ref, fmt::format("session {} has no ref '{}'", source_id, options.ref));
       point = it->leaf_id;
     }
     for (const std::string& id : from.path_to(point)) {
       auto entry = from.get_entry(id);
-      if (!entry) return fail(entry.error().code, fmt::format("session {}: {}", source_id, entry.error().message));
-      if (!*entry) return fail("corrupt_log", fmt::format("session {}: entry '{}' is on the branch but not in the log", source_id, id));
+      if (!entry) return fail(entry.error(), fmt::format("session {}: {}", source_id, entry.error().message));
+      if (!*entry) return fail(Errc::corrupt_log, fmt::format("session {}: entry '{}' is on the branch but not in the log", source_id, id));
       // The branch is cut where an open operation's entries begin: what
       // follows them on the path was appended on top of unfinished work.
       if (open_history.any() && open_history.is_open(**entry, from.seq_of(id).value_or(-1))) break;
@@ -127,15 +127,15 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
     // one query, not one per record), decoding only what is copied.
     std::unordered_map<std::string, std::optional<std::string>> skipped;  // entry id → its parent
     auto log = from.get_log();
-    if (!log) return fail(log.error().code, fmt::format("session {}: {}", source_id, log.error().message));
+    if (!log) return fail(log.error(), fmt::format("session {}: {}", source_id, log.error().message));
     for (const LogLine& line : *log) {
       if (!is_tree_type(line.type) && line.type != RecordType::ref_created && line.type != RecordType::ref_deleted) {
         continue;
       }
       const Json json = Json::parse(line.json, nullptr, /*allow_exceptions=*/false);
-      auto record = json.is_discarded() ? fail("corrupt_log", "stored line is not valid JSON") : decode_record(json);
+      auto record = json.is_discarded() ? fail(Errc::corrupt_log, "stored line is not valid JSON") : decode_record(json);
       if (!record) {
-        return fail(record.error().code,
+        return fail(record.error(),
                     fmt::format("session {}: seq {}: {}", source_id, line.seq, record.error().message));
       }
       if (auto* entry = std::get_if<TreeEntry>(&record->body)) {
@@ -163,7 +163,7 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
   auto created = create_whole_session(*this, create_options, [&](Session& scratch) -> Result<std::int64_t> {
     if (records.empty()) return 0;
     auto appended = scratch.append(std::move(records));
-    if (!appended) return fail(appended.error().code, fmt::format("fork of {}: {}", source_id, appended.error().message));
+    if (!appended) return fail(appended.error(), fmt::format("fork of {}: {}", source_id, appended.error().message));
     return appended->count;
   });
   if (!created) return std::unexpected(created.error());

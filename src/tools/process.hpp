@@ -48,7 +48,7 @@ struct ProcessSpec {
   std::chrono::milliseconds kill_grace{500};
 };
 
-struct ProcessOutcome {
+struct [[nodiscard]] ProcessOutcome {
   enum class End { exited, signaled, timed_out, cancelled, stopped, spawn_failed };
   End end = End::spawn_failed;
   int exit_code = -1;  // End::exited

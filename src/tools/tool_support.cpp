@@ -86,9 +86,9 @@ std::string base64_encode(std::string_view bytes) {
 
 Result<std::string> read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("io_error", fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
+  if (!in) return fail(Errc::io_error, fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return fail("io_error", fmt::format("cannot read {}", path.string()));
+  if (in.bad()) return fail(Errc::io_error, fmt::format("cannot read {}", path.string()));
   return content;
 }
 
@@ -117,7 +117,7 @@ Status write_file_atomically(const fs::path& requested, std::string_view content
   std::optional<mode_t> keep_mode;
   struct stat existing {};
   if (::stat(path.c_str(), &existing) == 0) {
-    if (S_ISDIR(existing.st_mode)) return fail("io_error", fmt::format("{} is a directory", requested.string()));
+    if (S_ISDIR(existing.st_mode)) return fail(Errc::io_error, fmt::format("{} is a directory", requested.string()));
     keep_mode = existing.st_mode & 07777;
   }
   const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
@@ -131,7 +131,7 @@ Status write_file_atomically(const fs::path& requested, std::string_view content
     if (temp.fd >= 0) {
       temp.path = (dir / name).string();
     } else if (errno != EEXIST || attempt > 16) {
-      return fail("io_error", fmt::format("cannot create a file in {}: {}", dir.string(), std::strerror(errno)));
+      return fail(Errc::io_error, fmt::format("cannot create a file in {}: {}", dir.string(), std::strerror(errno)));
     }
   }
   std::size_t written = 0;
@@ -139,17 +139,17 @@ Status write_file_atomically(const fs::path& requested, std::string_view content
     const ssize_t n = ::write(temp.fd, content.data() + written, content.size() - written);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return fail("io_error", fmt::format("cannot write {}: {}", requested.string(), std::strerror(errno)));
+      return fail(Errc::io_error, fmt::format("cannot write {}: {}", requested.string(), std::strerror(errno)));
     }
     written += static_cast<std::size_t>(n);
   }
   if ((keep_mode && ::fchmod(temp.fd, *keep_mode) != 0) || ::fsync(temp.fd) != 0) {
-    return fail("io_error", fmt::format("cannot write {}: {}", requested.string(), std::strerror(errno)));
+    return fail(Errc::io_error, fmt::format("cannot write {}: {}", requested.string(), std::strerror(errno)));
   }
   ::close(temp.fd);
   temp.fd = -1;
   if (::rename(temp.path.c_str(), path.c_str()) != 0) {
-    return fail("io_error", fmt::format("cannot replace {}: {}", requested.string(), std::strerror(errno)));
+    return fail(Errc::io_error, fmt::format("cannot replace {}: {}", requested.string(), std::strerror(errno)));
   }
   temp.path.clear();
   return {};

@@ -140,7 +140,8 @@ TEST_F(HarnessTest, AWatchSnapshotShowsTheRunningToolAndTheQueues) {
   auto sub = harness.on_event([&](const Event& e) {
     if (e.type == "tool_start") in_tool = true;
   });
-  std::thread runner([&] { harness.main().prompt("wait"); });
+  RunResult ran;
+  std::thread runner([&] { ran = harness.main().prompt("wait"); });
   while (!in_tool) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_TRUE(harness.main().steer("later").ok());
   auto watch = harness.main().watch();
@@ -154,8 +155,9 @@ TEST_F(HarnessTest, AWatchSnapshotShowsTheRunningToolAndTheQueues) {
   EXPECT_EQ(snapshot.transcript.size(), 2u);  // the prompt and the assistant's call
   std::vector<std::string> types;
   watch->start([&](const Event& e) { types.push_back(e.type); });
-  harness.main().abort();
+  EXPECT_TRUE(harness.main().abort().ok());
   runner.join();
+  EXPECT_EQ(ran.outcome, Outcome::aborted);
   ASSERT_FALSE(types.empty());
   EXPECT_EQ(types.front(), "run_cancel");
   EXPECT_EQ(types.back(), "run_end");

@@ -75,14 +75,14 @@ TEST_F(HarnessTest, NormalRunRecordsEveryDecisionBeforeItsEffect) {
 TEST_F(HarnessTest, SteeringIsDurableMidStepAndConsumedAtTheCheckpoint) {
   auto& harness = make_harness();
   std::optional<QueueResult> steered;
-  harness.set_tools([&] {
+  ASSERT_TRUE(harness.set_tools([&] {
     auto tools = test_tools(effects_);
     tools[0].execute = [&](const Json&, const ToolContext&) {
       steered = harness.main().steer("focus on tests");
       return ToolResult::text("ran");
     };
     return tools;
-  }());
+  }()));
   faux_->push(FauxResponse::tool_call("call-1", "echo", args("e1")));
   faux_->push(FauxResponse::text("ok, tests"));
 
@@ -330,12 +330,14 @@ TEST_F(HarnessTest, WrongStateCallsAreRejectedWithTheirCodes) {
   auto sub = harness.on_event([&](const Event& e) {
     if (e.type == "tool_start") busy = true;
   });
-  std::thread runner([&] { harness.main().prompt("wait"); });
+  RunResult ran;
+  std::thread runner([&] { ran = harness.main().prompt("wait"); });
   while (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(harness.main().prompt("again").error->code, "busy");
   ASSERT_TRUE(harness.create_ref("t", std::nullopt).has_value());
-  harness.main().abort();
+  EXPECT_TRUE(harness.main().abort().ok());
   runner.join();
+  EXPECT_EQ(ran.outcome, Outcome::aborted);
   EXPECT_TRUE(harness.delete_ref("t").has_value());
   EXPECT_FALSE(harness.ref("t"));
 }

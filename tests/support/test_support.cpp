@@ -200,7 +200,7 @@ Record RandomLog::random_record() {
       default: {
         static const char* const outcomes[] = {"completed", "aborted", "failed", "cancelled"};
         OperationFinished finished{run, outcomes[pick(4)], std::nullopt};
-        if (finished.outcome == "failed") finished.error = Error{"retries_exhausted", "gave up after 3 attempts"};
+        if (finished.outcome == "failed") finished.error = Error{Errc::retries_exhausted, "gave up after 3 attempts"};
         record.body = std::move(finished);
         ref.open_run.reset();
       }

@@ -29,7 +29,7 @@ struct BeforeRunEvent {
   std::vector<UserBlock> prompt;
   std::string system_prompt;
 };
-struct BeforeRunResult {
+struct [[nodiscard]] BeforeRunResult {
   std::vector<AgentMessage> messages;  // appended after the prompt, as session entries
   std::optional<std::string> system_prompt;  // fixed for the whole run, resume included
   std::optional<Json> resume_data;  // handed back to before_resume
@@ -46,7 +46,7 @@ struct BeforeResumeEvent {
 struct BeforeRunEndEvent {
   std::vector<AgentMessage> messages;  // this run's messages
 };
-struct BeforeRunEndResult {
+struct [[nodiscard]] BeforeRunEndResult {
   std::optional<std::string> follow_up;
 };
 
@@ -72,7 +72,7 @@ struct BeforeToolEvent {
   std::string tool_name;
   Json args;
 };
-struct BeforeToolResult {
+struct [[nodiscard]] BeforeToolResult {
   std::optional<Json> args;
   std::optional<std::string> block;  // the reason
 };
@@ -83,7 +83,7 @@ struct AfterToolEvent {
   Json args;
   ToolResult result;
 };
-struct AfterToolResult {
+struct [[nodiscard]] AfterToolResult {
   std::optional<std::vector<UserBlock>> content;
   std::optional<Json> details;
   std::optional<bool> is_error;
@@ -100,7 +100,7 @@ struct SuppliedSummary {
   std::string summary;
   std::optional<Json> details;
 };
-struct BeforeCompactionResult {
+struct [[nodiscard]] BeforeCompactionResult {
   bool cancel = false;
   std::optional<SuppliedSummary> compaction;
 };
@@ -111,7 +111,7 @@ struct BeforeNavigationEvent {
   std::string target_id;
   BranchPreparation preparation;
 };
-struct BeforeNavigationResult {
+struct [[nodiscard]] BeforeNavigationResult {
   bool cancel = false;
   std::optional<SuppliedSummary> summary;
 };

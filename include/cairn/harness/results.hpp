@@ -12,45 +12,16 @@
 
 namespace cairn {
 
-// How an operation or a call ended. Error codes (ErrorInfo::code) are stable:
-//
-//   rejected — the call changed nothing, the log is untouched:
-//     busy               the ref already has an active or suspended operation
-//     no_active_run      steer / follow_up with no run on the ref
-//     not_suspended      resume with no suspended operation on the ref
-//     missing_identities resume while the log names tools or models this harness lacks
-//     damaged_log        resume of an operation that was open where `cairn repair` replaced a
-//                        damaged record: a tool of it may have started there, so it is only aborted
-//     unknown_tool       an active tool name that is not registered
-//     unknown_model      a model that `models` does not have
-//     unknown_ref        a ref that does not exist (or was deleted)
-//     ref_exists         create_ref of an existing ref
-//     ref_active         delete_ref of a ref whose operation is active or suspended
-//     main_ref           delete_ref("main")
-//     invalid_message    a queued or prompted message that is not a user-side message, or
-//                        one (or a compaction's or navigation's option) holding text that
-//                        is not valid UTF-8: the message names the field and the byte offset
-//     invalid_entry      a SessionTree write other than a message holding such text
-//     unknown_entry      an anchor that names no entry
-//     unknown_skill      skill() of a skill the resources do not have
-//     unknown_template   prompt_from_template() of a template they do not have
-//     closed             the harness was closed
-//   failed — the operation ended in order, durably:
-//     retries_exhausted  every allowed attempt of a request failed
-//     provider_error     the provider failed in a way retrying cannot fix
-//     context_overflow   the request was larger than the model's context window,
-//                        and compacting it did not help or was not possible
-//     nothing_to_compact a compaction that would shed nothing
-//     would_split_tool_call a compaction whose cut would orphan a tool result
-//     compaction_failed  the summary request failed in a way retrying cannot fix
-//     branch_summary_failed  the same for a navigation's branch summary
-//   faulted — appends stopped working; the operation restores as suspended:
-//     the store's own code (io_error, stale_writer, faulted, …); `faulted` for
-//     calls made after the fault; internal_error for a bug that stopped a run
+// How an operation or a call ended. Its error's code is one of the Errc
+// list (cairn/error.hpp): a rejected call changed nothing and the log is
+// untouched (the "rejected" group there); a failed operation ended in order,
+// durably (the "failed" group); a faulted one stopped because appends stopped
+// working, with the store's own code (io_error, stale_writer, faulted, ...) or
+// internal_error, and restores as suspended.
 enum class Outcome { ok, rejected, failed, aborted, cancelled, faulted };
 std::string_view to_string(Outcome outcome);
 
-struct RunResult {
+struct [[nodiscard]] RunResult {
   Outcome outcome = Outcome::ok;
   std::string kind = "run";  // run | compaction | navigation
   std::string run_id;        // empty when rejected, or faulted before acceptance
@@ -64,13 +35,13 @@ struct RunResult {
 };
 using ResumeResult = RunResult;
 
-struct QueueResult {
+struct [[nodiscard]] QueueResult {
   Outcome outcome = Outcome::ok;
   std::optional<Error> error;
   bool ok() const { return outcome == Outcome::ok; }
 };
 
-struct AbortResult {
+struct [[nodiscard]] AbortResult {
   Outcome outcome = Outcome::ok;  // ok also when the ref was idle (a no-op)
   std::string run_id;             // empty when the ref was idle
   std::vector<AgentMessage> cleared_steer;

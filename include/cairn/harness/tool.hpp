@@ -22,7 +22,7 @@ namespace cairn {
 enum class Replay { never, safe };
 std::string_view to_string(Replay replay);
 
-struct ToolResult {
+struct [[nodiscard]] ToolResult {
   std::vector<UserBlock> content;
   std::optional<Json> details;
   bool is_error = false;

@@ -44,7 +44,7 @@ enum class HttpFailure {
 
 std::string_view to_string(HttpFailure failure);
 
-struct HttpResult {
+struct [[nodiscard]] HttpResult {
   int status = 0;        // the final response's status; 0 if none arrived
   HttpHeaders headers;   // the final response's headers
   HttpFailure failure = HttpFailure::none;

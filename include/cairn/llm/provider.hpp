@@ -77,7 +77,7 @@ struct ProviderEvent {
 };
 std::string_view to_string(ProviderEvent::Type type);
 
-struct ProviderResponse {
+struct [[nodiscard]] ProviderResponse {
   // stop_reason error or aborted on failure, with error_message set.
   AssistantMessage message;
   bool retryable = false;

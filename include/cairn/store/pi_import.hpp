@@ -11,7 +11,7 @@
 
 namespace cairn {
 
-struct PiImportResult {
+struct [[nodiscard]] PiImportResult {
   std::shared_ptr<Session> session;
   std::int64_t version = 0;    // the file's format version
   std::int64_t imported = 0;   // entries written

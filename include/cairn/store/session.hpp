@@ -49,7 +49,7 @@ struct OpenReport {
   std::string detail;
 };
 
-struct AppendResult {
+struct [[nodiscard]] AppendResult {
   std::int64_t first_seq = 0;
   std::int64_t count = 0;
 };

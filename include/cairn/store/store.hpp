@@ -55,7 +55,7 @@ struct ForkOptions {
   std::optional<std::string> cwd;  // default: the source's
 };
 
-struct ForkResult {
+struct [[nodiscard]] ForkResult {
   std::shared_ptr<Session> session;
   std::int64_t copied = 0;  // records copied
   // A fork copies closed history only: the entries an operation still open
@@ -70,7 +70,7 @@ struct ForkResult {
 // What `Store::repair` found and did. Repair removes no record that is
 // intact: a damaged one is replaced by a placeholder of the same seq (record.hpp,
 // DamageReport), and the session's original bytes are kept in `backup`.
-struct RepairReport {
+struct [[nodiscard]] RepairReport {
   std::string location;  // the file (and session) repaired
   std::optional<std::string> backup;  // where the original bytes were copied; none when nothing changed
   std::int64_t records = 0;  // in the log after repair (seq 0 to records - 1)

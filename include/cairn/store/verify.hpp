@@ -19,7 +19,7 @@ struct VerifyCheck {
   bool ok() const { return failures.empty(); }
 };
 
-struct VerifyReport {
+struct [[nodiscard]] VerifyReport {
   std::vector<VerifyCheck> checks;
   std::int64_t records = 0;
   bool ok() const {

@@ -43,6 +43,7 @@ int run_resume(const OperationOptions& options) {
   bool signalled = false;
   {
     EventPrinter printer(*setup->harness, ref.name(), options.json ? PrintFormat::json : text_format_for_stdout());
+    // The operation reports how it ended; its result is what is printed.
     SignalAbort on_signal([ref]() mutable { (void)ref.abort(); });
     result = ref.resume();
     signalled = on_signal.fired();
@@ -109,6 +110,7 @@ int run_compact(const OperationOptions& options) {
   RunResult result;
   {
     EventPrinter printer(*setup->harness, ref.name(), options.json ? PrintFormat::json : text_format_for_stdout());
+    // The operation reports how it ended; its result is what is printed.
     SignalAbort on_signal([ref]() mutable { (void)ref.abort(); });
     std::optional<std::string> instructions;
     if (!options.instructions.empty()) instructions = options.instructions;

@@ -108,6 +108,7 @@ int run_log_demo(const LogDemoOptions& options) {
   const std::string id = session->id();
   if (auto appended = session->append(demo_records()); !appended) {
     session.reset();  // let go of the writer lock, then remove the empty session
+    // Best effort: the failure reported is the append's.
     (void)(*store)->remove(id);
     return report(kFailure, fmt::format("demo session: {}", appended.error().message));
   }

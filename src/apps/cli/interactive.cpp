@@ -89,7 +89,9 @@ InteractiveApp::InteractiveApp(AgentSetup& setup)
 InteractiveApp::~InteractiveApp() {
   subscription_.reset();
   if (worker_.joinable()) {
-    setup_.ref.abort();
+    // Whatever abort answers, the worker's run ends: aborted, or faulted if
+    // appends stopped working (which a run sees too); join waits for it.
+    (void)setup_.ref.abort();
     worker_.join();
   }
 }
@@ -329,7 +331,9 @@ void InteractiveApp::request_exit() {
   if (busy_) {
     // The worker must end before the harness goes: abort the run (durably;
     // `cairn resume` is not needed afterwards) and leave once it has ended.
-    setup_.ref.abort();
+    if (const AbortResult aborted = setup_.ref.abort(); !aborted.ok() && aborted.error) {
+      warn(fmt::format("abort: {}", aborted.error->message));  // the run still ends, faulted
+    }
     exit_when_idle_ = true;
     say("(aborting the run to exit)");
     return;

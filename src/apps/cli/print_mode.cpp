@@ -60,6 +60,8 @@ int run_print_mode(const AgentOptions& options, std::optional<std::string> promp
   RunResult result;
   {
     EventPrinter printer(*setup->harness, ref.name(), json ? PrintFormat::json : text_format_for_stdout());
+    // The run itself reports how it ended (aborted, or faulted when the abort
+    // could not be written): the prompt's result is what the mode prints.
     SignalAbort on_signal([ref]() mutable { (void)ref.abort(); });
     result = ref.prompt(std::move(*prompt));
     printer.finish();

@@ -78,7 +78,7 @@ int run_tree(const TreeOptions& options) {
   for (const LogLine& line : *log) {
     if (!is_tree_type(line.type)) continue;
     auto json = Json::parse(line.json, nullptr, false);
-    auto entry = json.is_discarded() ? Result<TreeEntry>(fail("invalid_record", "not valid JSON"))
+    auto entry = json.is_discarded() ? Result<TreeEntry>(fail(Errc::invalid_record, "not valid JSON"))
                                      : decode_tree_entry(json);
     if (!entry) {
       return report(kFailure, fmt::format("session {}: seq {}: {}", session.id(), line.seq, entry.error().message));
