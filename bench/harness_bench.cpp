@@ -169,9 +169,9 @@ struct AbortProbe {
     const auto now = Clock::now();
     {
       std::lock_guard lock(mu);
-      if (event.type == "tool_start" && event.ref == "main") tool_running = true;
-      if (event.type == "message_update" && event.ref == "r2") streaming = true;
-      if (event.type == "run_end") ended[event.ref] = now;
+      if (event.type == EventType::tool_start && event.ref == "main") tool_running = true;
+      if (event.type == EventType::message_update && event.ref == "r2") streaming = true;
+      if (event.type == EventType::run_end) ended[event.ref] = now;
     }
     cv.notify_all();
   }

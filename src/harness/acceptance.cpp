@@ -148,7 +148,7 @@ RunResult HarnessCore::prompt(const std::shared_ptr<RefRuntime>& rt, std::vector
     if (!started) return RunResult{.outcome = Outcome::faulted, .error = started.error()};
     std::tie(run_id, seq) = *started;
   }
-  publish(Event{"run_start", rt->name, run_id, seq, Json::object()});
+  publish(Event{EventType::run_start, rt->name, run_id, seq, Json::object()});
   return run_operation(*this, rt, false);
 }
 
@@ -329,7 +329,7 @@ RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
   }
   call_hooks(*this, rt->name, run_id, "before_resume", hooks.handlers(&Hooks::Lists::before_resume),
              [&](const auto& hook) { hook(HookContext{rt->name, run_id}, hook_event); });
-  publish(Event{"run_resume", rt->name, run_id, std::nullopt, {{"recovery", true}}});
+  publish(Event{EventType::run_resume, rt->name, run_id, std::nullopt, {{"recovery", true}}});
   return run_operation(*this, rt, true);
 }
 
@@ -379,7 +379,7 @@ AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
   Json cleared_steer = Json::array(), cleared_follow_up = Json::array();
   for (const auto& m : result.cleared_steer) cleared_steer.push_back(encode(m));
   for (const auto& m : result.cleared_follow_up) cleared_follow_up.push_back(encode(m));
-  publish(Event{"run_cancel", rt->name, result.run_id, seq,
+  publish(Event{EventType::run_cancel, rt->name, result.run_id, seq,
                 {{"clearedSteer", cleared_steer}, {"clearedFollowUp", cleared_follow_up}}});
   if (suspended_op) {
     // Nobody runs a suspended operation: finish its cancellation here.
@@ -450,7 +450,7 @@ QueueResult HarnessCore::enqueue(const std::shared_ptr<RefRuntime>& rt, QueueKin
     enter_fault(*fold_error);
     return QueueResult{Outcome::faulted, std::move(fold_error)};
   }
-  publish(Event{"queue_update", rt->name, run_id, seq, std::move(data)});
+  publish(Event{EventType::queue_update, rt->name, run_id, seq, std::move(data)});
   return QueueResult{};
 }
 
@@ -501,13 +501,13 @@ Result<std::string> HarnessCore::write(const std::shared_ptr<RefRuntime>& rt, Tr
     return std::unexpected(std::move(*fold_error));
   }
   if (run_id) {
-    publish(Event{"write_pending", rt->name, run_id, seq, {{"entryId", entry.id}, {"entry", encode_provisioned(entry)}}});
+    publish(Event{EventType::write_pending, rt->name, run_id, seq, {{"entryId", entry.id}, {"entry", encode_provisioned(entry)}}});
   } else if (const auto* body = std::get_if<MessageBody>(&entry.body)) {
     auto message = std::make_shared<const AgentMessage>(body->message);
-    publish(Event{"message_start", rt->name, std::nullopt, std::nullopt, Json::object(), message});
-    publish(Event{"message_end", rt->name, std::nullopt, seq, {{"entryId", entry.id}}, message});
+    publish(Event{EventType::message_start, rt->name, std::nullopt, std::nullopt, Json::object(), message});
+    publish(Event{EventType::message_end, rt->name, std::nullopt, seq, {{"entryId", entry.id}}, message});
   } else {
-    publish(Event{"entry_added", rt->name, std::nullopt, seq, {{"entry", encode(entry)}}});
+    publish(Event{EventType::entry_added, rt->name, std::nullopt, seq, {{"entry", encode(entry)}}});
   }
   return entry.id;
 }

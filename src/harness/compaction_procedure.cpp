@@ -42,7 +42,7 @@ class CompactionProcedure final : public Operation {
 
   RunResult procedure() override {
     const auto intent = with_op([](const OpState& op) { return std::get<CompactionIntent>(op.intent); });
-    core_.publish(event("compaction_start", {{"reason", "manual"}}));  // again on resume
+    core_.publish(event(EventType::compaction_start, {{"reason", "manual"}}));  // again on resume
     check_cancelled();
     if (auto seq = core_.session->seq_of(intent.result_entry_id)) {
       auto record = core_.session->get_record(*seq);

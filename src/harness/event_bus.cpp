@@ -1,5 +1,6 @@
 #include "event_bus.hpp"
 
+#include <ostream>
 #include <thread>
 #include <vector>
 
@@ -8,8 +9,44 @@ namespace {
 thread_local const EventBus* delivering_bus = nullptr;
 }
 
+std::string_view to_string(EventType type) {
+  switch (type) {
+    case EventType::run_start: return "run_start";
+    case EventType::run_resume: return "run_resume";
+    case EventType::run_cancel: return "run_cancel";
+    case EventType::run_end: return "run_end";
+    case EventType::fault: return "fault";
+    case EventType::handler_error: return "handler_error";
+    case EventType::step_start: return "step_start";
+    case EventType::step_end: return "step_end";
+    case EventType::retry_scheduled: return "retry_scheduled";
+    case EventType::retry_start: return "retry_start";
+    case EventType::retry_end: return "retry_end";
+    case EventType::message_start: return "message_start";
+    case EventType::message_update: return "message_update";
+    case EventType::message_end: return "message_end";
+    case EventType::tool_start: return "tool_start";
+    case EventType::tool_update: return "tool_update";
+    case EventType::tool_end: return "tool_end";
+    case EventType::entry_added: return "entry_added";
+    case EventType::write_pending: return "write_pending";
+    case EventType::queue_update: return "queue_update";
+    case EventType::config_update: return "config_update";
+    case EventType::compaction_start: return "compaction_start";
+    case EventType::compaction_end: return "compaction_end";
+    case EventType::navigation_start: return "navigation_start";
+    case EventType::navigation_end: return "navigation_end";
+    case EventType::ref_created: return "ref_created";
+    case EventType::ref_deleted: return "ref_deleted";
+    case EventType::context_usage: return "context_usage";
+  }
+  return "unknown";
+}
+
+std::ostream& operator<<(std::ostream& out, EventType type) { return out << to_string(type); }
+
 Json encode(const Event& event) {
-  Json json = {{"type", event.type}, {"ref", event.ref}};
+  Json json = {{"type", to_string(event.type)}, {"ref", event.ref}};
   if (event.run_id) json["runId"] = *event.run_id;
   if (event.seq) json["seq"] = *event.seq;
   if (event.message) json["message"] = encode(*event.message);
@@ -63,9 +100,9 @@ void EventBus::drain(std::unique_lock<std::mutex>& lock) {
       try {
         target(event);
       } catch (const std::exception& e) {
-        if (sink && event.type != "handler_error") sink(event, e.what());
+        if (sink && event.type != EventType::handler_error) sink(event, e.what());
       } catch (...) {
-        if (sink && event.type != "handler_error") sink(event, "unknown exception");
+        if (sink && event.type != EventType::handler_error) sink(event, "unknown exception");
       }
     }
     lock.lock();

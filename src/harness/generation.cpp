@@ -75,7 +75,7 @@ T Operation::generation_cycle(Purpose purpose, const std::function<AttemptOutcom
     const Attempt current = begin_attempt(exhausted);
     AttemptOutcome<T> outcome = attempt(current);
     if (auto* done = std::get_if<T>(&outcome)) {
-      if (retrying) core_.publish(event("retry_end", {{"purpose", name}, {"attempt", current.number}, {"success", true}}));
+      if (retrying) core_.publish(event(EventType::retry_end, {{"purpose", name}, {"attempt", current.number}, {"success", true}}));
       return std::move(*done);
     }
     if (std::holds_alternative<AttemptAgain>(outcome)) continue;
@@ -87,7 +87,7 @@ T Operation::generation_cycle(Purpose purpose, const std::function<AttemptOutcom
     }
     if (failure.on_give_up) failure.on_give_up();
     if (retrying) {
-      core_.publish(event("retry_end", {{"purpose", name},
+      core_.publish(event(EventType::retry_end, {{"purpose", name},
                                         {"attempt", current.number},
                                         {"success", false},
                                         {"finalError", failure.what}}));
@@ -141,13 +141,13 @@ void Operation::back_off(Purpose purpose, const Attempt& attempt, const AttemptF
     std::lock_guard lock(core_.mu);
     rt_->retry = RunSnapshot::Retry{attempt.number + 1, attempt.policy.max_attempts, iso8601_after(delay)};
   }
-  core_.publish(event("retry_scheduled", {{"purpose", name},
+  core_.publish(event(EventType::retry_scheduled, {{"purpose", name},
                                           {"attempt", attempt.number},
                                           {"maxAttempts", attempt.policy.max_attempts},
                                           {"delayMs", delay.count()},
                                           {"errorMessage", failure.what}}));
   if (sleep_unless_cancelled(delay, cancel_)) throw RunCancelled{};
-  core_.publish(event("retry_start", {{"purpose", name}, {"attempt", attempt.number + 1}}));
+  core_.publish(event(EventType::retry_start, {{"purpose", name}, {"attempt", attempt.number + 1}}));
 }
 
 std::vector<std::string> Operation::generate(Purpose purpose, const std::vector<SummaryRequest>& requests) {

@@ -67,7 +67,7 @@ UserMessage make_user_message(std::string text, std::vector<ImageContent> images
 
 HarnessCore::HarnessCore(HarnessOptions opts) : session(opts.session), options(std::move(opts)) {
   bus.set_error_sink([this](const Event& failed, const std::string& what) {
-    report_handler_error(failed.ref, failed.run_id, "event", failed.type, what);
+    report_handler_error(failed.ref, failed.run_id, "event", std::string(to_string(failed.type)), what);
   });
 }
 
@@ -263,7 +263,7 @@ void HarnessCore::enter_fault(const Error& error) {
     faulted = true;
   }
   // options.secrets is set at creation and never changed: read without mu.
-  publish(Event{"fault", "", std::nullopt, std::nullopt,
+  publish(Event{EventType::fault, "", std::nullopt, std::nullopt,
                 {{"code", error.code}, {"message", sanitize_text(error.message, options.secrets)}}});
 }
 
@@ -271,7 +271,7 @@ void HarnessCore::report_handler_error(const std::string& ref, const std::option
                                        std::string kind, std::string name, std::string what) {
   const std::string key = kind == "hook" || kind == "tool" ? kind : "event";
   Json data = {{"kind", kind}, {key, std::move(name)}, {"error", sanitize_text(std::move(what), options.secrets)}};
-  publish(Event{"handler_error", ref, run_id, std::nullopt, std::move(data)});
+  publish(Event{EventType::handler_error, ref, run_id, std::nullopt, std::move(data)});
 }
 
 void HarnessCore::became_idle(RefRuntime& rt, std::vector<std::function<void()>>& callbacks) {
@@ -340,7 +340,7 @@ Result<AgentRef> AgentHarness::create_ref(std::string name, std::optional<std::s
     std::lock_guard lock(core_->mu);
     core_->refs.emplace(name, rt);
   }
-  core_->publish(Event{"ref_created", name, std::nullopt, appended->first_seq, {{"at", at ? Json(*at) : Json(nullptr)}}});
+  core_->publish(Event{EventType::ref_created, name, std::nullopt, appended->first_seq, {{"at", at ? Json(*at) : Json(nullptr)}}});
   return AgentRef(core_, name);
 }
 
@@ -371,7 +371,7 @@ Status AgentHarness::delete_ref(const std::string& name) {
     rt->deleted = true;
     core_->refs.erase(name);
   }
-  core_->publish(Event{"ref_deleted", name, std::nullopt, seq, Json::object()});
+  core_->publish(Event{EventType::ref_deleted, name, std::nullopt, seq, Json::object()});
   return {};
 }
 
@@ -590,7 +590,7 @@ Result<std::string> AgentRef::set_model(const std::string& provider, const std::
   const Model previous = model();
   auto written = core_->write(rt, TreeEntry{.body = ModelChange{provider, id}});
   if (written) {
-    core_->publish(Event{"config_update", name_, std::nullopt, std::nullopt,
+    core_->publish(Event{EventType::config_update, name_, std::nullopt, std::nullopt,
                          {{"property", "model"},
                           {"value", {{"provider", provider}, {"modelId", id}}},
                           {"previous", {{"provider", previous.provider}, {"modelId", previous.id}}}}});
@@ -608,7 +608,7 @@ Result<std::string> AgentRef::set_thinking_level(std::string level) {
   const std::string previous = thinking_level();
   auto written = core_->write(rt, TreeEntry{.body = ThinkingLevelChange{level}});
   if (written) {
-    core_->publish(Event{"config_update", name_, std::nullopt, std::nullopt,
+    core_->publish(Event{EventType::config_update, name_, std::nullopt, std::nullopt,
                          {{"property", "thinkingLevel"}, {"value", level}, {"previous", previous}}});
   }
   return written;
@@ -628,7 +628,7 @@ Result<std::string> AgentRef::set_active_tools(std::vector<std::string> names) {
   const auto previous = active_tools();
   auto written = core_->write(rt, TreeEntry{.body = ActiveToolsChange{names}});
   if (written) {
-    core_->publish(Event{"config_update", name_, std::nullopt, std::nullopt,
+    core_->publish(Event{EventType::config_update, name_, std::nullopt, std::nullopt,
                          {{"property", "activeTools"}, {"value", names}, {"previous", previous}}});
   }
   return written;

@@ -52,7 +52,7 @@ class NavigationProcedure final : public Operation {
     });
     old_leaf_ = source;
     new_leaf_ = intent.destination_leaf_id;
-    core_.publish(event("navigation_start", {{"targetId", intent.target_id}}));  // again on resume
+    core_.publish(event(EventType::navigation_start, {{"targetId", intent.target_id}}));  // again on resume
     check_cancelled();
     std::optional<Summary> summary;
     if (!core_.session->seq_of(intent.leaf_entry_id)) {

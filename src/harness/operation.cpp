@@ -71,10 +71,10 @@ HarnessCore::BranchConfig Operation::branch_config() {
   return core_.config_from(rt_->context.settings());
 }
 
-Event Operation::event(std::string type, Json data, std::optional<std::int64_t> seq,
+Event Operation::event(EventType type, Json data, std::optional<std::int64_t> seq,
                        std::shared_ptr<const AgentMessage> message) const {
   if (recovery_) data["recovery"] = true;
-  return Event{std::move(type), rt_->name, run_id_, seq, std::move(data), std::move(message)};
+  return Event{type, rt_->name, run_id_, seq, std::move(data), std::move(message)};
 }
 
 // ---- appends -----------------------------------------------------------------
@@ -123,10 +123,10 @@ void Operation::announce(const TreeEntry& entry, std::int64_t seq, bool started)
   if (!watched()) return;
   if (const auto* body = std::get_if<MessageBody>(&entry.body)) {
     auto message = std::make_shared<const AgentMessage>(body->message);
-    if (!started) core_.publish(event("message_start", Json::object(), std::nullopt, message));
-    core_.publish(event("message_end", {{"entryId", entry.id}}, seq, message));
+    if (!started) core_.publish(event(EventType::message_start, Json::object(), std::nullopt, message));
+    core_.publish(event(EventType::message_end, {{"entryId", entry.id}}, seq, message));
   } else {
-    core_.publish(event("entry_added", {{"entry", encode(entry)}}, seq));
+    core_.publish(event(EventType::entry_added, {{"entry", encode(entry)}}, seq));
   }
 }
 
@@ -181,7 +181,7 @@ void Operation::publish_context_usage() {
                 {"cacheWrite", spend_.cache_write},
                 {"totalTokens", spend_.total_tokens},
                 {"cost", spend_.cost.total}};
-  core_.publish(event("context_usage", {{"context", std::move(context)}, {"operationSpend", std::move(spend)}}));
+  core_.publish(event(EventType::context_usage, {{"context", std::move(context)}, {"operationSpend", std::move(spend)}}));
 }
 
 // ---- the end -------------------------------------------------------------------
@@ -227,7 +227,9 @@ std::optional<RunResult> Operation::finish(Outcome outcome, std::optional<Error>
     rt_->retry.reset();
     core_.became_idle(*rt_, callbacks);
   }
-  const char* end_event = ended == OperationKind::run ? "run_end" : ended == OperationKind::compaction ? "compaction_end" : "navigation_end";
+  const EventType end_event = ended == OperationKind::run          ? EventType::run_end
+                              : ended == OperationKind::compaction ? EventType::compaction_end
+                                                                   : EventType::navigation_end;
   core_.publish(event(end_event, std::move(data), seq));
   for (auto& callback : callbacks) callback();
   core_.bus.flush();

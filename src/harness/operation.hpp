@@ -87,7 +87,7 @@ class Operation {
   // streamed chunk, tool progress, steps) are not even built otherwise: when
   // nobody watches they are most of a step's cost.
   bool watched() const { return core_.bus.has_listeners(); }
-  Event event(std::string type, Json data = Json::object(), std::optional<std::int64_t> seq = {},
+  Event event(EventType type, Json data = Json::object(), std::optional<std::int64_t> seq = {},
               std::shared_ptr<const AgentMessage> message = nullptr) const;
 
   // Calls `call(handler)` for each handler of a hook: see call_hooks.

@@ -141,7 +141,7 @@ void RunProcedure::relay(const ProviderEvent& e, StreamRedactor& redactor, bool&
   }
   if (!started) {
     started = true;
-    core_.publish(event("message_start", Json::object(), std::nullopt, partial));
+    core_.publish(event(EventType::message_start, Json::object(), std::nullopt, partial));
   }
   for (const auto& [index, held] : released) publish_update(delta_type(*e.partial, index), index, held, partial);
   if (!e.delta.empty() && delta.empty()) return;  // all of it held back
@@ -174,7 +174,7 @@ void RunProcedure::publish_update(ProviderEvent::Type type, int index, std::stri
   Json data = {{"type", to_string(type)}};
   if (index >= 0) data["contentIndex"] = index;
   if (!delta.empty()) data["delta"] = delta;
-  core_.publish(event("message_update", {{"assistantMessageEvent", std::move(data)}}, std::nullopt, std::move(partial)));
+  core_.publish(event(EventType::message_update, {{"assistantMessageEvent", std::move(data)}}, std::nullopt, std::move(partial)));
 }
 
 // The delta type of content block `index` of `message`.

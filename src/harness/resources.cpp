@@ -79,7 +79,7 @@ void AgentHarness::set_resources(Resources resources) {
     std::lock_guard lock(core_->mu);
     core_->options.resources = std::move(resources);
   }
-  core_->publish(Event{"config_update", "", std::nullopt, std::nullopt, {{"property", "resources"}, {"value", names}}});
+  core_->publish(Event{EventType::config_update, "", std::nullopt, std::nullopt, {{"property", "resources"}, {"value", names}}});
 }
 
 }  // namespace cairn

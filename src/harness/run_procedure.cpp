@@ -26,7 +26,7 @@ RunResult RunProcedure::procedure() {
   if (batch && batch->unresolved()) {
     Json results = reconcile_tool_batch(*batch);
     const auto last = with_op([](const OpState& op) { return op.last_assistant; });
-    Event ended = event("step_end", {{"toolResults", results}});
+    Event ended = event(EventType::step_end, {{"toolResults", results}});
     if (last) ended.message = std::make_shared<const AgentMessage>(*last);
     core_.publish(std::move(ended));
     check_cancelled();
@@ -110,12 +110,12 @@ void RunProcedure::publish_queue_update() {
     std::lock_guard lock(core_.mu);
     data = queue_lists(*rt_);
   }
-  core_.publish(event("queue_update", std::move(data)));
+  core_.publish(event(EventType::queue_update, std::move(data)));
 }
 
 void RunProcedure::step() {
   const std::string step_id = core_.session->new_entry_id();
-  if (watched()) core_.publish(event("step_start", {{"stepId", step_id}}));
+  if (watched()) core_.publish(event(EventType::step_start, {{"stepId", step_id}}));
   AssistantMessage assistant = request_assistant();
   publish_context_usage();
   Json results = Json::array();
@@ -125,7 +125,7 @@ void RunProcedure::step() {
     if (batch) results = reconcile_tool_batch(*batch, step_id);
   }
   if (watched()) {
-    core_.publish(event("step_end", {{"stepId", step_id}, {"toolResults", results}}, std::nullopt,
+    core_.publish(event(EventType::step_end, {{"stepId", step_id}, {"toolResults", results}}, std::nullopt,
                         std::make_shared<const AgentMessage>(std::move(assistant))));
   }
 }
@@ -173,21 +173,21 @@ void RunProcedure::compact_if_over_threshold() {
 // the context as it was and the run going; a summary that cannot be had
 // fails the run (RunFailed).
 bool RunProcedure::auto_compact(const std::string& reason) {
-  core_.publish(event("compaction_start", {{"reason", reason}}));
+  core_.publish(event(EventType::compaction_start, {{"reason", reason}}));
   try {
     Compacted done = compact_branch(reason, std::nullopt, core_.session->new_entry_id());
     if (done.cancelled) {
-      core_.publish(event("compaction_end", {{"reason", reason}, {"outcome", "cancelled"}, {"fromHook", false}}));
+      core_.publish(event(EventType::compaction_end, {{"reason", reason}, {"outcome", "cancelled"}, {"fromHook", false}}));
       return false;
     }
-    core_.publish(event("compaction_end", {{"reason", reason},
+    core_.publish(event(EventType::compaction_end, {{"reason", reason},
                                            {"outcome", "completed"},
                                            {"entry", encode(*done.entry)},
                                            {"fromHook", done.from_hook}}));
     publish_context_usage();
     return true;
   } catch (const RunFailed& failure) {
-    core_.publish(event("compaction_end", {{"reason", reason},
+    core_.publish(event(EventType::compaction_end, {{"reason", reason},
                                            {"outcome", "failed"},
                                            {"fromHook", false},
                                            {"error", {{"code", failure.error.code}, {"message", failure.error.message}}}}));

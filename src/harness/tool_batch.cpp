@@ -259,7 +259,7 @@ void RunProcedure::start(PendingCall& p, const std::string& assistant_id, const 
     rt_->running_tools.push_back(RunningTool{p.call.call_id, p.call.name, p.args, std::nullopt});
   }
   if (watched()) {
-    core_.publish(event("tool_start", {{"stepId", step_id}, {"toolCallId", p.call.call_id}, {"toolName", p.call.name},
+    core_.publish(event(EventType::tool_start, {{"stepId", step_id}, {"toolCallId", p.call.call_id}, {"toolName", p.call.name},
                                        {"args", p.args}},
                         seq));
   }
@@ -281,7 +281,7 @@ ToolResult RunProcedure::execute(PendingCall& p, std::stop_token cancel, const s
       }
     }
     if (watched()) {
-      core_.publish(event("tool_update", {{"stepId", step_id}, {"toolCallId", p.call.call_id}, {"toolName", p.call.name},
+      core_.publish(event(EventType::tool_update, {{"stepId", step_id}, {"toolCallId", p.call.call_id}, {"toolName", p.call.name},
                                           {"partialResult", tool_result_json(partial)}}));
     }
   };
@@ -308,7 +308,7 @@ void RunProcedure::end_call(PendingCall& p, const std::string& step_id, BatchRes
       std::erase_if(rt_->running_tools, [&](const RunningTool& r) { return r.tool_call_id == p.call.call_id; });
     }
     if (watched()) {
-      core_.publish(event("tool_end", {{"stepId", step_id}, {"toolCallId", p.call.call_id}, {"toolName", p.call.name},
+      core_.publish(event(EventType::tool_end, {{"stepId", step_id}, {"toolCallId", p.call.call_id}, {"toolName", p.call.name},
                                        {"result", tool_result_json(result)}, {"isError", result.is_error}}));
     }
   }

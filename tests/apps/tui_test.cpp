@@ -24,19 +24,19 @@ struct Stream {
   AssistantMessage message;
 
   Event start() const {
-    Event e{.type = "message_start", .ref = "main"};
+    Event e{.type = EventType::message_start, .ref = "main"};
     e.message = std::make_shared<const AgentMessage>(message);
     return e;
   }
   Event update(std::string type, int index, std::string delta = {}) const {
     Json d = {{"type", type}, {"contentIndex", index}};
     if (!delta.empty()) d["delta"] = delta;
-    Event e{.type = "message_update", .ref = "main", .data = {{"assistantMessageEvent", d}}};
+    Event e{.type = EventType::message_update, .ref = "main", .data = {{"assistantMessageEvent", d}}};
     e.message = std::make_shared<const AgentMessage>(message);
     return e;
   }
   Event end() const {
-    Event e{.type = "message_end", .ref = "main", .seq = 7};
+    Event e{.type = EventType::message_end, .ref = "main", .seq = 7};
     e.message = std::make_shared<const AgentMessage>(message);
     return e;
   }
@@ -49,7 +49,7 @@ struct Stream {
 };
 
 Event message_end(AgentMessage message) {
-  Event e{.type = "message_end", .ref = "main", .seq = 3};
+  Event e{.type = EventType::message_end, .ref = "main", .seq = 3};
   e.message = std::make_shared<const AgentMessage>(std::move(message));
   return e;
 }
@@ -156,37 +156,37 @@ TEST(TuiRenderer, UserMessagesAreQuotedAndWrapped) {
 
 TEST(TuiRenderer, OperationEndsRetriesAndFaults) {
   EventRenderer renderer(plain(60));
-  EXPECT_EQ(renderer.render(Event{.type = "run_end", .data = {{"outcome", "completed"}}}), "");
-  EXPECT_EQ(renderer.render(Event{.type = "run_cancel"}), "(aborting...)\n");
-  EXPECT_EQ(renderer.render(Event{.type = "run_end", .data = {{"outcome", "aborted"}}}), "(run aborted)\n");
-  EXPECT_EQ(renderer.render(Event{.type = "run_end",
+  EXPECT_EQ(renderer.render(Event{.type = EventType::run_end, .data = {{"outcome", "completed"}}}), "");
+  EXPECT_EQ(renderer.render(Event{.type = EventType::run_cancel}), "(aborting...)\n");
+  EXPECT_EQ(renderer.render(Event{.type = EventType::run_end, .data = {{"outcome", "aborted"}}}), "(run aborted)\n");
+  EXPECT_EQ(renderer.render(Event{.type = EventType::run_end,
                                   .data = {{"outcome", "failed"},
                                            {"error", {{"code", "retries_exhausted"}, {"message", "4 attempts failed"}}}}}),
             "! run failed: 4 attempts failed\n");
-  EXPECT_EQ(renderer.render(Event{.type = "retry_scheduled",
+  EXPECT_EQ(renderer.render(Event{.type = EventType::retry_scheduled,
                                   .data = {{"attempt", 1}, {"maxAttempts", 4}, {"delayMs", 1500}, {"errorMessage", "429"}}}),
             "(attempt 1/4 failed, retrying in 1.5s: 429)\n");
-  EXPECT_EQ(renderer.render(Event{.type = "compaction_start", .data = {{"reason", "threshold"}}}),
+  EXPECT_EQ(renderer.render(Event{.type = EventType::compaction_start, .data = {{"reason", "threshold"}}}),
             "(compacting the context: threshold...)\n");
-  EXPECT_EQ(renderer.render(Event{.type = "compaction_end",
+  EXPECT_EQ(renderer.render(Event{.type = EventType::compaction_end,
                                   .data = {{"reason", "threshold"},
                                            {"outcome", "failed"},
                                            {"error", {{"code", "nothing_to_compact"}, {"message", "nothing to shed"}}}}}),
             "(compaction skipped: nothing to shed)\n");
-  EXPECT_EQ(renderer.render(Event{.type = "compaction_end",
+  EXPECT_EQ(renderer.render(Event{.type = EventType::compaction_end,
                                   .data = {{"reason", "manual"},
                                            {"outcome", "failed"},
                                            {"error", {{"code", "nothing_to_compact"}, {"message", "nothing to shed"}}}}}),
             "! compaction failed: nothing to shed\n");
-  EXPECT_EQ(renderer.render(Event{.type = "compaction_end",
+  EXPECT_EQ(renderer.render(Event{.type = EventType::compaction_end,
                                   .data = {{"outcome", "completed"}, {"entry", {{"tokensBefore", 1234}}}}}),
             "(compacted: 1234 tokens summarised)\n");
-  EXPECT_EQ(renderer.render(Event{.type = "navigation_end",
+  EXPECT_EQ(renderer.render(Event{.type = EventType::navigation_end,
                                   .data = {{"outcome", "completed"}, {"newLeafId", "0123456789abcdef"}}}),
             "(moved to 01234567)\n");
-  EXPECT_EQ(renderer.render(Event{.type = "fault", .data = {{"code", "io_error"}, {"message", "disk full"}}}),
+  EXPECT_EQ(renderer.render(Event{.type = EventType::fault, .data = {{"code", "io_error"}, {"message", "disk full"}}}),
             "! the session stopped writing: disk full\n");
-  EXPECT_EQ(renderer.render(Event{.type = "queue_update"}), "");
+  EXPECT_EQ(renderer.render(Event{.type = EventType::queue_update}), "");
 }
 
 TEST(TuiRenderer, ARunsFailureDoesNotRepeatTheErrorItsLastResponseShowed) {
@@ -195,7 +195,7 @@ TEST(TuiRenderer, ARunsFailureDoesNotRepeatTheErrorItsLastResponseShowed) {
   failed.stop_reason = StopReason::error;
   failed.error_message = "HTTP 500: upstream failure";
   EXPECT_EQ(renderer.render(message_end(failed)), "! HTTP 500: upstream failure\n");
-  const Event end{.type = "run_end",
+  const Event end{.type = EventType::run_end,
                   .data = {{"outcome", "failed"},
                            {"error", {{"code", "provider_error"}, {"message", "HTTP 500: upstream failure"}}}}};
   EXPECT_EQ(renderer.render(end), "! run failed (provider_error)\n");
@@ -206,7 +206,7 @@ TEST(TuiRenderer, AnEndingEventFlushesTheLiveLineFirst) {
   EventRenderer renderer(plain(40));
   Stream s;
   feed(renderer, {s.start(), s.update("text_start", 0), s.text(0, "partial")});
-  EXPECT_EQ(renderer.render(Event{.type = "run_end", .data = {{"outcome", "aborted"}}}), "partial\n(run aborted)\n");
+  EXPECT_EQ(renderer.render(Event{.type = EventType::run_end, .data = {{"outcome", "aborted"}}}), "partial\n(run aborted)\n");
 }
 
 TEST(TuiText, WidthsCutsAndWraps) {
@@ -250,10 +250,10 @@ TEST(TuiStatus, FormatsModelRefTokensCostContextAndActivity) {
 TEST(TuiStatus, TheTrackerAddsEachOperationsSpendToTheSessionsTotals) {
   StatusTracker tracker;
   tracker.set_totals(1000, 100, 0.01);
-  tracker.apply(Event{.type = "run_start"});
+  tracker.apply(Event{.type = EventType::run_start});
   EXPECT_EQ(tracker.state().activity, "running");
   const auto usage = [](std::int64_t input, std::int64_t output, double cost, double percent) {
-    return Event{.type = "context_usage",
+    return Event{.type = EventType::context_usage,
                  .data = {{"context", {{"tokens", 5000}, {"contextWindow", 100000}, {"percent", percent}}},
                           {"operationSpend", {{"input", input}, {"output", output}, {"cacheRead", 0}, {"cacheWrite", 0},
                                               {"cost", cost}}}}};
@@ -263,21 +263,21 @@ TEST(TuiStatus, TheTrackerAddsEachOperationsSpendToTheSessionsTotals) {
   EXPECT_EQ(tracker.state().input_tokens, 1500);
   EXPECT_EQ(tracker.state().output_tokens, 150);
   EXPECT_DOUBLE_EQ(*tracker.state().context_percent, 6.0);
-  tracker.apply(Event{.type = "tool_start", .data = {{"toolName", "bash"}}});
+  tracker.apply(Event{.type = EventType::tool_start, .data = {{"toolName", "bash"}}});
   EXPECT_EQ(tracker.state().activity, "running bash");
-  tracker.apply(Event{.type = "queue_update", .data = {{"steer", Json::array({1})}, {"followUp", Json::array()}}});
+  tracker.apply(Event{.type = EventType::queue_update, .data = {{"steer", Json::array({1})}, {"followUp", Json::array()}}});
   EXPECT_EQ(tracker.state().queued_steer, 1u);
-  tracker.apply(Event{.type = "run_end", .data = {{"outcome", "completed"}}});
+  tracker.apply(Event{.type = EventType::run_end, .data = {{"outcome", "completed"}}});
   EXPECT_EQ(tracker.state().activity, "");
   EXPECT_EQ(tracker.state().queued_steer, 0u);
-  tracker.apply(Event{.type = "run_start"});
+  tracker.apply(Event{.type = EventType::run_start});
   tracker.apply(usage(10, 1, 0.001, 6.5));
   EXPECT_EQ(tracker.state().input_tokens, 1510);
   EXPECT_NEAR(tracker.state().cost, 0.016, 1e-9);
-  tracker.apply(Event{.type = "config_update",
+  tracker.apply(Event{.type = EventType::config_update,
                       .data = {{"property", "model"}, {"value", {{"provider", "p"}, {"modelId", "m"}}}}});
   EXPECT_EQ(tracker.state().model, "p/m");
-  tracker.apply(Event{.type = "config_update", .data = {{"property", "thinkingLevel"}, {"value", "high"}}});
+  tracker.apply(Event{.type = EventType::config_update, .data = {{"property", "thinkingLevel"}, {"value", "high"}}});
   EXPECT_EQ(tracker.state().thinking_level, "high");
 }
 

@@ -124,7 +124,7 @@ TEST_F(HarnessTest, SessionViewWritesDeferWhileTheRefRuns) {
   faux_->push(FauxResponse::text("done"));
   std::atomic<bool> in_tool{false};
   auto sub = harness.on_event([&](const Event& e) {
-    if (e.type == "tool_start") in_tool = true;
+    if (e.type == EventType::tool_start) in_tool = true;
   });
   std::thread runner([&] { EXPECT_TRUE(harness.main().prompt("wait").ok()); });
   while (!in_tool) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -151,7 +151,7 @@ TEST_F(HarnessTest, AForkTakenMidRunCopiesOnlyClosedHistory) {
   faux_->push(FauxResponse::text("done"));
   std::atomic<bool> in_tool{false};
   auto sub = harness.on_event([&](const Event& e) {
-    if (e.type == "tool_start") in_tool = true;
+    if (e.type == EventType::tool_start) in_tool = true;
   });
   RunResult second;
   std::thread runner([&] { second = harness.main().prompt("second"); });

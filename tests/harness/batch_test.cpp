@@ -78,7 +78,7 @@ TEST_F(HarnessTest, ASequentialBatchRecordsEachCallWhenItStartsAndWhenItEnds) {
   // Events follow the records: each call starts, ends and is recorded before the next starts.
   std::vector<std::string> tool_events;
   for (const auto& e : events_.all()) {
-    if (e.type == "tool_start" || e.type == "tool_end") tool_events.push_back(e.type + ":" + e.data["toolCallId"].get<std::string>());
+    if (e.type == EventType::tool_start || e.type == EventType::tool_end) tool_events.push_back(std::string(to_string(e.type)) + ":" + e.data["toolCallId"].get<std::string>());
   }
   EXPECT_EQ(tool_events, (Types{"tool_start:c1", "tool_end:c1", "tool_start:c2", "tool_end:c2", "tool_start:c3",
                                 "tool_end:c3"}));
@@ -108,7 +108,7 @@ TEST_F(HarnessTest, AParallelBatchRecordsEachResultAsItsCallEndsAndTheContextKee
   opts.session.reset();  // the harness holds it; reopen() must be able to let it go
   auto& harness = *harness_;
   auto listener = harness.on_event([&](const Event& e) {
-    if (e.type != "message_end" || !e.message) return;
+    if (e.type != EventType::message_end || !e.message) return;
     const auto* result = std::get_if<ToolResultMessage>(e.message.get());
     if (!result || result->tool_call_id != "c2") return;
     std::lock_guard lock(mu);
@@ -250,7 +250,7 @@ TEST_F(HarnessTest, AnAbortMidParallelBatchLetsRunningCallsEndAndAbortsTheOnesNo
   std::condition_variable cv;
   int starts = 0;
   auto listener = harness.on_event([&](const Event& e) {
-    if (e.type != "tool_start") return;
+    if (e.type != EventType::tool_start) return;
     std::lock_guard lock(mu);
     ++starts;
     cv.notify_all();

@@ -86,7 +86,7 @@ class CompactionOpTest : public HarnessTest {
     return out;
   }
 
-  std::vector<Event> events_of(const std::string& type) {
+  std::vector<Event> events_of(EventType type) {
     std::vector<Event> out;
     for (const auto& e : events_.all()) {
       if (e.type == type) out.push_back(e);
@@ -113,7 +113,7 @@ TEST_F(CompactionOpTest, ManualCompactionSummarisesTheOldContextAndTheNextReques
   EXPECT_EQ(types_from(before), (Types{"operation_started", "generation_started:compaction", "compaction",
                                        "operation_finished:completed"}));
   EXPECT_EQ(events_.types(), (Types{"compaction_start", "entry_added", "context_usage", "compaction_end"}));
-  const Event end = events_of("compaction_end").at(0);
+  const Event end = events_of(EventType::compaction_end).at(0);
   EXPECT_EQ(end.data["outcome"], "completed");
   EXPECT_EQ(end.data["reason"], "manual");
   EXPECT_EQ(end.data["entry"]["id"], result.entry->id);
@@ -149,7 +149,7 @@ TEST_F(CompactionOpTest, ContextUsageReportsTheContextApartFromWhatWasSpent) {
   faux_->push(failed);
   faux_->push(with_usage(FauxResponse::text(std::string(400, 'a')), 500));
   ASSERT_TRUE(h.main().prompt(std::string(400, 'q')).ok());
-  auto usage = events_of("context_usage");
+  auto usage = events_of(EventType::context_usage);
   ASSERT_EQ(usage.size(), 1u);
   EXPECT_EQ(usage[0].data["context"]["tokens"], 500);
   EXPECT_EQ(usage[0].data["context"]["measured"], "provider");
@@ -161,7 +161,7 @@ TEST_F(CompactionOpTest, ContextUsageReportsTheContextApartFromWhatWasSpent) {
   events_.clear();
   faux_->push(with_usage(FauxResponse::text("b"), 620));
   ASSERT_TRUE(h.main().prompt("more").ok());
-  usage = events_of("context_usage");
+  usage = events_of(EventType::context_usage);
   ASSERT_EQ(usage.size(), 1u);
   EXPECT_EQ(usage[0].data["context"]["tokens"], 620);
   EXPECT_EQ(usage[0].data["operationSpend"]["totalTokens"], 620);
@@ -171,7 +171,7 @@ TEST_F(CompactionOpTest, ContextUsageReportsTheContextApartFromWhatWasSpent) {
   events_.clear();
   faux_->push(with_usage(FauxResponse::text("SUMMARY"), 45));
   ASSERT_TRUE(h.main().compact().ok());
-  usage = events_of("context_usage");
+  usage = events_of(EventType::context_usage);
   ASSERT_EQ(usage.size(), 1u);
   EXPECT_EQ(usage[0].data["context"]["measured"], "estimated");
   EXPECT_EQ(usage[0].data["context"]["providerCountedTokens"], 0);
@@ -200,7 +200,7 @@ TEST_F(CompactionOpTest, TheThresholdCompactsAtTheCheckpointAndTheNextStepSeesTh
                    "context_usage", "tool_start", "tool_end", "message_start", "message_end", "step_end",
                    "compaction_start", "entry_added", "compaction_end", "context_usage", "step_start", "message_start",
                    "message_end", "context_usage", "step_end", "run_end"}));
-  EXPECT_EQ(events_of("compaction_start").at(0).data["reason"], "threshold");
+  EXPECT_EQ(events_of(EventType::compaction_start).at(0).data["reason"], "threshold");
   const auto compaction = std::get<Compaction>(compactions().at(0).body);
   EXPECT_NE(compaction.summary.find("HISTORY"), std::string::npos);
   EXPECT_NE(compaction.summary.find("split turn"), std::string::npos);
@@ -230,7 +230,7 @@ TEST_F(CompactionOpTest, AnOverflowCompactsAndRetriesTheStepOnceWithoutLoggingTh
   EXPECT_EQ(types_from(before),
             (Types{"operation_started", "message:user", "generation_started:step", "generation_started:compaction",
                    "compaction", "generation_started:step", "message:assistant", "operation_finished:completed"}));
-  EXPECT_EQ(events_of("compaction_start").at(0).data["reason"], "overflow");
+  EXPECT_EQ(events_of(EventType::compaction_start).at(0).data["reason"], "overflow");
 
   // A second overflow in the same run is not compacted again: the run fails.
   faux_->push(overflow);
@@ -248,7 +248,7 @@ TEST_F(CompactionOpTest, RefusalsAndFailuresAreReportedAndChangeNoContext) {
   RunResult nothing = h.main().compact();
   EXPECT_EQ(nothing.outcome, Outcome::failed);
   EXPECT_EQ(nothing.error->code, "nothing_to_compact");
-  const Event end = events_of("compaction_end").back();
+  const Event end = events_of(EventType::compaction_end).back();
   EXPECT_EQ(end.data["outcome"], "failed");
   EXPECT_EQ(end.data["error"]["code"], "nothing_to_compact");
   EXPECT_TRUE(compactions().empty());
@@ -282,7 +282,7 @@ TEST_F(CompactionOpTest, BeforeCompactionMayCancelOrSupplyTheSummary) {
   RunResult cancelled = h.main().compact();
   EXPECT_EQ(cancelled.outcome, Outcome::cancelled);
   EXPECT_TRUE(compactions().empty());
-  EXPECT_EQ(events_of("compaction_end").back().data["outcome"], "cancelled");
+  EXPECT_EQ(events_of(EventType::compaction_end).back().data["outcome"], "cancelled");
 
   cancel = false;
   RunResult supplied = h.main().compact();
@@ -291,7 +291,7 @@ TEST_F(CompactionOpTest, BeforeCompactionMayCancelOrSupplyTheSummary) {
   const auto& body = std::get<Compaction>(supplied.entry->body);
   EXPECT_EQ(body.summary, "FROM THE HOOK");
   EXPECT_TRUE(body.from_hook.value_or(false));
-  EXPECT_EQ(events_of("compaction_end").back().data["fromHook"], true);
+  EXPECT_EQ(events_of(EventType::compaction_end).back().data["fromHook"], true);
   for (const auto& record : records()) {
     if (const auto* hr = std::get_if<HarnessRecord>(&record.body)) {
       EXPECT_FALSE(std::holds_alternative<GenerationStarted>(hr->body) &&

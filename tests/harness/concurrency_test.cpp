@@ -106,8 +106,8 @@ TEST_F(HarnessTest, WatchersSeeEveryEntryExactlyOnce) {
       Seen* raw = seen.get();
       raw->watch.start([raw](const Event& e) {
         std::lock_guard lock(raw->mu);
-        if (e.type == "message_end") raw->ids.push_back(e.data["entryId"].get<std::string>());
-        if (e.type == "entry_added") raw->ids.push_back(e.data["entry"]["id"].get<std::string>());
+        if (e.type == EventType::message_end) raw->ids.push_back(e.data["entryId"].get<std::string>());
+        if (e.type == EventType::entry_added) raw->ids.push_back(e.data["entry"]["id"].get<std::string>());
       });
       watchers.push_back(std::move(seen));
       ++attached;
@@ -138,7 +138,7 @@ TEST_F(HarnessTest, AWatchSnapshotShowsTheRunningToolAndTheQueues) {
   faux_->push(FauxResponse::tool_call("call-1", "slow", Json{{"id", "s1"}}));
   std::atomic<bool> in_tool{false};
   auto sub = harness.on_event([&](const Event& e) {
-    if (e.type == "tool_start") in_tool = true;
+    if (e.type == EventType::tool_start) in_tool = true;
   });
   RunResult ran;
   std::thread runner([&] { ran = harness.main().prompt("wait"); });
@@ -154,7 +154,7 @@ TEST_F(HarnessTest, AWatchSnapshotShowsTheRunningToolAndTheQueues) {
   EXPECT_EQ(snapshot.steer.size(), 1u);
   EXPECT_EQ(snapshot.transcript.size(), 2u);  // the prompt and the assistant's call
   std::vector<std::string> types;
-  watch->start([&](const Event& e) { types.push_back(e.type); });
+  watch->start([&](const Event& e) { types.push_back(std::string(to_string(e.type))); });
   EXPECT_TRUE(harness.main().abort().ok());
   runner.join();
   EXPECT_EQ(ran.outcome, Outcome::aborted);

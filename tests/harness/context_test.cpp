@@ -120,7 +120,7 @@ class ContextTest : public HarnessTest {
     Subscription midrun;
     if (watched) {
       midrun = h.on_event([&](const Event& e) {
-        if (e.type != "step_start" || ++steps_seen_ != 2) return;
+        if (e.type != EventType::step_start || ++steps_seen_ != 2) return;
         TreeEntry note{.parent_id = session_->leaf("main"), .ref = "main",
                        .body = CustomMessageBody{.custom_type = "note", .content = std::string("mid-run"), .display = true}};
         EXPECT_TRUE(session_->append(Record{.body = note}).has_value());

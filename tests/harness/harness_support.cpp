@@ -102,13 +102,13 @@ std::vector<std::string> EventLog::types(bool with_updates) const {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;
   for (const auto& e : events_) {
-    if (!with_updates && (e.type == "message_update" || e.type == "tool_update")) continue;
-    out.push_back(e.type);
+    if (!with_updates && (e.type == EventType::message_update || e.type == EventType::tool_update)) continue;
+    out.push_back(std::string(to_string(e.type)));
   }
   return out;
 }
 
-std::size_t EventLog::count(const std::string& type) const {
+std::size_t EventLog::count(EventType type) const {
   std::lock_guard lock(mu_);
   std::size_t n = 0;
   for (const auto& e : events_) n += e.type == type;

@@ -57,7 +57,7 @@ class EventLog {
   }
   // Event types, without the ephemeral message_update / tool_update.
   std::vector<std::string> types(bool with_updates = false) const;
-  std::size_t count(const std::string& type) const;
+  std::size_t count(EventType type) const;
   void clear() {
     std::lock_guard lock(mu_);
     events_.clear();

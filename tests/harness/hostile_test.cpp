@@ -277,7 +277,7 @@ TEST_F(SecretsTest, AKeyStreamedInPiecesIsHeldBackFromTheDeltas) {
 
   std::string streamed;
   for (const auto& e : events.all()) {
-    if (e.type != "message_update") continue;
+    if (e.type != EventType::message_update) continue;
     const Json& update = e.data["assistantMessageEvent"];
     if (update["type"] == "text_delta") streamed += update.value("delta", std::string());
   }

@@ -30,7 +30,7 @@ class NavigationTest : public HarnessTest {
     return out;
   }
 
-  std::vector<Event> events_of(const std::string& type) {
+  std::vector<Event> events_of(EventType type) {
     std::vector<Event> out;
     for (const auto& e : events_.all()) {
       if (e.type == type) out.push_back(e);
@@ -52,7 +52,7 @@ TEST_F(NavigationTest, TheLeafMovesOnceAndTheContextIsTheDestinationsBranch) {
   EXPECT_EQ(h.main().leaf_id(), ids[1]);
   EXPECT_EQ(entries_of_type(RecordType::leaf).size(), 1u);
   EXPECT_EQ(events_.types(), (std::vector<std::string>{"navigation_start", "entry_added", "context_usage", "navigation_end"}));
-  const Event end = events_of("navigation_end").at(0);
+  const Event end = events_of(EventType::navigation_end).at(0);
   EXPECT_EQ(end.data["outcome"], "completed");
   EXPECT_EQ(end.data["oldLeafId"], *old_leaf);
   EXPECT_EQ(end.data["newLeafId"], ids[1]);

@@ -27,8 +27,8 @@ TEST_F(HarnessTest, CrashMidToolWithReplayNeverGetsAnInterruptedResult) {
   EXPECT_EQ(crashed.outcome, Outcome::faulted);
   EXPECT_FALSE(crashed.run_id.empty());
   EXPECT_TRUE(harness.faulted());
-  EXPECT_EQ(events_.count("fault"), 1u);
-  EXPECT_EQ(events_.count("run_end"), 0u);
+  EXPECT_EQ(events_.count(EventType::fault), 1u);
+  EXPECT_EQ(events_.count(EventType::run_end), 0u);
   EXPECT_EQ(harness.main().prompt("more").outcome, Outcome::faulted);
   EXPECT_EQ(effects_->count("effect", "x1"), 1);
 
@@ -64,7 +64,7 @@ TEST_F(HarnessTest, CrashMidToolWithReplayNeverGetsAnInterruptedResult) {
   EXPECT_EQ(types.back(), "run_end");
   // The synthetic result's events say they are recovery.
   for (const auto& e : events_.all()) {
-    if (e.type == "message_end" && e.seq == 5) {
+    if (e.type == EventType::message_end && e.seq == 5) {
       EXPECT_EQ(e.data.value("recovery", false), true);
     }
   }
@@ -389,7 +389,7 @@ class CrashPointTest : public HarnessTest {
     // 4: one run_end per run that ended, across every harness instance.
     std::map<std::string, int> ends;
     for (const auto& e : events_.all()) {
-      if (e.type == "run_end") ++ends[*e.run_id];
+      if (e.type == EventType::run_end) ++ends[*e.run_id];
     }
     for (const auto& [id, n] : finished) EXPECT_EQ(ends[id], 1) << id;
   }

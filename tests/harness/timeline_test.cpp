@@ -43,17 +43,17 @@ TEST_F(HarnessTest, NormalRunRecordsEveryDecisionBeforeItsEffect) {
   for (const auto& e : events_.all()) {
     EXPECT_EQ(e.ref, "main");
     EXPECT_EQ(e.run_id, result.run_id) << e.type;
-    if (e.type == "message_update" || e.type == "tool_update" || e.type == "step_start" || e.type == "step_end") {
+    if (e.type == EventType::message_update || e.type == EventType::tool_update || e.type == EventType::step_start || e.type == EventType::step_end) {
       EXPECT_FALSE(e.seq) << e.type;
     }
-    if (e.type == "message_end") {
+    if (e.type == EventType::message_end) {
       ASSERT_TRUE(e.seq);
       const auto& entry = std::get<TreeEntry>(log[*e.seq].body);
       EXPECT_EQ(entry.id, e.data["entryId"]);
     }
   }
-  EXPECT_EQ(events_.count("message_update"), 10u);  // start, 3 per block, done; twice
-  EXPECT_EQ(events_.count("tool_update"), 1u);
+  EXPECT_EQ(events_.count(EventType::message_update), 10u);  // start, 3 per block, done; twice
+  EXPECT_EQ(events_.count(EventType::tool_update), 1u);
 
   // The request saw the system prompt, the tools and the conversation.
   auto requests = faux_->requests();
@@ -97,7 +97,7 @@ TEST_F(HarnessTest, SteeringIsDurableMidStepAndConsumedAtTheCheckpoint) {
   ASSERT_EQ(requests[1].messages.size(), 4u);
   const auto& steering = std::get<UserMessage>(requests[1].messages[3]);
   EXPECT_EQ(std::get<std::string>(steering.content), "focus on tests");
-  EXPECT_EQ(events_.count("queue_update"), 2u);  // accepted, consumed
+  EXPECT_EQ(events_.count(EventType::queue_update), 2u);  // accepted, consumed
 }
 
 TEST_F(HarnessTest, FollowUpFromBeforeRunEndContinuesTheSameRun) {
@@ -120,8 +120,8 @@ TEST_F(HarnessTest, FollowUpFromBeforeRunEndContinuesTheSameRun) {
   EXPECT_EQ(record_types(), (Types{"operation_started", "message:user", "generation_started", "message:assistant",
                                    "queue_enqueued", "message:user", "generation_started", "message:assistant",
                                    "operation_finished"}));
-  EXPECT_EQ(events_.count("run_start"), 1u);
-  EXPECT_EQ(events_.count("run_end"), 1u);
+  EXPECT_EQ(events_.count(EventType::run_start), 1u);
+  EXPECT_EQ(events_.count(EventType::run_end), 1u);
 }
 
 TEST_F(HarnessTest, RetryRecordsEveryAttemptDurably) {
@@ -140,10 +140,10 @@ TEST_F(HarnessTest, RetryRecordsEveryAttemptDurably) {
                                     "retry_scheduled", "retry_start", "message_start", "message_end", "retry_end",
                                     "context_usage", "step_end", "run_end"}));
   for (const auto& e : events_.all()) {
-    if (e.type == "retry_end") {
+    if (e.type == EventType::retry_end) {
       EXPECT_EQ(e.data["success"], true);
     }
-    if (e.type == "retry_scheduled") {
+    if (e.type == EventType::retry_scheduled) {
       EXPECT_EQ(e.data["maxAttempts"], 3);
     }
   }
@@ -166,7 +166,7 @@ TEST_F(HarnessTest, RetriesExhaustedRecordsAnErrorMessageAndFailsTheRun) {
   EXPECT_EQ(finished.error->code, "retries_exhausted");
   const auto& error = std::get<AssistantMessage>(std::get<MessageBody>(std::get<TreeEntry>(log[5].body).body).message);
   EXPECT_EQ(error.stop_reason, StopReason::error);
-  EXPECT_EQ(events_.count("run_end"), 1u);
+  EXPECT_EQ(events_.count(EventType::run_end), 1u);
 }
 
 TEST_F(HarnessTest, NonRetryableFailureFailsAtOnce) {
@@ -190,7 +190,7 @@ TEST_F(HarnessTest, AbortDuringAToolRecordsTheCancellationBeforeSignallingIt) {
   faux_->push(FauxResponse::tool_call("call-1", "slow", args("s1")));
   std::atomic<bool> tool_started{false};
   auto sub = harness.on_event([&](const Event& e) {
-    if (e.type == "tool_start") tool_started = true;
+    if (e.type == EventType::tool_start) tool_started = true;
   });
   std::optional<RunResult> result;
   std::thread runner([&] { result = harness.main().prompt("wait"); });
@@ -225,7 +225,7 @@ TEST_F(HarnessTest, AbortDuringAStreamKeepsThePartialResponseAsTheClosure) {
   // and its first text would rightly keep nothing.
   std::atomic<bool> streaming{false};
   auto sub = harness.on_event([&](const Event& e) {
-    if (e.type == "message_update" && e.data["assistantMessageEvent"].value("type", "") == "text_end") streaming = true;
+    if (e.type == EventType::message_update && e.data["assistantMessageEvent"].value("type", "") == "text_end") streaming = true;
   });
   std::optional<RunResult> result;
   std::thread runner([&] { result = harness.main().prompt("talk"); });
@@ -328,7 +328,7 @@ TEST_F(HarnessTest, WrongStateCallsAreRejectedWithTheirCodes) {
   faux_->push(FauxResponse::tool_call("call-1", "slow", args("s1")));
   std::atomic<bool> busy{false};
   auto sub = harness.on_event([&](const Event& e) {
-    if (e.type == "tool_start") busy = true;
+    if (e.type == EventType::tool_start) busy = true;
   });
   RunResult ran;
   std::thread runner([&] { ran = harness.main().prompt("wait"); });
@@ -399,13 +399,13 @@ TEST_F(HarnessTest, ThrowingHooksAndListenersBecomeHandlerErrors) {
     throw std::runtime_error("hook bug");
   });
   auto listener = harness.on_event([](const Event& e) {
-    if (e.type == "step_start") throw std::runtime_error("listener bug");
+    if (e.type == EventType::step_start) throw std::runtime_error("listener bug");
   });
   faux_->push(FauxResponse::text("fine"));
   ASSERT_TRUE(harness.main().prompt("go").ok());
   std::vector<std::string> kinds;
   for (const auto& e : events_.all()) {
-    if (e.type == "handler_error") kinds.push_back(e.data["kind"].get<std::string>());
+    if (e.type == EventType::handler_error) kinds.push_back(e.data["kind"].get<std::string>());
   }
   // step_start is delivered before transform_context runs.
   EXPECT_EQ(kinds, (std::vector<std::string>{"event", "hook"}));

@@ -103,7 +103,7 @@ TEST_F(ToolsHarness, ToolCallsRunThroughTheHarnessAndTheirResultsReachTheModel) 
   EXPECT_EQ(bash.details->at("exitCode"), 4);
 
   std::lock_guard lock(mu);
-  const bool streamed = std::any_of(events.begin(), events.end(), [](const Event& e) { return e.type == "tool_update"; });
+  const bool streamed = std::any_of(events.begin(), events.end(), [](const Event& e) { return e.type == EventType::tool_update; });
   EXPECT_TRUE(streamed);  // bash's partial output reached listeners
 }
 

@@ -7,26 +7,60 @@
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cairn/json.hpp"
 #include "cairn/log/message.hpp"
 
 namespace cairn {
 
+// What an event tells, spelled in JSON (encode, `type`) as the design
+// document names it.
+enum class EventType {
+  run_start,        // a run was accepted (seq: its operation_started)
+  run_resume,       // a suspended operation resumes
+  run_cancel,       // abort was accepted (seq: operation_cancelled)
+  run_end,          // an operation ended, once per operation (seq: operation_finished)
+  fault,            // appends stopped working; the harness starts no further effect
+  handler_error,    // a hook, listener or tool's settling threw or failed
+  step_start,
+  step_end,
+  retry_scheduled,  // a request attempt failed and another is due after a delay
+  retry_start,
+  retry_end,
+  message_start,
+  message_update,   // ephemeral: a streamed change to the assistant message
+  message_end,
+  tool_start,
+  tool_update,      // ephemeral: a tool's progress
+  tool_end,
+  entry_added,      // a tree entry other than a message
+  write_pending,    // a write deferred to the next checkpoint (seq: write_deferred)
+  queue_update,     // the steer / follow-up / next-run queues changed
+  config_update,    // model, thinking level, active tools or resources changed
+  compaction_start,
+  compaction_end,
+  navigation_start,
+  navigation_end,
+  ref_created,
+  ref_deleted,
+  // cairn's own: after each committed response and each compaction or
+  // navigation, when someone listens: context {tokens, contextWindow,
+  // percent, measured: provider | estimated | provider+estimate,
+  // providerCountedTokens, estimatedTokens}, operationSpend {input, output,
+  // cacheRead, cacheWrite, totalTokens, cost}
+  context_usage,
+};
+std::string_view to_string(EventType type);
+// For test failures and logs: the JSON spelling.
+std::ostream& operator<<(std::ostream& out, EventType type);
+
 struct Event {
-  std::string type;  // run_start, run_resume, run_cancel, run_end, fault, handler_error,
-                     // step_start, step_end, retry_scheduled, retry_start, retry_end,
-                     // message_start, message_update, message_end, tool_start, tool_update,
-                     // tool_end, entry_added, write_pending, queue_update, config_update,
-                     // compaction_start, compaction_end, navigation_start, navigation_end;
-                     // cairn's own: context_usage {context {tokens, contextWindow, percent,
-                     // measured: provider | estimated | provider+estimate,
-                     // providerCountedTokens, estimatedTokens}, operationSpend {input, output,
-                     // cacheRead, cacheWrite, totalTokens, cost}} after each response and each
-                     // compaction or navigation, when someone listens
+  EventType type = EventType::run_start;
   std::string ref;
   std::optional<std::string> run_id;
   std::optional<std::int64_t> seq;

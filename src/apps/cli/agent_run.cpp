@@ -99,7 +99,7 @@ void EventPrinter::on_event(const Event& event) {
     write_out(encode(event).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
     return;
   }
-  if (format_ == PrintFormat::text_final && event.type == "message_end" && event.message) {
+  if (format_ == PrintFormat::text_final && event.type == EventType::message_end && event.message) {
     // Failed attempts that are retried end no message; one that failed for
     // good, or was aborted, ends the run without an answer.
     if (const auto* assistant = std::get_if<AssistantMessage>(event.message.get())) {
@@ -117,9 +117,9 @@ void EventPrinter::on_event(const Event& event) {
 }
 
 void EventPrinter::text_event(const Event& event) {
-  const std::string& type = event.type;
+  const EventType type = event.type;
   const Json& data = event.data;
-  if (type == "message_update") {
+  if (type == EventType::message_update) {
     if (format_ == PrintFormat::text_final) return;
     const Json& delta = data.value("assistantMessageEvent", Json::object());
     if (delta.value("type", "") != "text_delta") return;
@@ -136,34 +136,34 @@ void EventPrinter::text_event(const Event& event) {
     at_line_start_ = text.back() == '\n';
     return;
   }
-  if (type == "message_end" && text_open_) {
+  if (type == EventType::message_end && text_open_) {
     text_open_ = false;
     end_text_line();
     return;
   }
   std::string line;  // progress, if this event makes any
-  if (type == "message_end") {
+  if (type == EventType::message_end) {
     if (!event.message) return;
     if (const auto* result = std::get_if<ToolResultMessage>(event.message.get()); result && result->is_error) {
       line = fmt::format("  [{}] error: {}\n", result->tool_name, result_text(*result));
     }
-  } else if (type == "tool_start") {
+  } else if (type == EventType::tool_start) {
     const std::string tool = data.value("toolName", "");
     line = fmt::format("[{}] {}\n", tool, summarize_tool_call(tool, data.value("args", Json::object())));
-  } else if (type == "run_resume") {
+  } else if (type == EventType::run_resume) {
     line = fmt::format("cairn: resuming {}\n", event.run_id.value_or("the operation"));
-  } else if (type == "run_cancel") {
+  } else if (type == EventType::run_cancel) {
     line = fmt::format("cairn: aborting\n");
-  } else if (type == "retry_scheduled") {
+  } else if (type == EventType::retry_scheduled) {
     // The failed attempt's text stays on a terminal; the next attempt's
     // begins apart from it.
     text_open_ = false;
     line = fmt::format("cairn: attempt {} of {} failed ({}); retrying in {}\n", data.value("attempt", 0),
                data.value("maxAttempts", 0), one_line(data.value("errorMessage", ""), 120),
                seconds(data.value("delayMs", std::int64_t{0})));
-  } else if (type == "compaction_start") {
+  } else if (type == EventType::compaction_start) {
     line = fmt::format("cairn: compacting the context ({})\n", data.value("reason", "manual"));
-  } else if (type == "compaction_end") {
+  } else if (type == EventType::compaction_end) {
     const std::string outcome = data.value("outcome", "");
     if (outcome == "completed" && data.contains("entry")) {
       line = fmt::format("cairn: compacted ({} tokens before)\n",
@@ -172,7 +172,7 @@ void EventPrinter::text_event(const Event& event) {
       line = fmt::format("cairn: compaction failed: {}\n",
                  data.contains("error") ? data["error"].value("message", "") : std::string());
     }
-  } else if (type == "run_end") {
+  } else if (type == EventType::run_end) {
     const std::string outcome = data.value("outcome", "");
     if (outcome == "failed") {
       line = fmt::format("cairn: run failed: {}\n",
@@ -180,7 +180,7 @@ void EventPrinter::text_event(const Event& event) {
     } else if (outcome == "aborted") {
       line = fmt::format("cairn: run aborted\n");
     }
-  } else if (type == "fault") {
+  } else if (type == EventType::fault) {
     line = fmt::format("cairn: the session stopped accepting writes: {}\n", data.value("message", ""));
   }
   if (line.empty()) return;

@@ -266,13 +266,13 @@ std::string EventRenderer::render_end(const Event& event) {
     out += style_.red(truncate_to_width(text, options_.width)) + "\n";
     last_error_.clear();
   };
-  if (event.type == "run_end") {
+  if (event.type == EventType::run_end) {
     if (outcome == "aborted" || outcome == "cancelled") {
       out += style_.dim("(run aborted)") + "\n";
     } else if (!ok) {
       failure("run");
     }
-  } else if (event.type == "compaction_end") {
+  } else if (event.type == EventType::compaction_end) {
     const std::string_view code = error ? text_of(*error, "code") : std::string_view();
     const bool automatic = text_of(event.data, "reason") != "manual";
     if (ok) {
@@ -289,7 +289,7 @@ std::string EventRenderer::render_end(const Event& event) {
     } else {
       failure("compaction");
     }
-  } else if (event.type == "navigation_end") {
+  } else if (event.type == EventType::navigation_end) {
     if (ok) {
       const std::string_view leaf = text_of(event.data, "newLeafId");
       std::string text = leaf.empty() ? "(moved to the start of the session" : fmt::format("(moved to {}", leaf.substr(0, 8));
@@ -305,8 +305,8 @@ std::string EventRenderer::render_end(const Event& event) {
 }
 
 std::string EventRenderer::render(const Event& event) {
-  const std::string& type = event.type;
-  if (type == "message_start") {
+  const EventType type = event.type;
+  if (type == EventType::message_start) {
     if (assistant_of(event)) {
       streamed_text_ = false;
       shown_calls_.clear();
@@ -314,23 +314,23 @@ std::string EventRenderer::render(const Event& event) {
     }
     return {};
   }
-  if (type == "message_update") return render_update(event);
-  if (type == "message_end") {
+  if (type == EventType::message_update) return render_update(event);
+  if (type == EventType::message_end) {
     if (!event.message) return {};
     std::string out = take_complete_lines(true);
     return out + render_message(*event.message);
   }
-  if (type == "run_end" || type == "compaction_end" || type == "navigation_end") return render_end(event);
-  if (type == "run_cancel") return take_complete_lines(true) + style_.dim("(aborting...)") + "\n";
-  if (type == "run_resume") return style_.dim("(resuming the interrupted run)") + "\n";
-  if (type == "compaction_start") {
+  if (type == EventType::run_end || type == EventType::compaction_end || type == EventType::navigation_end) return render_end(event);
+  if (type == EventType::run_cancel) return take_complete_lines(true) + style_.dim("(aborting...)") + "\n";
+  if (type == EventType::run_resume) return style_.dim("(resuming the interrupted run)") + "\n";
+  if (type == EventType::compaction_start) {
     const std::string_view reason = text_of(event.data, "reason");
     return take_complete_lines(true) +
            style_.dim(reason.empty() || reason == "manual" ? std::string("(compacting the context...)")
                                                            : fmt::format("(compacting the context: {}...)", reason)) +
            "\n";
   }
-  if (type == "retry_scheduled") {
+  if (type == EventType::retry_scheduled) {
     const auto delay_ms = event.data.value("delayMs", std::int64_t{0});
     return take_complete_lines(true) +
            style_.dim(truncate_to_width(
@@ -340,13 +340,13 @@ std::string EventRenderer::render(const Event& event) {
                options_.width)) +
            "\n";
   }
-  if (type == "fault") {
+  if (type == EventType::fault) {
     return take_complete_lines(true) +
            style_.red(truncate_to_width(fmt::format("! the session stopped writing: {}", text_of(event.data, "message")),
                                         options_.width)) +
            "\n";
   }
-  if (type == "handler_error") {
+  if (type == EventType::handler_error) {
     return style_.dim(truncate_to_width(fmt::format("(a {} failed: {})", text_of(event.data, "kind"), text_of(event.data, "error")), options_.width)) + "\n";
   }
   return {};

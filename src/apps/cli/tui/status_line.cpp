@@ -68,9 +68,9 @@ std::size_t count_of(const Json& data, const char* key) {
 }  // namespace
 
 void StatusTracker::apply(const Event& event) {
-  const std::string& type = event.type;
+  const EventType type = event.type;
   const Json& data = event.data;
-  if (type == "context_usage") {
+  if (type == EventType::context_usage) {
     if (auto context = data.find("context"); context != data.end() && context->is_object()) {
       state_.context_tokens = context->value("tokens", std::int64_t{0});
       if (auto percent = context->find("percent"); percent != context->end() && percent->is_number()) {
@@ -86,28 +86,28 @@ void StatusTracker::apply(const Event& event) {
       op_output_ = spend->value("output", std::int64_t{0});
       op_cost_ = spend->value("cost", 0.0);
     }
-  } else if (type == "run_start" || type == "run_resume") {
+  } else if (type == EventType::run_start || type == EventType::run_resume) {
     state_.activity = "running";
-  } else if (type == "compaction_start") {
+  } else if (type == EventType::compaction_start) {
     state_.activity = "compacting";
-  } else if (type == "navigation_start") {
+  } else if (type == EventType::navigation_start) {
     state_.activity = "navigating";
-  } else if (type == "tool_start") {
+  } else if (type == EventType::tool_start) {
     state_.activity = "running " + data.value("toolName", std::string("a tool"));
-  } else if (type == "tool_end" || type == "step_start" || type == "retry_start") {
+  } else if (type == EventType::tool_end || type == EventType::step_start || type == EventType::retry_start) {
     if (!state_.activity.empty()) state_.activity = "running";
-  } else if (type == "retry_scheduled") {
+  } else if (type == EventType::retry_scheduled) {
     state_.activity = fmt::format("retrying (attempt {}/{})", data.value("attempt", 0) + 1, data.value("maxAttempts", 0));
-  } else if (type == "run_cancel") {
+  } else if (type == EventType::run_cancel) {
     state_.activity = "aborting";
-  } else if (type == "queue_update") {
+  } else if (type == EventType::queue_update) {
     state_.queued_steer = count_of(data, "steer");
     state_.queued_follow_up = count_of(data, "followUp");
-  } else if (type == "run_end" || type == "compaction_end" || type == "navigation_end") {
+  } else if (type == EventType::run_end || type == EventType::compaction_end || type == EventType::navigation_end) {
     settle();
     state_.activity.clear();
     state_.queued_steer = state_.queued_follow_up = 0;
-  } else if (type == "config_update") {
+  } else if (type == EventType::config_update) {
     const std::string property = data.value("property", std::string());
     if (property == "model" && data.contains("value") && data["value"].is_object()) {
       state_.model = data["value"].value("provider", std::string()) + "/" + data["value"].value("modelId", std::string());
