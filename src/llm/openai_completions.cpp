@@ -14,13 +14,8 @@
 #include "provider_support.hpp"
 #include "wire_support.hpp"
 
-namespace cairn {
+namespace cairn::wire {
 namespace {
-
-using wire::Failure;
-using wire::field;
-using wire::int_field;
-using wire::string_field;
 
 // Reads one response's chunks into the builder. The stream ends at [DONE];
 // a finish_reason says how the response ended (the usage chunk may follow).
@@ -201,12 +196,15 @@ class CompletionsStream final : public wire::OpenAiStreamParser {
 };
 
 }  // namespace
+}  // namespace cairn::wire
+
+namespace cairn {
 
 std::shared_ptr<Provider> make_openai_completions_provider(std::string api_key, HttpClient client) {
   return std::make_shared<wire::OpenAiProvider>(
       std::move(api_key), std::move(client), "/chat/completions", wire::completions_payload,
       [](wire::MessageBuilder& out) -> std::unique_ptr<wire::OpenAiStreamParser> {
-        return std::make_unique<CompletionsStream>(out);
+        return std::make_unique<wire::CompletionsStream>(out);
       });
 }
 

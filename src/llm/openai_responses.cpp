@@ -14,13 +14,8 @@
 #include "provider_support.hpp"
 #include "wire_support.hpp"
 
-namespace cairn {
+namespace cairn::wire {
 namespace {
-
-using wire::Failure;
-using wire::field;
-using wire::int_field;
-using wire::string_field;
 
 class ResponsesStream final : public wire::OpenAiStreamParser {
  public:
@@ -236,12 +231,15 @@ class ResponsesStream final : public wire::OpenAiStreamParser {
 };
 
 }  // namespace
+}  // namespace cairn::wire
+
+namespace cairn {
 
 std::shared_ptr<Provider> make_openai_responses_provider(std::string api_key, HttpClient client) {
   return std::make_shared<wire::OpenAiProvider>(
       std::move(api_key), std::move(client), "/responses", wire::responses_payload,
       [](wire::MessageBuilder& out) -> std::unique_ptr<wire::OpenAiStreamParser> {
-        return std::make_unique<ResponsesStream>(out);
+        return std::make_unique<wire::ResponsesStream>(out);
       });
 }
 

@@ -161,15 +161,10 @@ Tool make_bash_tool(const CodingToolsOptions& options) {
       "in seconds for a longer limit, or 0 for none. Background processes the command leaves running are stopped when "
       "it exits.",
       kMaxLines, format_size(kMaxBytes), format_seconds(kDefaultTimeoutSeconds));
-  tool.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"command", {{"type", "string"}, {"description", "Bash command to execute"}}},
-        {"timeout",
-         {{"type", "number"},
-          {"minimum", 0},
-          {"description", "Timeout in seconds (default 180; 0 disables the timeout)"}}}}},
-      {"required", {"command"}}};
+  Json timeout = parameter("number", "Timeout in seconds (default 180; 0 disables the timeout)");
+  timeout["minimum"] = 0;
+  tool.parameters = object_schema({{"command", parameter("string", "Bash command to execute")}, {"timeout", std::move(timeout)}},
+                                  {"command"});
   tool.replay = Replay::never;
   tool.parallel = false;
   tool.settle = settle_call_processes(options.report);

@@ -215,20 +215,18 @@ Tool make_edit_tool(const CodingToolsOptions& options) {
       "including whitespace and indentation (do not include the line numbers read shows); include enough surrounding "
       "lines to make it unique. Several edits of one file go in one call: they are matched against the original file, "
       "must not overlap, and are applied all together or not at all. The file's line endings (LF or CRLF) are kept.";
-  const Json edit_schema = {
-      {"type", "object"},
-      {"properties",
-       {{"oldText", {{"type", "string"}, {"description", "Exact text to replace; must occur exactly once in the file"}}},
-        {"newText", {{"type", "string"}, {"description", "Text to put in its place"}}}}},
-      {"required", {"oldText", "newText"}}};
-  tool.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"path", {{"type", "string"}, {"description", "Path to the file to edit (relative or absolute)"}}},
-        {"edits", {{"type", "array"}, {"items", edit_schema}, {"minItems", 1}, {"description", "The replacements"}}},
-        {"oldText", {{"type", "string"}, {"description", "Single-edit form: exact text to replace"}}},
-        {"newText", {{"type", "string"}, {"description", "Single-edit form: text to put in its place"}}}}},
-      {"required", {"path"}}};
+  const Json edit_schema =
+      object_schema({{"oldText", parameter("string", "Exact text to replace; must occur exactly once in the file")},
+                     {"newText", parameter("string", "Text to put in its place")}},
+                    {"oldText", "newText"});
+  Json edits = parameter("array", "The replacements");
+  edits["items"] = edit_schema;
+  edits["minItems"] = 1;
+  tool.parameters = object_schema({{"path", parameter("string", "Path to the file to edit (relative or absolute)")},
+                                   {"edits", std::move(edits)},
+                                   {"oldText", parameter("string", "Single-edit form: exact text to replace")},
+                                   {"newText", parameter("string", "Single-edit form: text to put in its place")}},
+                                  {"path"});
   tool.replay = Replay::never;
   tool.parallel = false;  // two edits of one batch to the same file must not race
   tool.execute = [cwd = options.cwd](const Json& args, const ToolContext&) -> ToolResult {

@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 
 #include "ripgrep.hpp"
-#include "tool_call_processes.hpp"
-#include "tool_environment.hpp"
 #include "tool_support.hpp"
 #include "tools.hpp"
 
@@ -28,35 +26,25 @@ std::string json_text(const Json& field) {
 }  // namespace
 
 Tool make_grep_tool(const CodingToolsOptions& options) {
-  Tool tool;
-  tool.name = "grep";
-  tool.description = fmt::format(
+  const std::string description = fmt::format(
       "Search file contents for a pattern (a regular expression, or a literal string with literal=true) with "
       "ripgrep. Respects .gitignore; hidden files are searched, .git is not. Matches come back as path:line: text "
       "(context lines as path-line- text), paths relative to the searched directory. Output is cut at {} matches "
       "(change with limit) or {}; match lines longer than {} characters are cut.",
       kDefaultGrepLimit, format_size(kMaxBytes), kMaxGrepLineChars);
-  tool.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"pattern", {{"type", "string"}, {"description", "Search pattern (regex or literal string)"}}},
-        {"path", {{"type", "string"}, {"description", "Directory or file to search (default: current directory)"}}},
-        {"glob", {{"type", "string"}, {"description", "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"}}},
-        {"ignoreCase", {{"type", "boolean"}, {"description", "Case-insensitive search (default: false)"}}},
-        {"literal", {{"type", "boolean"}, {"description", "Treat pattern as a literal string instead of a regex (default: false)"}}},
-        {"context", {{"type", "number"}, {"description", "Number of lines to show before and after each match (default: 0)"}}},
-        {"limit", {{"type", "number"}, {"description", "Maximum number of matches to return (default: 100)"}}}}},
-      {"required", {"pattern"}}};
-  tool.replay = Replay::safe;
-  tool.settle = settle_call_processes(options.report);
-  tool.execute = [cwd = options.cwd, policy = options.environment](const Json& args, const ToolContext& context) -> ToolResult {
-    const auto pattern = string_arg(args, "pattern");
-    if (!pattern || pattern->empty()) return error_result("grep: the pattern argument is required");
-    const std::string shown = string_arg(args, "path").value_or(".");
-    const std::int64_t limit = integer_arg(args, "limit").value_or(kDefaultGrepLimit);
-    if (limit < 1) return error_result("grep: limit must be at least 1");
+  Json parameters = object_schema(
+      {{"pattern", parameter("string", "Search pattern (regex or literal string)")},
+       {"path", parameter("string", "Directory or file to search (default: current directory)")},
+       {"glob", parameter("string", "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'")},
+       {"ignoreCase", parameter("boolean", "Case-insensitive search (default: false)")},
+       {"literal", parameter("boolean", "Treat pattern as a literal string instead of a regex (default: false)")},
+       {"context", parameter("number", "Number of lines to show before and after each match (default: 0)")},
+       {"limit", parameter("number", "Maximum number of matches to return (default: 100)")}},
+      {"pattern"});
+  return ripgrep_tool("grep", description, std::move(parameters), kDefaultGrepLimit, options, [](const Search& search) {
+    const Json& args = search.args;
+    const auto& [pattern, shown, target, limit] = search.asked;
     const std::int64_t context_lines = std::clamp<std::int64_t>(integer_arg(args, "context").value_or(0), 0, kMaxContext);
-    const fs::path target = resolve_path(cwd, shown.empty() ? "." : shown);
     std::error_code ec;
     const auto status = fs::status(target, ec);
     if (!fs::exists(status)) return error_result(fmt::format("Path not found: {}", shown));
@@ -67,7 +55,7 @@ Tool make_grep_tool(const CodingToolsOptions& options) {
     if (bool_arg(args, "literal").value_or(false)) rg_args.push_back("--fixed-strings");
     if (context_lines > 0) rg_args.push_back(fmt::format("--context={}", context_lines));
     if (auto glob = string_arg(args, "glob"); glob && !glob->empty()) rg_args.push_back("--glob=" + *glob);
-    rg_args.push_back("--regexp=" + *pattern);
+    rg_args.push_back("--regexp=" + pattern);
     rg_args.push_back("--");
     // A directory is searched from inside, so paths come out relative to it.
     rg_args.push_back(is_dir ? "." : target.filename().string());
@@ -107,12 +95,8 @@ Tool make_grep_tool(const CodingToolsOptions& options) {
       out += entry;
       return true;
     };
-    auto environment = tool_environment(policy, tool_call_marker(context.run_id, context.tool_call_id));
-    const RipgrepRun run = run_ripgrep(rg_args, run_dir, std::move(environment), context.cancel, on_line);
-    if (!run.error.empty()) {
-      if (run.error == "aborted") return error_result("grep: aborted");
-      return error_result(fmt::format("grep {} in {}: {}", *pattern, shown, run.error));
-    }
+    const RipgrepRun run = search.run(rg_args, run_dir, on_line);
+    if (auto failed = search.failed("grep", run)) return std::move(*failed);
     if (matches == 0) return ToolResult::text("No matches found");
     if (!out.empty()) out.pop_back();
     const std::int64_t shown_matches = std::min(matches, limit);
@@ -127,8 +111,7 @@ Tool make_grep_tool(const CodingToolsOptions& options) {
     ToolResult result = ToolResult::text(std::move(out));
     result.details = Json{{"matches", shown_matches}, {"limitReached", more_matches}, {"truncated", cut_by_bytes}};
     return result;
-  };
-  return tool;
+  });
 }
 
 }  // namespace cairn::tools

@@ -30,12 +30,8 @@ Tool make_ls_tool(const CodingToolsOptions& options) {
       "List a directory's contents, sorted alphabetically, with '/' after directory names; dotfiles are included. "
       "Output is cut at {} entries (change with limit) or {}.",
       kDefaultLsLimit, format_size(kMaxBytes));
-  tool.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"path", {{"type", "string"}, {"description", "Directory to list (default: current directory)"}}},
-        {"limit", {{"type", "number"}, {"description", "Maximum number of entries to return (default: 500)"}}}}},
-      {"required", Json::array()}};
+  tool.parameters = object_schema({{"path", parameter("string", "Directory to list (default: current directory)")},
+                                   {"limit", parameter("number", "Maximum number of entries to return (default: 500)")}});
   tool.replay = Replay::safe;
   tool.execute = [cwd = options.cwd](const Json& args, const ToolContext&) -> ToolResult {
     const std::string shown = string_arg(args, "path").value_or(".");

@@ -55,13 +55,10 @@ Tool make_read_tool(const CodingToolsOptions& options) {
       "longer than {} characters are cut; a note then gives the offset to continue from. Use offset/limit to read "
       "a large file in parts.",
       kMaxLines, format_size(kMaxBytes), kMaxLineChars);
-  tool.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"path", {{"type", "string"}, {"description", "Path to the file to read (relative or absolute)"}}},
-        {"offset", {{"type", "number"}, {"description", "Line number to start reading from (1-indexed)"}}},
-        {"limit", {{"type", "number"}, {"description", "Maximum number of lines to read"}}}}},
-      {"required", {"path"}}};
+  tool.parameters = object_schema({{"path", parameter("string", "Path to the file to read (relative or absolute)")},
+                                   {"offset", parameter("number", "Line number to start reading from (1-indexed)")},
+                                   {"limit", parameter("number", "Maximum number of lines to read")}},
+                                  {"path"});
   tool.replay = Replay::safe;
   tool.execute = [cwd = options.cwd](const Json& args, const ToolContext&) -> ToolResult {
     const auto path_arg = string_arg(args, "path");

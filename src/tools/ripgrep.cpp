@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "tool_call_processes.hpp"
+#include "tool_environment.hpp"
 #include "tool_support.hpp"
 
 namespace cairn::tools {
@@ -64,6 +66,34 @@ RipgrepRun run_ripgrep(const std::vector<std::string>& args, const std::filesyst
 std::string_view strip_dot_slash(std::string_view path) {
   while (path.starts_with("./")) path.remove_prefix(2);
   return path;
+}
+
+std::optional<ToolResult> Search::failed(std::string_view tool, const RipgrepRun& run) const {
+  if (run.error.empty()) return std::nullopt;
+  if (run.error == "aborted") return error_result(fmt::format("{}: aborted", tool));
+  return error_result(fmt::format("{} {} in {}: {}", tool, asked.pattern, asked.shown, run.error));
+}
+
+Tool ripgrep_tool(std::string name, std::string description, Json parameters, std::int64_t default_limit,
+                  const CodingToolsOptions& options, std::function<ToolResult(const Search&)> body) {
+  Tool tool{.name = name, .description = std::move(description), .parameters = std::move(parameters)};
+  tool.replay = Replay::safe;
+  tool.settle = settle_call_processes(options.report);
+  tool.execute = [name, default_limit, cwd = options.cwd, policy = options.environment,
+                  body = std::move(body)](const Json& args, const ToolContext& context) -> ToolResult {
+    auto asked = search_arguments(args, name, cwd, default_limit);
+    if (!asked) return std::move(asked.error());
+    const Search search{
+        .args = args,
+        .asked = std::move(*asked),
+        .run = [&](const std::vector<std::string>& rg_args, const std::filesystem::path& dir,
+                   const std::function<bool(std::string_view)>& on_line) {
+          return run_ripgrep(rg_args, dir, tool_environment(policy, tool_call_marker(context.run_id, context.tool_call_id)),
+                             context.cancel, on_line);
+        }};
+    return body(search);
+  };
+  return tool;
 }
 
 }  // namespace cairn::tools

@@ -9,7 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "cairn/tools/coding_tools.hpp"
 #include "process.hpp"
+#include "tool_support.hpp"
 
 namespace cairn::tools {
 
@@ -28,5 +30,24 @@ RipgrepRun run_ripgrep(const std::vector<std::string>& args, const std::filesyst
 
 // rg's "./path" as "path".
 std::string_view strip_dot_slash(std::string_view path);
+
+// What a search tool's body gets: the arguments (the common ones read), and
+// rg to run as this call (in its environment, with its marker and cancel).
+struct Search {
+  const Json& args;
+  SearchArguments asked;
+  std::function<RipgrepRun(const std::vector<std::string>& rg_args, const std::filesystem::path& cwd,
+                           const std::function<bool(std::string_view)>& on_line)>
+      run;
+  // The result for a run of rg that failed (said as `tool` with the pattern
+  // and path), nullopt when it did not.
+  std::optional<ToolResult> failed(std::string_view tool, const RipgrepRun& run) const;
+};
+
+// A tool that searches with rg (grep, find): replay safe, whatever of a
+// call still runs after a crash settled by its marker, its arguments read by
+// search_arguments (`default_limit`) before `body` runs.
+Tool ripgrep_tool(std::string name, std::string description, Json parameters, std::int64_t default_limit,
+                  const CodingToolsOptions& options, std::function<ToolResult(const Search&)> body);
 
 }  // namespace cairn::tools

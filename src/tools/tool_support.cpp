@@ -163,6 +163,14 @@ std::optional<ToolResult> not_a_directory(const fs::path& dir, std::string_view 
   return std::nullopt;
 }
 
+Json object_schema(Json properties, std::vector<std::string> required) {
+  return Json{{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}};
+}
+
+Json parameter(std::string_view type, std::string_view description) {
+  return Json{{"type", type}, {"description", description}};
+}
+
 ToolResult error_result(std::string message) { return ToolResult::text(std::move(message), true); }
 
 std::optional<std::string> string_arg(const Json& args, const char* key) {
@@ -261,6 +269,23 @@ std::string clean_output(std::string_view bytes) {
     out += static_cast<char>(c);
   }
   return to_valid_utf8(out);
+}
+
+}  // namespace cairn::tools
+
+namespace cairn::tools {
+
+std::expected<SearchArguments, ToolResult> search_arguments(const Json& args, std::string_view tool,
+                                                           const std::filesystem::path& cwd, std::int64_t default_limit) {
+  SearchArguments out;
+  const auto pattern = string_arg(args, "pattern");
+  if (!pattern || pattern->empty()) return std::unexpected(error_result(fmt::format("{}: the pattern argument is required", tool)));
+  out.pattern = *pattern;
+  out.shown = string_arg(args, "path").value_or(".");
+  out.limit = integer_arg(args, "limit").value_or(default_limit);
+  if (out.limit < 1) return std::unexpected(error_result(fmt::format("{}: limit must be at least 1", tool)));
+  out.target = resolve_path(cwd, out.shown.empty() ? "." : out.shown);
+  return out;
 }
 
 }  // namespace cairn::tools

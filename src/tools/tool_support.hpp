@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <expected>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cairn/error.hpp"
 #include "cairn/harness/tool.hpp"
@@ -44,6 +46,12 @@ Result<std::string> read_file(const std::filesystem::path& path);
 // through a symlink to its target.
 Status write_file_atomically(const std::filesystem::path& path, std::string_view content);
 
+// A tool's parameters as JSON Schema: an object with these properties, of
+// which a call must give the `required` ones. A property is one `parameter`:
+// {"type": type, "description": description}.
+Json object_schema(Json properties, std::vector<std::string> required = {});
+Json parameter(std::string_view type, std::string_view description);
+
 ToolResult error_result(std::string message);
 // The error a tool that searches or lists a directory answers when `dir`
 // (the path argument `shown` names) is missing or not a directory; nullopt
@@ -57,6 +65,19 @@ std::optional<std::string> string_arg(const Json& args, const char* key);
 // when absent or not a number.
 std::optional<std::int64_t> integer_arg(const Json& args, const char* key);
 std::optional<bool> bool_arg(const Json& args, const char* key);
+
+// What grep and find are asked alike: a pattern (required), where to search
+// (`shown` as the model named it, "." by default, `target` resolved against
+// the working directory) and how many results at most (at least 1).
+struct SearchArguments {
+  std::string pattern;
+  std::string shown;
+  std::filesystem::path target;
+  std::int64_t limit = 0;
+};
+// The tool's error result (naming `tool`) when an argument is missing or out of range.
+std::expected<SearchArguments, ToolResult> search_arguments(const Json& args, std::string_view tool,
+                                                           const std::filesystem::path& cwd, std::int64_t default_limit);
 
 }  // namespace cairn::tools
 

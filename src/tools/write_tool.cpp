@@ -17,12 +17,9 @@ Tool make_write_tool(const CodingToolsOptions& options) {
   tool.description =
       "Write content to a file. Creates the file if it does not exist and overwrites it if it does; creates parent "
       "directories. The file is replaced atomically. Prefer edit for changing part of an existing file.";
-  tool.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"path", {{"type", "string"}, {"description", "Path to the file to write (relative or absolute)"}}},
-        {"content", {{"type", "string"}, {"description", "Content to write to the file"}}}}},
-      {"required", {"path", "content"}}};
+  tool.parameters = object_schema({{"path", parameter("string", "Path to the file to write (relative or absolute)")},
+                                   {"content", parameter("string", "Content to write to the file")}},
+                                  {"path", "content"});
   tool.replay = Replay::safe;
   tool.parallel = false;  // two writes of one batch to the same file must not race
   tool.execute = [cwd = options.cwd](const Json& args, const ToolContext&) -> ToolResult {

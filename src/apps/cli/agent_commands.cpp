@@ -132,46 +132,36 @@ int run_compact(const OperationOptions& options) {
   return kFailure;  // failed or aborted: compaction_end said why on stderr
 }
 
-void add_session_argument(CLI::App* sub, OperationOptions& options) {
-  sub->add_option("SESSION", options.session, "The session: an id or a unique prefix of one")->required();
-}
-
 }  // namespace
 
 void register_agent_commands(CLI::App& app, Commands& commands) {
   {
-    auto options = std::make_shared<OperationOptions>();
-    CLI::App* sub = app.add_subcommand(
+    auto [sub, options] = add_command(app, commands,
         "resume",
         "Continue the suspended operation of a session's ref (one a crash or a kill interrupted) to its end, "
         "streaming like -p. A tool call that was running is not run again: it gets an \"interrupted\" result. "
-        "Exit 0 when it completes or ends aborted, 1 when it fails, 2 when nothing is suspended");
-    add_session_argument(sub, *options);
+        "Exit 0 when it completes or ends aborted, 1 when it fails, 2 when nothing is suspended", run_resume);
+    add_session_argument(sub, options->session);
     add_agent_options(sub, options->agent, kRefChoice | kModelChoice | kAgentShape);
     sub->add_flag("--json", options->json, "Print every event as one JSON line on stdout instead of the text");
-    commands.push_back({sub, [options] { return run_resume(*options); }});
   }
   {
-    auto options = std::make_shared<OperationOptions>();
-    CLI::App* sub = app.add_subcommand(
+    auto [sub, options] = add_command(app, commands,
         "abort",
         "End the suspended operation of a session's ref without running anything more: calls that were running "
-        "get \"interrupted\" results, the run ends aborted. Exit 0 when ended, 2 when nothing is suspended");
-    add_session_argument(sub, *options);
+        "get \"interrupted\" results, the run ends aborted. Exit 0 when ended, 2 when nothing is suspended", run_abort);
+    add_session_argument(sub, options->session);
     add_agent_options(sub, options->agent, kRefChoice);
-    commands.push_back({sub, [options] { return run_abort(*options); }});
   }
   {
-    auto options = std::make_shared<OperationOptions>();
-    CLI::App* sub = app.add_subcommand(
+    auto [sub, options] = add_command(app, commands,
         "compact",
         "Summarise the older context of a session's ref into a compaction entry (the log keeps every entry); "
-        "print the summary");
-    add_session_argument(sub, *options);
+        "print the summary", run_compact);
+    add_session_argument(sub, options->session);
     sub->add_option("INSTRUCTIONS", options->instructions, "What the summary should focus on");
     add_agent_options(sub, options->agent, kRefChoice | kModelChoice | kAgentShape);
     sub->add_flag("--json", options->json, "Print every event as one JSON line on stdout instead of the summary");
-    commands.push_back({sub, [options] { return run_compact(*options); }});
   }
 }
 

@@ -338,26 +338,22 @@ int run_demo(const DemoOptions& options) {
 
 void register_agent_demo_command(CLI::App& app, Commands& commands) {
   {
-    auto options = std::make_shared<DemoOptions>();
-    CLI::App* sub = app.add_subcommand(
+    auto [sub, options] = add_command(app, commands,
         "demo",
         "Offline, in a few seconds: an agent (a scripted model, the real write and bash tools) is killed with "
         "SIGKILL while a command runs, then its session is reopened and resumed; prints what was accepted, what "
-        "was interrupted, what was never run again, and cairn verify's verdict");
+        "was interrupted, what was never run again, and cairn verify's verdict", run_demo);
     sub->add_option("--dir", options->dir, "Work in DIR (default: a new temporary directory, kept afterwards)")
         ->type_name("DIR");
     sub->add_option("--store", options->store, "Where the demo's session lives (default: jsonl:DIR/sessions)")
         ->type_name("URI");
-    commands.push_back({sub, [options] { return run_demo(*options); }});
   }
   {
-    auto options = std::make_shared<DemoAgentOptions>();
-    CLI::App* sub = app.add_subcommand("demo-agent", "The demo's agent process");
+    auto [sub, options] = add_command(app, commands, "demo-agent", "The demo's agent process", run_demo_agent);
     sub->group("");  // hidden: the demo runs it
     sub->add_option("--store", options->store)->required();
     sub->add_option("--dir", options->dir)->required();
     sub->add_option("--session", options->session)->required();
-    commands.push_back({sub, [options] { return run_demo_agent(*options); }});
   }
 }
 

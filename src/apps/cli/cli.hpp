@@ -42,6 +42,20 @@ struct Command {
 };
 using Commands = std::vector<Command>;
 
+// Registers the subcommand `name` of `parent` (`description` is its --help
+// text), whose options fill a shared Options that `run` gets when it is the
+// one chosen. Returns the subcommand, for its options, and that Options.
+template <class Options>
+std::pair<CLI::App*, std::shared_ptr<Options>> add_command(CLI::App& parent, Commands& commands, std::string name,
+                                                           std::string description, int (*run)(const Options&)) {
+  auto options = std::make_shared<Options>();
+  CLI::App* sub = parent.add_subcommand(std::move(name), std::move(description));
+  commands.push_back({sub, [options, run] { return run(*options); }});
+  return {sub, options};
+}
+// SESSION, the positional argument of the commands that work on one session.
+void add_session_argument(CLI::App* command, std::string& session);
+
 // --store URI, documented the same way on every command.
 void add_store_option(CLI::App* command, std::string& uri);
 // The store the user named, else $CAIRN_STORE, else the default SQLite file

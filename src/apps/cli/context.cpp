@@ -73,14 +73,12 @@ int run_context(const ContextOptions& options) {
 }  // namespace
 
 void register_context_command(CLI::App& app, Commands& commands) {
-  auto options = std::make_shared<ContextOptions>();
-  CLI::App* sub = app.add_subcommand("context", "Print the messages a model request from a ref's leaf would carry");
+  auto [sub, options] = add_command(app, commands, "context", "Print the messages a model request from a ref's leaf would carry", run_context);
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
+  add_session_argument(sub, options->session);
   sub->add_option("--ref", options->ref, "The ref whose leaf the context is built from (default: main)")
       ->type_name("R");
   sub->add_flag("--json", options->json, "Print the messages as one JSON array, in the provider-neutral format");
-  commands.push_back({sub, [options] { return run_context(*options); }});
 }
 
 }  // namespace cairn::cli

@@ -119,13 +119,11 @@ int run_log_demo(const LogDemoOptions& options) {
 }  // namespace
 
 void register_demo_command(CLI::App& app, Commands& commands) {
-  auto options = std::make_shared<LogDemoOptions>();
-  CLI::App* sub = app.add_subcommand(
+  auto [sub, options] = add_command(app, commands,
       "demo-session",
       "Create a small sample session (a run with a tool call, a model change, a branch, a label, a name); print "
-      "its id");
+      "its id", run_log_demo);
   add_store_option(sub, options->store);
-  commands.push_back({sub, [options] { return run_log_demo(*options); }});
 }
 
 }  // namespace cairn::cli

@@ -59,11 +59,10 @@ int run_fork(const ForkCommandOptions& options) {
 }  // namespace
 
 void register_fork_command(CLI::App& app, Commands& commands) {
-  auto options = std::make_shared<ForkCommandOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "fork", "Create a new session from a session's branch (up to an entry) or its whole tree; print its id");
+  auto [sub, options] = add_command(app, commands,
+      "fork", "Create a new session from a session's branch (up to an entry) or its whole tree; print its id", run_fork);
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
+  add_session_argument(sub, options->session);
   sub->add_option("--entry", options->entry,
                   "The fork point: an entry id or unique prefix (default: the leaf of --ref)")
       ->type_name("ID");
@@ -71,7 +70,6 @@ void register_fork_command(CLI::App& app, Commands& commands) {
   sub->add_flag("--tree", options->tree, "Copy the whole tree, every branch, instead of one branch");
   sub->add_option("--ref", options->ref, "The ref whose branch is copied (default: main)")->type_name("R");
   sub->add_option("--id", options->id, "The new session's id (default: a fresh one)")->type_name("NEWID");
-  commands.push_back({sub, [options] { return run_fork(*options); }});
 }
 
 }  // namespace cairn::cli

@@ -60,13 +60,11 @@ int run_log(const LogOptions& options) {
 }  // namespace
 
 void register_log_command(CLI::App& app, Commands& commands) {
-  auto options = std::make_shared<LogOptions>();
-  CLI::App* sub = app.add_subcommand("log", "Print a session's records in seq order");
+  auto [sub, options] = add_command(app, commands, "log", "Print a session's records in seq order", run_log);
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
+  add_session_argument(sub, options->session);
   sub->add_option("--after", options->after, "Only records with a seq greater than SEQ")->type_name("SEQ");
   sub->add_flag("--json", options->json, "Print every record exactly as stored, one JSON object per line");
-  commands.push_back({sub, [options] { return run_log(*options); }});
 }
 
 }  // namespace cairn::cli

@@ -128,17 +128,15 @@ int run_models(const ModelsOptions& options) {
 }  // namespace
 
 void register_models_command(CLI::App& app, Commands& commands) {
-  auto options = std::make_shared<ModelsOptions>();
-  CLI::App* sub = app.add_subcommand(
+  auto [sub, options] = add_command(app, commands,
       "models", "List the models cairn can call: window, output limit, prices per million tokens, where each is "
-                "configured and which environment variable holds its key (never the key)");
+                "configured and which environment variable holds its key (never the key)", run_models);
   sub->add_flag("--json", options->json, "Print each model as one JSON object per line");
   sub->add_flag("--all", options->all, "Include the models whose key is missing");
   sub->add_option("--models-file", options->models_file,
                   "Custom providers and overrides. Default: $XDG_CONFIG_HOME/cairn/models.json "
                   "($XDG_CONFIG_HOME defaults to ~/.config)")
       ->type_name("FILE");
-  commands.push_back({sub, [options] { return run_models(*options); }});
 }
 
 }  // namespace cairn::cli

@@ -24,6 +24,10 @@ int exit_code_for(const Error& error) {
 
 int report(const Error& error) { return report(exit_code_for(error), error.message); }
 
+void add_session_argument(CLI::App* command, std::string& session) {
+  command->add_option("SESSION", session, "Session id or unique id prefix")->required()->type_name("");
+}
+
 void add_store_option(CLI::App* command, std::string& uri) {
   // An empty value would read as "not given" and pick the default store.
   const CLI::Validator named(

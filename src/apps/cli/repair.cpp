@@ -60,14 +60,12 @@ int run_repair(const RepairOptions& options) {
 }  // namespace
 
 void register_repair_command(CLI::App& app, Commands& commands) {
-  auto options = std::make_shared<RepairOptions>();
-  CLI::App* sub = app.add_subcommand(
+  auto [sub, options] = add_command(app, commands,
       "repair",
       "Replace a session's damaged records by placeholders of the same seq, keeping every intact record and a backup "
-      "of the original bytes");
+      "of the original bytes", run_repair);
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
-  commands.push_back({sub, [options] { return run_repair(*options); }});
+  add_session_argument(sub, options->session);
 }
 
 }  // namespace cairn::cli

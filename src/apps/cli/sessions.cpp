@@ -65,21 +65,17 @@ int run_new(const NewOptions& options) {
 
 void register_session_commands(CLI::App& app, Commands& commands) {
   {
-    auto options = std::make_shared<SessionsOptions>();
-    CLI::App* sub = app.add_subcommand("sessions", "List the store's sessions, newest first: id, created, cwd");
+    auto [sub, options] = add_command(app, commands, "sessions", "List the store's sessions, newest first: id, created, cwd", run_sessions);
     add_store_option(sub, options->store);
     sub->add_flag("--json", options->json, "Print each session's header as one JSON object per line");
-    commands.push_back({sub, [options] { return run_sessions(*options); }});
   }
   {
-    auto options = std::make_shared<NewOptions>();
-    CLI::App* sub = app.add_subcommand("new", "Create an empty session and print its id");
+    auto [sub, options] = add_command(app, commands, "new", "Create an empty session and print its id", run_new);
     add_store_option(sub, options->store);
     sub->add_option("--cwd", options->cwd, "The session's working directory (default: the current directory)")
         ->type_name("DIR");
     sub->add_option("--id", options->id, "The new session's id (default: a fresh time-ordered UUID)")
         ->type_name("ID");
-    commands.push_back({sub, [options] { return run_new(*options); }});
   }
 }
 

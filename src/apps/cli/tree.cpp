@@ -152,12 +152,10 @@ int run_tree(const TreeOptions& options) {
 }  // namespace
 
 void register_tree_command(CLI::App& app, Commands& commands) {
-  auto options = std::make_shared<TreeOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "tree", "Draw a session's entry tree: short id, type, [label], preview, and ← REF where a ref's leaf is");
+  auto [sub, options] = add_command(app, commands,
+      "tree", "Draw a session's entry tree: short id, type, [label], preview, and ← REF where a ref's leaf is", run_tree);
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
-  commands.push_back({sub, [options] { return run_tree(*options); }});
+  add_session_argument(sub, options->session);
 }
 
 }  // namespace cairn::cli

@@ -41,12 +41,10 @@ int run_verify(const VerifyOptions& options) {
 }  // namespace
 
 void register_verify_command(CLI::App& app, Commands& commands) {
-  auto options = std::make_shared<VerifyOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "verify", "Check a session's log against the invariants (read-only); exit 0 only if all hold");
+  auto [sub, options] = add_command(app, commands,
+      "verify", "Check a session's log against the invariants (read-only); exit 0 only if all hold", run_verify);
   add_store_option(sub, options->store);
-  sub->add_option("SESSION", options->session, "Session id or unique id prefix")->required()->type_name("");
-  commands.push_back({sub, [options] { return run_verify(*options); }});
+  add_session_argument(sub, options->session);
 }
 
 }  // namespace cairn::cli
