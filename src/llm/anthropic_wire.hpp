@@ -1,7 +1,7 @@
-// The two halves of the anthropic-messages wire format, apart from the HTTP
-// exchange that joins them (anthropic_messages.cpp): the request payload
-// built from cairn's context, and the decoder that turns the response's
-// server-sent events into the assistant message and its ProviderEvents.
+// The two halves of the anthropic-messages wire format, which the stream
+// frame every wire provider shares joins (anthropic_messages.cpp): the
+// request built from cairn's context, and the parser that reads the
+// response's server-sent events into the assistant message.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,8 @@
 #include "cairn/json.hpp"
 #include "cairn/llm/provider.hpp"
 #include "cairn/llm/sse.hpp"
-#include "delta_pacer.hpp"
+#include "message_builder.hpp"
+#include "provider_support.hpp"
 #include "wire_support.hpp"
 
 namespace cairn::anthropic {
@@ -41,41 +42,33 @@ Json build_payload(const Model& model, const LlmContext& context, const StreamOp
 
 // ---- response ---------------------------------------------------------------
 
-// Feeds on the SSE events of one response and keeps `message` (content, usage,
-// cost, stop reason) current, telling `sink` about every change (deltas
-// paced, see delta_pacer.hpp). The stream's own failures (a malformed event,
-// an error event) stop it and are kept in failure(); the transport's are the
-// caller's business. Tool arguments that are not a JSON object are not a
+// The request's headers: the key (x-api-key) and the API version.
+HttpHeaders request_headers(const std::string& api_key);
+
+// Reads the SSE events of one response into a MessageBuilder (deltas paced,
+// usage costed). The stream's own failures (a malformed event, an error
+// event) stop it and are kept in failure(); the transport's are the frame's
+// (wire::SseProvider). Tool arguments that are not a JSON object are not a
 // failure: the call keeps them raw (read_tool_arguments).
-class StreamDecoder {
+class EventParser final : public wire::StreamParser {
  public:
-  StreamDecoder(const Model& model, AssistantMessage& message, const ProviderEventSink& sink);
+  explicit EventParser(wire::MessageBuilder& out) : out_(out) {}
 
-  // false: stop reading, failure() says why.
-  bool on_event(const SseEvent& event);
-
-  // Emits `start` if nothing was emitted yet. The caller uses it before
-  // `done`; a failure before the first event is reported without it.
-  void ensure_started();
-  void emit(ProviderEvent::Type type, int content_index = -1, std::string delta = {});
-  // Emits the deltas that open blocks gathered and have not reported: the
-  // caller does before done or error.
-  void report_open_blocks();
-
-  bool started() const { return started_; }
-  bool message_stopped() const { return message_stopped_; }
-  const std::optional<wire::Failure>& failure() const { return failure_; }
-  // The wire's stop_reason when it has no cairn equivalent that means
-  // success ("refusal", an unknown one); the message then ends as an error.
-  const std::optional<std::string>& unsuccessful_stop() const { return unsuccessful_stop_; }
+  bool on_event(const SseEvent& event) override;
+  bool complete() const override { return message_stopped_; }
+  const std::optional<wire::Failure>& failure() const override { return failure_; }
+  std::variant<StopReason, wire::Failure> stop_reason() const override;
 
  private:
-  enum class Kind { text, thinking, redacted_thinking, tool_use, ignored };
+  // A content block the wire opened: which of the message's blocks it is
+  // (-1: a kind cairn does not keep, such as a server tool's).
   struct OpenBlock {
     std::int64_t wire_index = 0;
-    Kind kind = Kind::ignored;
-    int content_index = -1;  // in message_.content; -1 for ignored blocks
-    std::string partial_json;  // tool_use: the arguments so far
+    int content_index = -1;
+    enum class Kind { text, thinking, tool_use, ignored } kind = Kind::ignored;
+    // tool_use: the arguments are still the ones content_block_start gave,
+    // which the first input_json_delta replaces.
+    bool seeded = false;
     bool open = true;
   };
 
@@ -88,16 +81,13 @@ class StreamDecoder {
   void read_usage(const Json& usage);
   OpenBlock* find_block(const Json& data);
   bool malformed(std::string what);
-  void report(OpenBlock& block);
 
-  const Model& model_;
-  AssistantMessage& message_;
-  const ProviderEventSink& sink_;
+  wire::MessageBuilder& out_;
   std::vector<OpenBlock> blocks_;
-  wire::DeltaPacer pacer_;
-  bool started_ = false;
   bool message_stopped_ = false;
   std::optional<wire::Failure> failure_;
+  // The wire's stop_reason when it has no cairn equivalent that means
+  // success ("refusal", an unknown one): the message then ends as an error.
   std::optional<std::string> unsuccessful_stop_;
 };
 

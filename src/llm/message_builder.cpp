@@ -39,13 +39,17 @@ void MessageBuilder::start() {
   emit(ProviderEvent::Type::start, -1);
 }
 
-int MessageBuilder::begin_text(std::optional<std::string> signature) {
+int MessageBuilder::open_block(AssistantBlock block, ProviderEvent::Type started) {
   start();
-  response_.message.content.push_back(TextContent{.text_signature = std::move(signature)});
-  int index = static_cast<int>(response_.message.content.size()) - 1;
+  response_.message.content.push_back(std::move(block));
+  const int index = static_cast<int>(response_.message.content.size()) - 1;
   open_.insert(index);
-  emit(ProviderEvent::Type::text_start, index);
+  emit(started, index);
   return index;
+}
+
+int MessageBuilder::begin_text(std::optional<std::string> signature) {
+  return open_block(TextContent{.text_signature = std::move(signature)}, ProviderEvent::Type::text_start);
 }
 
 void MessageBuilder::text_delta(int index, std::string_view delta) {
@@ -62,12 +66,12 @@ void MessageBuilder::end_text(int index) {
 }
 
 int MessageBuilder::begin_thinking(std::optional<std::string> signature) {
-  start();
-  response_.message.content.push_back(ThinkingContent{.thinking_signature = std::move(signature)});
-  int index = static_cast<int>(response_.message.content.size()) - 1;
-  open_.insert(index);
-  emit(ProviderEvent::Type::thinking_start, index);
-  return index;
+  return open_block(ThinkingContent{.thinking_signature = std::move(signature)}, ProviderEvent::Type::thinking_start);
+}
+
+int MessageBuilder::begin_redacted_thinking(std::string data) {
+  return open_block(ThinkingContent{.thinking = "[Reasoning redacted]", .thinking_signature = std::move(data), .redacted = true},
+                    ProviderEvent::Type::thinking_start);
 }
 
 void MessageBuilder::thinking_delta(int index, std::string_view delta) {
@@ -84,18 +88,15 @@ void MessageBuilder::end_thinking(int index) {
 }
 
 int MessageBuilder::begin_tool_call(std::string id, std::string name, std::string arguments_so_far) {
-  start();
   ToolCall call{.id = std::move(id), .name = std::move(name)};
   if (!arguments_so_far.empty()) {
     Json partial = parse_partial_json(arguments_so_far);
     if (partial.is_object()) call.arguments = std::move(partial);
   }
-  response_.message.content.push_back(std::move(call));
-  int index = static_cast<int>(response_.message.content.size()) - 1;
-  open_.insert(index);
+  // Kept before the start is told, so that a listener sees them with it.
+  const int index = static_cast<int>(response_.message.content.size());
   arguments_[index] = std::move(arguments_so_far);
-  emit(ProviderEvent::Type::toolcall_start, index);
-  return index;
+  return open_block(std::move(call), ProviderEvent::Type::toolcall_start);
 }
 
 void MessageBuilder::tool_call_delta(int index, std::string_view fragment) {

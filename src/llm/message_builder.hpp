@@ -40,6 +40,10 @@ class MessageBuilder {
   int begin_thinking(std::optional<std::string> signature = std::nullopt);
   void thinking_delta(int index, std::string_view delta);
   void end_thinking(int index);
+  // Reasoning the provider encrypted, to be handed back untouched: `data` is
+  // kept as the block's signature and the block is marked redacted (as pi
+  // keeps it). Ended by end_thinking.
+  int begin_redacted_thinking(std::string data);
 
   // A tool call's arguments arrive as JSON text in fragments, reported as
   // toolcall_delta; for each report the arguments so far are parsed
@@ -69,6 +73,8 @@ class MessageBuilder {
   ProviderResponse abort();
 
  private:
+  // Appends `block`, open, and tells `started` of it.
+  int open_block(AssistantBlock block, ProviderEvent::Type started);
   void emit(ProviderEvent::Type type, int index, std::string delta = {});
   // Emits the delta of what `index` gathered and has not reported.
   void report(int index);

@@ -19,7 +19,7 @@ namespace {
 
 // Reads one response's chunks into the builder. The stream ends at [DONE];
 // a finish_reason says how the response ended (the usage chunk may follow).
-class CompletionsStream final : public wire::OpenAiStreamParser {
+class CompletionsStream final : public wire::StreamParser {
  public:
   explicit CompletionsStream(wire::MessageBuilder& out) : out_(out) {}
 
@@ -201,11 +201,15 @@ class CompletionsStream final : public wire::OpenAiStreamParser {
 namespace cairn {
 
 std::shared_ptr<Provider> make_openai_completions_provider(std::string api_key, HttpClient client) {
-  return std::make_shared<wire::OpenAiProvider>(
-      std::move(api_key), std::move(client), "/chat/completions", wire::completions_payload,
-      [](wire::MessageBuilder& out) -> std::unique_ptr<wire::OpenAiStreamParser> {
-        return std::make_unique<wire::CompletionsStream>(out);
-      });
+  return std::make_shared<wire::SseProvider>(
+      std::move(api_key), std::move(client),
+      wire::WireApi{.default_base_url = wire::kOpenAiBaseUrl,
+                    .path = "/chat/completions",
+                    .headers = wire::bearer_headers,
+                    .payload = wire::completions_payload,
+                    .make_parser = [](wire::MessageBuilder& out) -> std::unique_ptr<wire::StreamParser> {
+                      return std::make_unique<wire::CompletionsStream>(out);
+                    }});
 }
 
 }  // namespace cairn

@@ -17,7 +17,7 @@
 namespace cairn::wire {
 namespace {
 
-class ResponsesStream final : public wire::OpenAiStreamParser {
+class ResponsesStream final : public wire::StreamParser {
  public:
   explicit ResponsesStream(wire::MessageBuilder& out) : out_(out) {}
 
@@ -236,11 +236,15 @@ class ResponsesStream final : public wire::OpenAiStreamParser {
 namespace cairn {
 
 std::shared_ptr<Provider> make_openai_responses_provider(std::string api_key, HttpClient client) {
-  return std::make_shared<wire::OpenAiProvider>(
-      std::move(api_key), std::move(client), "/responses", wire::responses_payload,
-      [](wire::MessageBuilder& out) -> std::unique_ptr<wire::OpenAiStreamParser> {
-        return std::make_unique<wire::ResponsesStream>(out);
-      });
+  return std::make_shared<wire::SseProvider>(
+      std::move(api_key), std::move(client),
+      wire::WireApi{.default_base_url = wire::kOpenAiBaseUrl,
+                    .path = "/responses",
+                    .headers = wire::bearer_headers,
+                    .payload = wire::responses_payload,
+                    .make_parser = [](wire::MessageBuilder& out) -> std::unique_ptr<wire::StreamParser> {
+                      return std::make_unique<wire::ResponsesStream>(out);
+                    }});
 }
 
 }  // namespace cairn

@@ -122,28 +122,28 @@ ProviderResponse guarded(MessageBuilder& out, const Secrets& secrets,
   }
 }
 
-OpenAiProvider::OpenAiProvider(std::string api_key, HttpClient client, std::string path, PayloadFn payload,
-                               ParserFn make_parser)
-    : api_key_(std::move(api_key)),
-      client_(std::move(client)),
-      path_(std::move(path)),
-      payload_(payload),
-      make_parser_(make_parser) {}
+HttpHeaders bearer_headers(const std::string& api_key) {
+  HttpHeaders headers;
+  if (!api_key.empty()) headers.emplace_back("Authorization", "Bearer " + api_key);
+  return headers;
+}
 
-ProviderResponse OpenAiProvider::stream(const Model& model, const LlmContext& context, const StreamOptions& options,
-                                        const PayloadHook& before_payload, const ProviderEventSink& on_event,
-                                        std::stop_token cancel) {
+SseProvider::SseProvider(std::string api_key, HttpClient client, WireApi api)
+    : api_key_(std::move(api_key)), client_(std::move(client)), api_(std::move(api)) {}
+
+ProviderResponse SseProvider::stream(const Model& model, const LlmContext& context, const StreamOptions& options,
+                                     const PayloadHook& before_payload, const ProviderEventSink& on_event,
+                                     std::stop_token cancel) {
   MessageBuilder out(model, on_event);
   Secrets secrets = request_secrets(api_key_, model, options);
   return guarded(out, secrets, [&]() -> ProviderResponse {
-    Json payload = payload_(model, context, options);
+    Json payload = api_.payload(model, context, options);
     if (before_payload) payload = before_payload(model, std::move(payload));
-    HttpHeaders auth;
-    if (!api_key_.empty()) auth.emplace_back("Authorization", "Bearer " + api_key_);
-    HttpRequest request = json_request(join_url(openai_base_url(model), path_), payload, auth, model, options);
+    const std::string_view base = model.base_url.empty() ? std::string_view(api_.default_base_url) : model.base_url;
+    HttpRequest request = json_request(join_url(base, api_.path), payload, api_.headers(api_key_), model, options);
     if (cancel.stop_requested()) return out.abort();
 
-    std::unique_ptr<OpenAiStreamParser> parser = make_parser_(out);
+    std::unique_ptr<StreamParser> parser = api_.make_parser(out);
     SseOutcome outcome =
         stream_sse(client_, request, [&](const SseEvent& event) { return parser->on_event(event); }, cancel);
     keep_headers(out.response(), outcome.http);

@@ -58,13 +58,13 @@ Failure ended_early();
 ProviderResponse guarded(MessageBuilder& out, const Secrets& secrets,
                          const std::function<ProviderResponse()>& body);
 
-// --- The OpenAI APIs' stream ----------------------------------------------
+// --- The stream frame ------------------------------------------------------
 
-// Reads the event stream of one OpenAI API (chat completions, responses)
-// into a MessageBuilder, and says how the response ended.
-class OpenAiStreamParser {
+// Reads the event stream of one API (chat completions, responses, Anthropic
+// messages) into a MessageBuilder, and says how the response ended.
+class StreamParser {
  public:
-  virtual ~OpenAiStreamParser() = default;
+  virtual ~StreamParser() = default;
   // False stops the transfer (a failure, or nothing more the response needs).
   virtual bool on_event(const SseEvent& event) = 0;
   // The server has said how the response ended; what goes wrong with the
@@ -73,21 +73,36 @@ class OpenAiStreamParser {
   // What the stream itself failed of (an error event, a malformed chunk).
   virtual const std::optional<Failure>& failure() const = 0;
   // How a complete response ended: a stop reason, or a failure the server
-  // reported as its ending (a content filter).
+  // reported as its ending (a content filter, a refusal).
   virtual std::variant<StopReason, Failure> stop_reason() const = 0;
 };
 
-// Both OpenAI providers: one stream frame, so that they fail alike. The
-// payload (before_payload applied) goes in a bearer-authorised POST to
-// `path` under the model's base URL, the events are read by the parser
-// `make_parser` builds, and the response ends by the first cause: a stop
-// request, the stream's failure, the transfer's (outcome_failure, or
-// ended_early), then the parser's stop reason.
-class OpenAiProvider final : public Provider {
+// What sets one API apart on the wire; the rest of a stream is SseProvider's.
+struct WireApi {
+  // The base URL of a model that names none.
+  std::string default_base_url;
+  // The path of the streaming endpoint under the base URL.
+  std::string path;
+  // The headers that carry the key (none when it is empty), and the API's
+  // own; the model's and the caller's headers may replace them.
+  HttpHeaders (*headers)(const std::string& api_key);
+  Json (*payload)(const Model&, const LlmContext&, const StreamOptions&);
+  std::unique_ptr<StreamParser> (*make_parser)(MessageBuilder&);
+};
+
+// The OpenAI APIs' endpoint and authorisation (a bearer token).
+inline constexpr const char* kOpenAiBaseUrl = "https://api.openai.com/v1";
+HttpHeaders bearer_headers(const std::string& api_key);
+
+// Every wire provider: one stream frame, so that they all fail alike. The
+// payload (before_payload applied) goes in a POST to the API's path under
+// the model's base URL, the events are read by the API's parser, and the
+// response ends by the first cause: a stop request, the stream's failure,
+// the transfer's (outcome_failure, or ended_early), then the parser's stop
+// reason.
+class SseProvider final : public Provider {
  public:
-  using PayloadFn = Json (*)(const Model&, const LlmContext&, const StreamOptions&);
-  using ParserFn = std::unique_ptr<OpenAiStreamParser> (*)(MessageBuilder&);
-  OpenAiProvider(std::string api_key, HttpClient client, std::string path, PayloadFn payload, ParserFn make_parser);
+  SseProvider(std::string api_key, HttpClient client, WireApi api);
 
   ProviderResponse stream(const Model& model, const LlmContext& context, const StreamOptions& options,
                           const PayloadHook& before_payload, const ProviderEventSink& on_event,
@@ -96,9 +111,7 @@ class OpenAiProvider final : public Provider {
  private:
   std::string api_key_;
   HttpClient client_;
-  std::string path_;
-  PayloadFn payload_;
-  ParserFn make_parser_;
+  WireApi api_;
 };
 
 }  // namespace cairn::wire

@@ -80,10 +80,6 @@ bool takes_images(const Model& model) {
   return std::find(model.input.begin(), model.input.end(), "image") != model.input.end();
 }
 
-std::string_view openai_base_url(const Model& model) {
-  return model.base_url.empty() ? std::string_view("https://api.openai.com/v1") : std::string_view(model.base_url);
-}
-
 std::string join_url(std::string_view base, std::string_view path) {
   while (base.ends_with('/')) base.remove_suffix(1);
   std::string url(base);

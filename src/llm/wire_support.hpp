@@ -135,8 +135,6 @@ std::vector<std::string> header_secrets(const std::map<std::string, std::string>
 bool same_model(const AssistantMessage& message, const Model& model);
 // Whether the model takes images as input (its `input` lists "image").
 bool takes_images(const Model& model);
-// The model's base URL, or OpenAI's when it names none.
-std::string_view openai_base_url(const Model& model);
 
 // `base` (a model's base_url, trailing slashes ignored) joined with `path`.
 std::string join_url(std::string_view base, std::string_view path);
