@@ -41,6 +41,7 @@ class CompactionProcedure final : public Operation {
   OperationKind kind() const override { return OperationKind::compaction; }
 
   RunResult procedure() override {
+    take_config();
     const auto intent = with_op([](const OpState& op) { return std::get<CompactionIntent>(op.intent); });
     core_.publish(event(EventType::compaction_start, {{"reason", "manual"}}));  // again on resume
     check_cancelled();
@@ -83,10 +84,7 @@ std::unique_ptr<Operation> make_compaction_procedure(HarnessCore& core, std::sha
 
 Operation::Compacted Operation::compact_branch(const std::string& reason, const std::optional<std::string>& instructions,
                                                const std::string& entry_id) {
-  const CompactionSettings settings = [&] {
-    std::lock_guard lock(core_.mu);
-    return core_.options.compaction;
-  }();
+  const CompactionSettings& settings = config_.compaction;
   auto prep = prepare_compaction(branch_since_compaction(*core_.session, rt_->name), settings);
   if (!prep) throw RunFailed{prep.error()};
 

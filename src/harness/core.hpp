@@ -110,8 +110,10 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
     std::vector<std::string> active_tools;
   };
   Result<BranchConfig> branch_config(const std::string& ref);
-  // The same from the settings at the branch's leaf.
+  // The same from the settings at the branch's leaf; takes mu, or (the
+  // _locked form) is called with it held.
   BranchConfig config_from(const SessionContext& settings);
+  BranchConfig config_from_locked(const SessionContext& settings) const;
 
   // Acceptance (acceptance.cpp); each accepted operation then runs its
   // procedure on the calling thread (run_operation, operation.hpp).

@@ -80,7 +80,7 @@ T Operation::generation_cycle(Purpose purpose, const std::function<AttemptOutcom
     }
     if (std::holds_alternative<AttemptAgain>(outcome)) continue;
     AttemptFailed& failure = std::get<AttemptFailed>(outcome);
-    if (failure.retryable && current.number < current.policy.max_attempts) {
+    if (failure.retryable && current.number < current.config->retry.max_attempts) {
       back_off(purpose, current, failure);
       retrying = true;
       continue;
@@ -104,46 +104,37 @@ template std::vector<std::string> Operation::generation_cycle<std::vector<std::s
     const std::function<Error(const Attempt&)>&);
 
 // The attempt the log's count says is next, refused (RunFailed) past the
-// policy's maximum or for a model the harness does not serve.
-// Everything the attempt reads of the harness's configuration is taken in
-// one piece, under one lock.
+// policy's maximum or for a model the harness does not serve. Every attempt
+// of a cycle works with the configuration its step took (config_).
 Operation::Attempt Operation::begin_attempt(const std::function<Error(const Attempt&)>& exhausted) {
   check_cancelled();
-  Attempt attempt;
-  attempt.config = branch_config();
-  const ModelRef& model = attempt.config.model_ref;
-  {
-    std::lock_guard lock(core_.mu);
-    attempt.number = rt_->op->request_attempts + 1;
-    attempt.policy = core_.options.retry;
-    attempt.options = core_.options.stream_options;
-    attempt.served = core_.options.models.find(model.provider, model.model_id);
-  }
-  if (attempt.number > attempt.policy.max_attempts) throw RunFailed{exhausted(attempt)};
-  if (!attempt.served) {
+  const Attempt attempt{.number = with_op([](const OpState& op) { return op.request_attempts; }) + 1, .config = &config_};
+  if (attempt.number > config_.retry.max_attempts) throw RunFailed{exhausted(attempt)};
+  if (!config_.served) {
+    const ModelRef& model = config_.branch.model_ref;
     throw RunFailed{Error{Errc::unknown_model, fmt::format("model '{}/{}' is not configured", model.provider, model.model_id)}};
   }
-  attempt.options.thinking_level = attempt.config.thinking_level;
   return attempt;
 }
 
 void Operation::append_generation_started(Purpose purpose, const Attempt& attempt) {
   append_harness(GenerationStarted{.run_id = run_id_, .purpose = std::string(purpose_name(purpose)), .attempt = attempt.number,
-                                   .model = ModelRef{attempt.config.model_ref.provider, attempt.config.model_ref.model_id}});
+                                   .model = attempt.config->branch.model_ref});
 }
 
 void Operation::back_off(Purpose purpose, const Attempt& attempt, const AttemptFailed& failure) {
   const std::string_view name = purpose_name(purpose);
-  const auto delay = retry_delay(attempt.policy, attempt.number, failure.retry_after_ms);
+  const RetryPolicy& policy = attempt.config->retry;
+  const auto delay = retry_delay(policy, attempt.number, failure.retry_after_ms);
   if (purpose == Purpose::step) {
     // What a snapshot shows of the run's retry (RunSnapshot::Retry): a
     // step's, not a summary's.
     std::lock_guard lock(core_.mu);
-    rt_->retry = RunSnapshot::Retry{attempt.number + 1, attempt.policy.max_attempts, iso8601_after(delay)};
+    rt_->retry = RunSnapshot::Retry{attempt.number + 1, policy.max_attempts, iso8601_after(delay)};
   }
   core_.publish(event(EventType::retry_scheduled, {{"purpose", name},
                                           {"attempt", attempt.number},
-                                          {"maxAttempts", attempt.policy.max_attempts},
+                                          {"maxAttempts", policy.max_attempts},
                                           {"delayMs", delay.count()},
                                           {"errorMessage", failure.what}}));
   if (sleep_unless_cancelled(delay, cancel_)) throw RunCancelled{};
@@ -162,9 +153,10 @@ std::vector<std::string> Operation::generate(Purpose purpose, const std::vector<
           LlmContext context{.system_prompt = request.system_prompt};
           context.messages.push_back(UserMessage{.content = std::vector<UserBlock>{TextContent{.text = request.prompt}},
                                                  .timestamp = now_unix_ms()});
-          StreamOptions options = attempt.options;
+          StreamOptions options = attempt.config->stream_options;
           options.max_tokens = request.max_tokens;
-          ProviderResponse response = attempt.served->provider->stream(attempt.served->model, context, options, {}, {}, cancel_);
+          const Models::Entry& served = attempt.served();
+          ProviderResponse response = served.provider->stream(served.model, context, options, {}, {}, cancel_);
           add_spend(response.message.usage);
           if (summary_failed(response)) {
             check_cancelled();

@@ -84,8 +84,13 @@ Result<HarnessCore::BranchConfig> HarnessCore::branch_config(const std::string& 
 }
 
 HarnessCore::BranchConfig HarnessCore::config_from(const SessionContext& settings) {
-  const SessionContext* context = &settings;
   std::lock_guard lock(mu);
+  return config_from_locked(settings);
+}
+
+HarnessCore::BranchConfig HarnessCore::config_from_locked(const SessionContext& settings) const {
+  mu.assert_held();
+  const SessionContext* context = &settings;
   BranchConfig config;
   config.model = options.model;
   config.model_ref = ModelRef{options.model.provider, options.model.id};

@@ -99,13 +99,9 @@ class NavigationProcedure final : public Operation {
 
   // The abandoned branch, cut to what the summary's model can take.
   BranchPreparation prepare() {
-    const std::int64_t reserve = [&] {
-      std::lock_guard lock(core_.mu);
-      return core_.options.compaction.reserve_tokens;
-    }();
-    const HarnessCore::BranchConfig config = branch_config();
+    const StepConfig& config = take_config();
     return prepare_branch_summary(abandoned_branch(*core_.session, old_leaf_, new_leaf_),
-                                  std::max<std::int64_t>(0, config.model.context_window - reserve));
+                                  std::max<std::int64_t>(0, config.branch.model.context_window - config.compaction.reserve_tokens));
   }
 
   Summary summarise(const BranchPreparation& prep, const std::optional<std::string>& instructions) {

@@ -2,6 +2,8 @@
 // folded into the operation's state, announcements, spend, the end.
 #include "operation.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "model_output.hpp"
@@ -66,9 +68,37 @@ void Operation::check_cancelled() {
   if (with_op([](const OpState& op) { return op.cancelled; })) throw RunCancelled{};
 }
 
-HarnessCore::BranchConfig Operation::branch_config() {
+const StepConfig& Operation::take_config() {
   if (auto synced = rt_->context.sync(*core_.session, rt_->name); !synced) throw AppendFailed{synced.error()};
-  return core_.config_from(rt_->context.settings());
+  std::lock_guard lock(core_.mu);
+  const HarnessOptions& options = core_.options;
+  config_.branch = core_.config_from_locked(rt_->context.settings());
+  config_.served.reset();
+  if (const auto* entry = options.models.find(config_.branch.model_ref.provider, config_.branch.model_ref.model_id)) {
+    config_.served = *entry;
+  }
+  config_.retry = options.retry;
+  config_.stream_options = options.stream_options;
+  config_.stream_options.thinking_level = config_.branch.thinking_level;
+  config_.compaction = options.compaction;
+  config_.steering_mode = options.steering_mode;
+  config_.follow_up_mode = options.follow_up_mode;
+  config_.tools = options.tools;
+  config_.validators = core_.validators;
+  config_.system_prompt = options.system_prompt;
+  config_.convert_to_llm = options.convert_to_llm;
+  config_.tool_context = options.tool_context;
+  return config_;
+}
+
+const Tool* StepConfig::find_tool(std::string_view name) const {
+  auto it = std::find_if(tools.begin(), tools.end(), [&](const Tool& tool) { return tool.name == name; });
+  return it == tools.end() ? nullptr : &*it;
+}
+
+const Tool* StepConfig::find_active_tool(std::string_view name) const {
+  if (std::find(branch.active_tools.begin(), branch.active_tools.end(), name) == branch.active_tools.end()) return nullptr;
+  return find_tool(name);
 }
 
 Event Operation::event(EventType type, Json data, std::optional<std::int64_t> seq,

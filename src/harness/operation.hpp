@@ -10,7 +10,9 @@
 #pragma once
 
 #include <chrono>
+#include <any>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -38,6 +40,29 @@ RunResult run_operation(HarnessCore& core, const std::shared_ptr<RefRuntime>& rt
 // Gives `source` a fresh stop state. (Assigning a temporary stop_source
 // trips GCC 12's -Wmaybe-uninitialized inside <stop_token>, a false alarm.)
 void renew(std::stop_source& source);
+
+// The harness's configuration as a step (or a structural operation) works
+// with it: taken whole, under one lock, at each checkpoint (take_config), so
+// that a step never mixes two versions of a setting changed while it ran;
+// a change made meanwhile applies from the next checkpoint.
+struct StepConfig {
+  HarnessCore::BranchConfig branch;     // model, thinking level and active tools at the ref's leaf
+  std::optional<Models::Entry> served;  // the provider serving branch.model_ref; empty: not configured
+  RetryPolicy retry;
+  StreamOptions stream_options;  // the harness's, with the branch's thinking level
+  CompactionSettings compaction;
+  QueueMode steering_mode = QueueMode::one_at_a_time;
+  QueueMode follow_up_mode = QueueMode::one_at_a_time;
+  std::vector<Tool> tools;  // every configured tool, active or not
+  std::map<std::string, std::shared_ptr<const ArgumentValidator>, std::less<>> validators;
+  SystemPrompt system_prompt;
+  std::function<std::vector<LlmMessage>(const std::vector<AgentMessage>&)> convert_to_llm;
+  std::function<std::any()> tool_context;
+
+  const Tool* find_tool(std::string_view name) const;
+  // A tool the branch has active, else nothing.
+  const Tool* find_active_tool(std::string_view name) const;
+};
 
 class Operation;
 // The procedures, one file each.
@@ -79,10 +104,11 @@ class Operation {
   HookContext hook_context() const { return HookContext{rt_->name, run_id_}; }
   // Set when the harness is made and never changed: read without the lock.
   const Secrets& secrets() const { return core_.options.secrets; }
-  // The model, thinking level and active tools at the ref's leaf, from the
-  // context cache (brought to the leaf first). Throws AppendFailed when the
-  // store cannot be read.
-  HarnessCore::BranchConfig branch_config();
+  // Takes the step's configuration (StepConfig) into config_: the branch's
+  // from the context cache, brought to the ref's leaf first, and the
+  // harness's, under one lock. Throws AppendFailed when the store cannot be
+  // read. Each procedure takes it when it starts and at its checkpoints.
+  const StepConfig& take_config();
   // Whether anyone listens. The hot events (a message encoded for every
   // streamed chunk, tool progress, steps) are not even built otherwise: when
   // nobody watches they are most of a step's cost.
@@ -126,13 +152,12 @@ class Operation {
   // ---- generation (generation.cpp) ------------------------------------------
 
   // One attempt of a request cycle, as the cycle hands it over: its number
-  // (from the log's count), the policy bounding it and the model serving it.
+  // (from the log's count) and the step's configuration (config_), whose
+  // retry policy bounds it and whose served model makes it.
   struct Attempt {
     std::int64_t number = 1;
-    RetryPolicy policy;
-    StreamOptions options;  // the harness's, with the branch's thinking level
-    HarnessCore::BranchConfig config;
-    const Models::Entry* served = nullptr;
+    const StepConfig* config = nullptr;
+    const Models::Entry& served() const { return *config->served; }
   };
   // An attempt that failed: retried while the policy allows, else given up.
   struct AttemptFailed {
@@ -198,6 +223,7 @@ class Operation {
   std::string run_id_;
   std::stop_token cancel_;
   Usage spend_;  // this operation's, see add_spend
+  StepConfig config_;  // see take_config
 };
 
 }  // namespace cairn

@@ -22,14 +22,14 @@ AssistantMessage RunProcedure::request_assistant() {
 
 // Past the policy's maximum: the transcript records the give-up.
 Error RunProcedure::retries_exhausted(const Attempt& attempt) {
-  auto message = error_message(attempt.config.model, fmt::format("retries exhausted: {} attempts failed", attempt.number - 1));
+  auto message = error_message(attempt.config->branch.model, fmt::format("retries exhausted: {} attempts failed", attempt.number - 1));
   append_entry(message_entry(message));
   return Error{Errc::retries_exhausted, *message.error_message};
 }
 
 Operation::AttemptOutcome<AssistantMessage> RunProcedure::request_attempt(const Attempt& attempt) {
   LlmContext scratch;
-  const LlmContext& context = build_request(attempt.config, scratch);
+  const LlmContext& context = build_request(scratch);
   const StreamOptions options = before_request(attempt);
   append_generation_started(Purpose::step, attempt);
   bool started = false;  // message_start was published
@@ -41,23 +41,17 @@ Operation::AttemptOutcome<AssistantMessage> RunProcedure::request_attempt(const 
 // hook and the default conversion it is the context cache's own request,
 // extended by each step's appends; otherwise it is built into `scratch`
 // from the cached messages, which costs a copy of the context.
-const LlmContext& RunProcedure::build_request(const HarnessCore::BranchConfig& config, LlmContext& scratch) {
+const LlmContext& RunProcedure::build_request(LlmContext& scratch) {
   if (auto synced = rt_->context.sync(*core_.session, rt_->name); !synced) throw AppendFailed{synced.error()};
-  std::function<std::vector<LlmMessage>(const std::vector<AgentMessage>&)> convert;
-  SystemPrompt system_prompt;
+  const auto& convert = config_.convert_to_llm;
+  const auto& active = config_.branch.active_tools;
   std::vector<ToolDefinition> tools;
-  std::optional<std::string> override_prompt;
-  {
-    std::lock_guard lock(core_.mu);
-    convert = core_.options.convert_to_llm;
-    system_prompt = core_.options.system_prompt;
-    for (const auto& tool : core_.options.tools) {
-      if (std::find(config.active_tools.begin(), config.active_tools.end(), tool.name) != config.active_tools.end()) {
-        tools.push_back(ToolDefinition{tool.name, tool.description, tool.parameters});
-      }
+  for (const auto& tool : config_.tools) {
+    if (std::find(active.begin(), active.end(), tool.name) != active.end()) {
+      tools.push_back(ToolDefinition{tool.name, tool.description, tool.parameters});
     }
-    override_prompt = std::get<RunIntent>(rt_->op->intent).system_prompt_override;
   }
+  auto override_prompt = with_op([](const OpState& op) { return std::get<RunIntent>(op.intent).system_prompt_override; });
   const auto transforms = core_.hooks.handlers(&Hooks::Lists::transform_context);
   LlmContext* request = &rt_->context.request();
   if (convert || !transforms.empty()) {
@@ -75,16 +69,16 @@ const LlmContext& RunProcedure::build_request(const HarnessCore::BranchConfig& c
   // evaluated fresh: it sees the current active tools.
   if (override_prompt) {
     request->system_prompt = std::move(*override_prompt);
-  } else if (system_prompt) {
-    request->system_prompt = system_prompt(config.active_tools);
+  } else if (config_.system_prompt) {
+    request->system_prompt = config_.system_prompt(active);
   }
   return *request;
 }
 
 StreamOptions RunProcedure::before_request(const Attempt& attempt) {
-  StreamOptions options = attempt.options;
+  StreamOptions options = attempt.config->stream_options;
   each_hook("before_request", core_.hooks.handlers(&Hooks::Lists::before_request), [&](const auto& hook) {
-    if (auto out = hook(hook_context(), BeforeRequestEvent{attempt.config.model, "step", attempt.number, options})) {
+    if (auto out = hook(hook_context(), BeforeRequestEvent{attempt.config->branch.model, "step", attempt.number, options})) {
       options = *out;
     }
   });
@@ -109,8 +103,8 @@ ProviderResponse RunProcedure::stream_response(const Attempt& attempt, const Llm
                                                const StreamOptions& options, bool& started) {
   StreamRedactor redactor(secrets());
   auto on_event = [&](const ProviderEvent& e) { relay(e, redactor, started); };
-  ProviderResponse response =
-      attempt.served->provider->stream(attempt.served->model, context, options, before_payload(), on_event, cancel_);
+  const Models::Entry& served = attempt.served();
+  ProviderResponse response = served.provider->stream(served.model, context, options, before_payload(), on_event, cancel_);
   sanitize_response(response.message, secrets());
   add_spend(response.message.usage);
   std::lock_guard lock(core_.mu);
@@ -200,7 +194,7 @@ Operation::AttemptOutcome<AssistantMessage> RunProcedure::handle_response(Provid
   if (message.stop_reason == StopReason::error || message.stop_reason == StopReason::aborted) {
     // Too big for the model: nothing leaves the log, the context is
     // compacted and the step tried once more.
-    if (response.context_overflow && !overflow_compacted_ && compaction_enabled()) {
+    if (response.context_overflow && !overflow_compacted_ && config_.compaction.enabled) {
       overflow_compacted_ = true;
       if (auto_compact("overflow")) return AttemptAgain{};
     }
@@ -217,11 +211,6 @@ Operation::AttemptOutcome<AssistantMessage> RunProcedure::handle_response(Provid
   message = after_response(response, std::move(message));
   append_entry(message_entry(message), false, started);
   return std::move(message);
-}
-
-bool RunProcedure::compaction_enabled() {
-  std::lock_guard lock(core_.mu);
-  return core_.options.compaction.enabled;
 }
 
 AssistantMessage RunProcedure::after_response(const ProviderResponse& response, AssistantMessage message) {

@@ -16,6 +16,7 @@ std::unique_ptr<Operation> make_run_procedure(HarnessCore& core, std::shared_ptr
 }
 
 RunResult RunProcedure::procedure() {
+  take_config();
   // Initial messages — unconditional, even when cancelled below: accepted
   // content is never dropped.
   const auto initial = with_op([](const OpState& op) { return std::get<RunIntent>(op.intent).initial_messages; });
@@ -51,12 +52,7 @@ RunResult RunProcedure::driver_loop() {
       step();
       continue;  // every step ends in a fresh checkpoint
     }
-    QueueMode mode;
-    {
-      std::lock_guard lock(core_.mu);
-      mode = core_.options.follow_up_mode;
-    }
-    auto follow_ups = take_queued(&OpState::pending_follow_up, mode);
+    auto follow_ups = take_queued(&OpState::pending_follow_up, config_.follow_up_mode);
     if (!follow_ups.empty()) {
       for (const auto& message : follow_ups) append_if_missing(message);
       publish_queue_update();
@@ -75,16 +71,14 @@ RunResult RunProcedure::driver_loop() {
   }
 }
 
-// Between steps: deferred writes are applied, queued steering is consumed and
-// auto-compaction is decided.
+// Between steps: deferred writes are applied (they may change the branch's
+// model or tools), the next step's configuration is taken, queued steering
+// is consumed and auto-compaction is decided.
 void RunProcedure::checkpoint() {
   check_cancelled();
-  const auto [writes, mode] = [&] {
-    std::lock_guard lock(core_.mu);
-    return std::pair(rt_->op->pending_writes, core_.options.steering_mode);
-  }();
-  for (const auto& write : writes) append_if_missing(write);
-  auto steering = take_queued(&OpState::pending_steer, mode);
+  for (const auto& write : with_op([](const OpState& op) { return op.pending_writes; })) append_if_missing(write);
+  take_config();
+  auto steering = take_queued(&OpState::pending_steer, config_.steering_mode);
   for (const auto& message : steering) append_if_missing(message);
   if (!steering.empty()) publish_queue_update();
   compact_if_over_threshold();
@@ -156,15 +150,8 @@ std::optional<std::string> RunProcedure::before_run_end() {
 // At a checkpoint: compacts when the context is over the threshold. A
 // refusal (nothing to shed) is reported once and not retried in this run.
 void RunProcedure::compact_if_over_threshold() {
-  if (threshold_refused_) return;
-  CompactionSettings settings;
-  {
-    std::lock_guard lock(core_.mu);
-    settings = core_.options.compaction;
-  }
-  if (!settings.enabled) return;
-  const HarnessCore::BranchConfig config = branch_config();
-  if (!should_compact(rt_->context.size().tokens, config.model.context_window, settings)) return;
+  if (threshold_refused_ || !config_.compaction.enabled) return;
+  if (!should_compact(rt_->context.size().tokens, config_.branch.model.context_window, config_.compaction)) return;
   auto_compact("threshold");
 }
 
@@ -224,7 +211,8 @@ RunResult RunProcedure::cancellation_path() {
   for (const auto& write : writes) append_if_missing(write, true);
   const auto last = with_op([](const OpState& op) { return op.last_assistant; });
   if (!last || last->stop_reason != StopReason::aborted) {
-    AssistantMessage closure = error_message(branch_config().model, "Operation aborted");
+    // The closure names the model the branch has now, the writes applied.
+    AssistantMessage closure = error_message(take_config().branch.model, "Operation aborted");
     closure.stop_reason = StopReason::aborted;
     append_entry(message_entry(std::move(closure)), true);
   }

@@ -45,7 +45,7 @@ class RunProcedure final : public Operation {
   AssistantMessage request_assistant();
   AttemptOutcome<AssistantMessage> request_attempt(const Attempt& attempt);
   Error retries_exhausted(const Attempt& attempt);
-  const LlmContext& build_request(const HarnessCore::BranchConfig& config, LlmContext& scratch);
+  const LlmContext& build_request(LlmContext& scratch);
   StreamOptions before_request(const Attempt& attempt);
   PayloadHook before_payload();
   ProviderResponse stream_response(const Attempt& attempt, const LlmContext& context, const StreamOptions& options,
@@ -57,7 +57,6 @@ class RunProcedure final : public Operation {
                       std::shared_ptr<const AgentMessage> partial);
   static ProviderEvent::Type delta_type(const AssistantMessage& message, int index);
   AttemptOutcome<AssistantMessage> handle_response(ProviderResponse& response, bool started);
-  bool compaction_enabled();
   AssistantMessage after_response(const ProviderResponse& response, AssistantMessage message);
 
   // ---- tools (tool_batch.cpp) ------------------------------------------------
@@ -87,8 +86,6 @@ class RunProcedure final : public Operation {
   void end_call(PendingCall& p, const std::string& step_id, BatchResults& results);
   std::optional<std::string> settle(const ToolCallState& call);
   static ToolResult interrupted_result(std::string_view why, const std::optional<std::string>& unsettled);
-  std::optional<Tool> find_tool(const std::string& name);
-  std::optional<Tool> find_active_tool(const std::string& name);
   ToolResult after_tool(const PendingCall& p, ToolResult result);
 
   bool overflow_compacted_ = false;  // a run compacts on overflow once

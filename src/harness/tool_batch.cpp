@@ -94,11 +94,11 @@ bool RunProcedure::runs_in_parallel(const std::vector<const ToolCallState*>& ope
   std::size_t executing = 0;
   bool all_parallel = true;
   for (const ToolCallState* call : open) {
-    std::optional<Tool> tool;
+    const Tool* tool = nullptr;
     if (call->started) {
-      if (replay_of(*call->started) == Replay::safe) tool = find_tool(call->name);
+      if (replay_of(*call->started) == Replay::safe) tool = config_.find_tool(call->name);
     } else if (!call->raw_arguments) {
-      tool = find_active_tool(call->name);
+      tool = config_.find_active_tool(call->name);
     }
     if (!tool) continue;
     ++executing;
@@ -170,23 +170,18 @@ RunProcedure::PendingCall RunProcedure::prepare(const ToolCallState& call) {
     p.result = invalid_arguments_result(*call.raw_arguments);
     return p;
   }
-  auto tool = find_active_tool(call.name);
+  const Tool* tool = config_.find_active_tool(call.name);
   if (!tool) {
     p.result = ToolResult::text(fmt::format("Tool {} not found", call.name), true);
     return p;
   }
-  std::shared_ptr<const ArgumentValidator> validator;
-  {
-    std::lock_guard lock(core_.mu);
-    if (auto it = core_.validators.find(call.name); it != core_.validators.end()) validator = it->second;
-  }
-  if (validator) {
-    if (auto valid = validator->validate(call.args); !valid) {
+  if (auto it = config_.validators.find(call.name); it != config_.validators.end()) {
+    if (auto valid = it->second->validate(call.args); !valid) {
       p.result = ToolResult::text(fmt::format("Invalid arguments for tool {}: {}", call.name, valid.error().message), true);
       return p;
     }
   }
-  if (before_tool(p)) p.tool = std::move(tool);
+  if (before_tool(p)) p.tool = *tool;
   return p;
 }
 
@@ -197,7 +192,7 @@ RunProcedure::PendingCall RunProcedure::resumed_call(const ToolCallState& call) 
   PendingCall p{.call = call, .args = call.started->effective_args, .result_id = call.started->result_entry_id};
   const std::optional<std::string> unsettled = settle(call);
   if (replay_of(*call.started) == Replay::safe && !unsettled) {
-    p.tool = find_tool(call.name);
+    if (const Tool* tool = config_.find_tool(call.name)) p.tool = *tool;
     if (!p.tool) p.result = ToolResult::text(fmt::format("Tool {} is not available to run again", call.name), true);
   } else {
     p.result = interrupted_result(unsettled ? "and it was not run again" : "and the tool is not safe to run again", unsettled);
@@ -232,11 +227,7 @@ bool RunProcedure::before_tool(PendingCall& p) {
 // tool_started, the durable fact that it began; a cancellation that came
 // first throws RunCancelled instead, and the call never began.
 void RunProcedure::start(PendingCall& p, const std::string& assistant_id, const std::string& step_id) {
-  std::function<std::any()> make_context;
-  {
-    std::lock_guard lock(core_.mu);
-    make_context = core_.options.tool_context;
-  }
+  const auto& make_context = config_.tool_context;
   // Made here on the run's thread, so that the factory need not be
   // thread-safe. A factory that throws fails that call, not the run.
   try {
@@ -322,13 +313,9 @@ void RunProcedure::end_call(PendingCall& p, const std::string& step_id, BatchRes
 // still run (Tool::settle) before anything is recorded for it. Returns why
 // that failed, if it did.
 std::optional<std::string> RunProcedure::settle(const ToolCallState& call) {
-  auto tool = find_tool(call.name);
+  const Tool* tool = config_.find_tool(call.name);
   if (!tool || !tool->settle) return std::nullopt;
-  std::function<std::any()> make_context;
-  {
-    std::lock_guard lock(core_.mu);
-    make_context = core_.options.tool_context;
-  }
+  const auto& make_context = config_.tool_context;
   ToolContext context{.ref = rt_->name, .run_id = run_id_, .tool_call_id = call.call_id, .update = [](const ToolResult&) {}};
   std::string failure;
   try {
@@ -352,22 +339,6 @@ ToolResult RunProcedure::interrupted_result(std::string_view why, const std::opt
   if (unsettled) text += fmt::format("; ending what it left running failed ({}): it may still be running", *unsettled);
   text += ". Its effects, if any, are unknown.";
   return ToolResult{.content = {TextContent{.text = std::move(text)}}, .details = Json{{"interrupted", true}}, .is_error = true};
-}
-
-std::optional<Tool> RunProcedure::find_tool(const std::string& name) {
-  std::lock_guard lock(core_.mu);
-  for (const auto& tool : core_.options.tools) {
-    if (tool.name == name) return tool;
-  }
-  return std::nullopt;
-}
-
-std::optional<Tool> RunProcedure::find_active_tool(const std::string& name) {
-  const HarnessCore::BranchConfig config = branch_config();
-  if (std::find(config.active_tools.begin(), config.active_tools.end(), name) == config.active_tools.end()) {
-    return std::nullopt;
-  }
-  return find_tool(name);
 }
 
 ToolResult RunProcedure::after_tool(const PendingCall& p, ToolResult result) {

@@ -100,6 +100,44 @@ TEST_F(HarnessTest, SteeringIsDurableMidStepAndConsumedAtTheCheckpoint) {
   EXPECT_EQ(events_.count(EventType::queue_update), 2u);  // accepted, consumed
 }
 
+// A step works with the configuration its checkpoint took: tools replaced
+// while a batch runs leave the batch as it began (its second call still
+// finds its tool), and the next step's request offers the new set.
+TEST_F(HarnessTest, ASettingChangedWhileAStepRunsAppliesFromTheNextCheckpoint) {
+  auto& harness = make_harness();
+  Status replaced;
+  auto tools = test_tools(effects_);
+  tools[3].execute = [&, effects = effects_](const Json& args, const ToolContext&) {
+    effects->note("serial", args);
+    if (effects->count("serial", "s1") == 1 && effects->count("serial", "s2") == 0) {
+      auto fewer = test_tools(effects);
+      fewer.pop_back();  // without "serial"
+      replaced = harness.set_tools(std::move(fewer));
+    }
+    return ToolResult::text("serial");
+  };
+  ASSERT_TRUE(harness.set_tools(tools));
+  faux_->push(FauxResponse::tool_call("call-1", "serial", args("s1")).then_tool_call("call-2", "serial", args("s2")));
+  faux_->push(FauxResponse::text("done"));
+
+  auto result = harness.main().prompt("twice, one at a time");
+  ASSERT_TRUE(result.ok());
+  ASSERT_TRUE(replaced);
+  EXPECT_EQ(effects_->count("serial", "s1"), 1);
+  EXPECT_EQ(effects_->count("serial", "s2"), 1);  // the batch kept the tools it began with
+  auto log = records();
+  for (const char* id : {"call-1", "call-2"}) {
+    auto answers = results_for(log, id);
+    ASSERT_EQ(answers.size(), 1u) << id;
+    EXPECT_FALSE(answers[0].is_error) << id;
+  }
+  auto requests = faux_->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].tools.size(), 4u);
+  EXPECT_EQ(requests[1].tools.size(), 3u);  // the next step offers the new set
+  EXPECT_EQ(requests[1].system_prompt, "You are a test. Tools: 3");
+}
+
 TEST_F(HarnessTest, FollowUpFromBeforeRunEndContinuesTheSameRun) {
   auto& harness = make_harness();
   int calls = 0;

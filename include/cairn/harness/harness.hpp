@@ -208,7 +208,9 @@ class AgentHarness {
   Status delete_ref(const std::string& name);
   std::vector<RefStatus> refs() const;
 
-  // Registries shared by every ref.
+  // Registries shared by every ref. A running operation takes them whole at
+  // each checkpoint (and when it starts): a change made while a step runs
+  // applies from the next step, never to half of one.
   std::vector<std::string> tool_names() const;
   Status set_tools(std::vector<Tool> tools);
   Resources resources() const;
