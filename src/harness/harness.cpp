@@ -415,45 +415,35 @@ Status AgentHarness::set_tools(std::vector<Tool> tools) {
   return {};
 }
 
-RetryPolicy AgentHarness::retry_policy() const {
-  std::lock_guard lock(core_->mu);
-  return core_->options.retry;
+namespace {
+
+// One setting of the harness's configuration, read or replaced under mu.
+template <class T>
+T read_setting(HarnessCore& core, T HarnessOptions::*setting) {
+  std::lock_guard lock(core.mu);
+  return core.options.*setting;
 }
-void AgentHarness::set_retry_policy(RetryPolicy policy) {
-  std::lock_guard lock(core_->mu);
-  core_->options.retry = policy;
+template <class T>
+void write_setting(HarnessCore& core, T HarnessOptions::*setting, T value) {
+  std::lock_guard lock(core.mu);
+  core.options.*setting = std::move(value);
 }
-CompactionSettings AgentHarness::compaction_settings() const {
-  std::lock_guard lock(core_->mu);
-  return core_->options.compaction;
-}
+
+}  // namespace
+
+RetryPolicy AgentHarness::retry_policy() const { return read_setting(*core_, &HarnessOptions::retry); }
+void AgentHarness::set_retry_policy(RetryPolicy policy) { write_setting(*core_, &HarnessOptions::retry, policy); }
+CompactionSettings AgentHarness::compaction_settings() const { return read_setting(*core_, &HarnessOptions::compaction); }
 void AgentHarness::set_compaction_settings(CompactionSettings settings) {
-  std::lock_guard lock(core_->mu);
-  core_->options.compaction = settings;
+  write_setting(*core_, &HarnessOptions::compaction, settings);
 }
-QueueMode AgentHarness::steering_mode() const {
-  std::lock_guard lock(core_->mu);
-  return core_->options.steering_mode;
-}
-QueueMode AgentHarness::follow_up_mode() const {
-  std::lock_guard lock(core_->mu);
-  return core_->options.follow_up_mode;
-}
-void AgentHarness::set_steering_mode(QueueMode mode) {
-  std::lock_guard lock(core_->mu);
-  core_->options.steering_mode = mode;
-}
-void AgentHarness::set_follow_up_mode(QueueMode mode) {
-  std::lock_guard lock(core_->mu);
-  core_->options.follow_up_mode = mode;
-}
-StreamOptions AgentHarness::stream_options() const {
-  std::lock_guard lock(core_->mu);
-  return core_->options.stream_options;
-}
+QueueMode AgentHarness::steering_mode() const { return read_setting(*core_, &HarnessOptions::steering_mode); }
+QueueMode AgentHarness::follow_up_mode() const { return read_setting(*core_, &HarnessOptions::follow_up_mode); }
+void AgentHarness::set_steering_mode(QueueMode mode) { write_setting(*core_, &HarnessOptions::steering_mode, mode); }
+void AgentHarness::set_follow_up_mode(QueueMode mode) { write_setting(*core_, &HarnessOptions::follow_up_mode, mode); }
+StreamOptions AgentHarness::stream_options() const { return read_setting(*core_, &HarnessOptions::stream_options); }
 void AgentHarness::set_stream_options(StreamOptions options) {
-  std::lock_guard lock(core_->mu);
-  core_->options.stream_options = std::move(options);
+  write_setting(*core_, &HarnessOptions::stream_options, std::move(options));
 }
 
 Hooks& AgentHarness::hooks() { return core_->hooks; }

@@ -72,22 +72,22 @@ const StepConfig& Operation::take_config() {
   if (auto synced = rt_->context.sync(*core_.session, rt_->name); !synced) throw AppendFailed{synced.error()};
   std::lock_guard lock(core_.mu);
   const HarnessOptions& options = core_.options;
-  config_.branch = core_.config_from_locked(rt_->context.settings());
-  config_.served.reset();
-  if (const auto* entry = options.models.find(config_.branch.model_ref.provider, config_.branch.model_ref.model_id)) {
-    config_.served = *entry;
-  }
-  config_.retry = options.retry;
-  config_.stream_options = options.stream_options;
-  config_.stream_options.thinking_level = config_.branch.thinking_level;
-  config_.compaction = options.compaction;
-  config_.steering_mode = options.steering_mode;
-  config_.follow_up_mode = options.follow_up_mode;
-  config_.tools = options.tools;
-  config_.validators = core_.validators;
-  config_.system_prompt = options.system_prompt;
-  config_.convert_to_llm = options.convert_to_llm;
-  config_.tool_context = options.tool_context;
+  HarnessCore::BranchConfig branch = core_.config_from_locked(rt_->context.settings());
+  const Models::Entry* served = options.models.find(branch.model_ref.provider, branch.model_ref.model_id);
+  StreamOptions stream_options = options.stream_options;
+  stream_options.thinking_level = branch.thinking_level;
+  config_ = StepConfig{.branch = std::move(branch),
+                       .served = served ? std::optional<Models::Entry>(*served) : std::nullopt,
+                       .retry = options.retry,
+                       .stream_options = std::move(stream_options),
+                       .compaction = options.compaction,
+                       .steering_mode = options.steering_mode,
+                       .follow_up_mode = options.follow_up_mode,
+                       .tools = options.tools,
+                       .validators = core_.validators,
+                       .system_prompt = options.system_prompt,
+                       .convert_to_llm = options.convert_to_llm,
+                       .tool_context = options.tool_context};
   return config_;
 }
 

@@ -72,14 +72,17 @@ class EventParser final : public wire::StreamParser {
     bool open = true;
   };
 
+  // One handler per event type, each false once the stream must stop.
   bool on_message_start(const Json& data);
+  void read_usage(const Json& usage);  // message_start's and message_delta's
+  // The open block an event's "index" names, if any.
+  OpenBlock* find_block(const Json& data);
   bool on_block_start(const Json& data);
   bool on_block_delta(const Json& data);
   bool on_block_stop(const Json& data);
   bool on_message_delta(const Json& data);
   bool on_error(const Json& data);
-  void read_usage(const Json& usage);
-  OpenBlock* find_block(const Json& data);
+  // Keeps `what` as the stream's failure; false.
   bool malformed(std::string what);
 
   wire::MessageBuilder& out_;

@@ -176,11 +176,7 @@ OperationIntent decode_intent(ObjectReader& r) {
 OperationStarted decode_operation_started(ObjectReader& r) {
   OperationStarted b;
   b.source_leaf_id = r.nullable_string("sourceLeafId");
-  if (const Json* intent = r.required("intent")) {
-    ObjectReader ir(*intent, r.field("intent"));
-    b.intent = decode_intent(ir);
-    r.take(ir.status());
-  }
+  r.nested("intent", ObjectReader::Presence::required, [&](ObjectReader& ir) { b.intent = decode_intent(ir); });
   return b;
 }
 
@@ -188,12 +184,10 @@ OperationFinished decode_operation_finished(ObjectReader& r) {
   OperationFinished b;
   b.run_id = r.string("runId");
   b.outcome = r.string("outcome");
-  if (const Json* error = r.optional("error")) {
-    ObjectReader er(*error, r.field("error"));
+  r.nested("error", ObjectReader::Presence::optional, [&](ObjectReader& er) {
     b.error = Error::recorded(er.string("code"), er.string("message"));
     b.error_extra = er.extra();
-    r.take(er.status());
-  }
+  });
   return b;
 }
 
@@ -202,13 +196,11 @@ GenerationStarted decode_generation_started(ObjectReader& r) {
   b.run_id = r.string("runId");
   b.purpose = r.string("purpose");
   b.attempt = r.integer("attempt");
-  if (const Json* model = r.required("model")) {
-    ObjectReader mr(*model, r.field("model"));
+  r.nested("model", ObjectReader::Presence::required, [&](ObjectReader& mr) {
     b.model.provider = mr.string("provider");
     b.model.model_id = mr.string("modelId");
     b.model.extra = mr.extra();
-    r.take(mr.status());
-  }
+  });
   return b;
 }
 

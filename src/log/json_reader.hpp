@@ -81,6 +81,20 @@ class ObjectReader {
   // The keys no accessor asked for, in their original order.
   Json extra() const;
 
+  // Reads the object at `key` with `read(ObjectReader&)`, a reader of its
+  // own whose failure becomes this one's. A missing key is a failure when
+  // `required`; false when the key was missing.
+  enum class Presence { required, optional };
+  template <class Read>
+  bool nested(std::string_view key, Presence presence, Read&& read) {
+    const Json* value = presence == Presence::required ? required(key) : optional(key);
+    if (value == nullptr) return false;
+    ObjectReader inner(*value, field(key));
+    read(inner);
+    take(inner.status());
+    return true;
+  }
+
  private:
   const Json* lookup(std::string_view key);
 

@@ -223,27 +223,23 @@ std::vector<UserBlock> read_user_blocks(ObjectReader& r, std::string_view key) {
 }
 
 Usage read_usage(ObjectReader& message) {
-  const Json* json = message.required("usage");
-  if (json == nullptr) return {};
-  ObjectReader r(*json, message.field("usage"));
   Usage usage;
-  usage.input = r.count("input");
-  usage.output = r.count("output");
-  usage.cache_read = r.count("cacheRead");
-  usage.cache_write = r.count("cacheWrite");
-  usage.total_tokens = r.count("totalTokens");
-  if (const Json* cost_json = r.required("cost")) {
-    ObjectReader c(*cost_json, r.field("cost"));
-    usage.cost.input = c.number("input");
-    usage.cost.output = c.number("output");
-    usage.cost.cache_read = c.number("cacheRead");
-    usage.cost.cache_write = c.number("cacheWrite");
-    usage.cost.total = c.number("total");
-    usage.cost.extra = c.extra();
-    r.take(c.status());
-  }
-  usage.extra = r.extra();
-  message.take(r.status());
+  message.nested("usage", ObjectReader::Presence::required, [&](ObjectReader& r) {
+    usage.input = r.count("input");
+    usage.output = r.count("output");
+    usage.cache_read = r.count("cacheRead");
+    usage.cache_write = r.count("cacheWrite");
+    usage.total_tokens = r.count("totalTokens");
+    r.nested("cost", ObjectReader::Presence::required, [&](ObjectReader& c) {
+      usage.cost.input = c.number("input");
+      usage.cost.output = c.number("output");
+      usage.cost.cache_read = c.number("cacheRead");
+      usage.cost.cache_write = c.number("cacheWrite");
+      usage.cost.total = c.number("total");
+      usage.cost.extra = c.extra();
+    });
+    usage.extra = r.extra();
+  });
   return usage;
 }
 

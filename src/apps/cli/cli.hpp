@@ -58,6 +58,17 @@ void add_session_argument(CLI::App* command, std::string& session);
 
 // --store URI, documented the same way on every command.
 void add_store_option(CLI::App* command, std::string& uri);
+
+// A command on one session of a store: add_command with --store and SESSION
+// (into Options::store and Options::session).
+template <class Options>
+std::pair<CLI::App*, std::shared_ptr<Options>> add_session_command(CLI::App& parent, Commands& commands, std::string name,
+                                                                   std::string description, int (*run)(const Options&)) {
+  auto added = add_command(parent, commands, std::move(name), std::move(description), run);
+  add_store_option(added.first, added.second->store);
+  add_session_argument(added.first, added.second->session);
+  return added;
+}
 // The store the user named, else $CAIRN_STORE, else the default SQLite file
 // under $XDG_DATA_HOME/cairn (whose directory is created).
 Outcome<std::string> store_uri(const std::string& option);

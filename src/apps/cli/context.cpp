@@ -73,9 +73,7 @@ int run_context(const ContextOptions& options) {
 }  // namespace
 
 void register_context_command(CLI::App& app, Commands& commands) {
-  auto [sub, options] = add_command(app, commands, "context", "Print the messages a model request from a ref's leaf would carry", run_context);
-  add_store_option(sub, options->store);
-  add_session_argument(sub, options->session);
+  auto [sub, options] = add_session_command(app, commands, "context", "Print the messages a model request from a ref's leaf would carry", run_context);
   sub->add_option("--ref", options->ref, "The ref whose leaf the context is built from (default: main)")
       ->type_name("R");
   sub->add_flag("--json", options->json, "Print the messages as one JSON array, in the provider-neutral format");

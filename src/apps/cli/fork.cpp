@@ -59,10 +59,8 @@ int run_fork(const ForkCommandOptions& options) {
 }  // namespace
 
 void register_fork_command(CLI::App& app, Commands& commands) {
-  auto [sub, options] = add_command(app, commands,
+  auto [sub, options] = add_session_command(app, commands,
       "fork", "Create a new session from a session's branch (up to an entry) or its whole tree; print its id", run_fork);
-  add_store_option(sub, options->store);
-  add_session_argument(sub, options->session);
   sub->add_option("--entry", options->entry,
                   "The fork point: an entry id or unique prefix (default: the leaf of --ref)")
       ->type_name("ID");

@@ -60,9 +60,7 @@ int run_log(const LogOptions& options) {
 }  // namespace
 
 void register_log_command(CLI::App& app, Commands& commands) {
-  auto [sub, options] = add_command(app, commands, "log", "Print a session's records in seq order", run_log);
-  add_store_option(sub, options->store);
-  add_session_argument(sub, options->session);
+  auto [sub, options] = add_session_command(app, commands, "log", "Print a session's records in seq order", run_log);
   sub->add_option("--after", options->after, "Only records with a seq greater than SEQ")->type_name("SEQ");
   sub->add_flag("--json", options->json, "Print every record exactly as stored, one JSON object per line");
 }

@@ -60,12 +60,10 @@ int run_repair(const RepairOptions& options) {
 }  // namespace
 
 void register_repair_command(CLI::App& app, Commands& commands) {
-  auto [sub, options] = add_command(app, commands,
+  add_session_command(app, commands,
       "repair",
       "Replace a session's damaged records by placeholders of the same seq, keeping every intact record and a backup "
       "of the original bytes", run_repair);
-  add_store_option(sub, options->store);
-  add_session_argument(sub, options->session);
 }
 
 }  // namespace cairn::cli

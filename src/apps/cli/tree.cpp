@@ -152,10 +152,8 @@ int run_tree(const TreeOptions& options) {
 }  // namespace
 
 void register_tree_command(CLI::App& app, Commands& commands) {
-  auto [sub, options] = add_command(app, commands,
+  add_session_command(app, commands,
       "tree", "Draw a session's entry tree: short id, type, [label], preview, and ← REF where a ref's leaf is", run_tree);
-  add_store_option(sub, options->store);
-  add_session_argument(sub, options->session);
 }
 
 }  // namespace cairn::cli

@@ -41,10 +41,8 @@ int run_verify(const VerifyOptions& options) {
 }  // namespace
 
 void register_verify_command(CLI::App& app, Commands& commands) {
-  auto [sub, options] = add_command(app, commands,
+  add_session_command(app, commands,
       "verify", "Check a session's log against the invariants (read-only); exit 0 only if all hold", run_verify);
-  add_store_option(sub, options->store);
-  add_session_argument(sub, options->session);
 }
 
 }  // namespace cairn::cli
