@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cairn/llm/tool_arguments.hpp"
+#include "cairn/utf8.hpp"
 #include "utf8.hpp"
 
 namespace cairn {
@@ -143,10 +144,7 @@ ToolResult invalid_arguments_result(std::string_view raw_arguments) {
   if (why.starts_with("not valid JSON ")) why.erase(0, 15);   // said once, by the prefix below
   std::string began(raw_arguments);
   if (raw_arguments.size() > kQuotedArguments) {
-    // Cut between characters: back from a continuation byte to its lead.
-    std::size_t end = kQuotedArguments;
-    while (end > 0 && (static_cast<unsigned char>(raw_arguments[end]) & 0xC0) == 0x80) --end;
-    began = std::string(raw_arguments.substr(0, end)) + "…";
+    began = std::string(raw_arguments.substr(0, utf8_floor(raw_arguments, kQuotedArguments))) + "…";
   }
   make_valid_utf8(began);
   return ToolResult{.content = {TextContent{.text = fmt::format("Tool call arguments are not valid JSON: {}; they began: {}",
