@@ -543,7 +543,7 @@ TEST(RecordTypes, NamesAndKinds) {
   EXPECT_EQ(type_of(HarnessBody{OperationStarted{}}), RecordType::operation_started);
 }
 
-HarnessRecord harness(HarnessBody body, std::string id = "h1") {
+HarnessRecord harness_record(HarnessBody body, std::string id = "h1") {
   return HarnessRecord{std::move(id), "main", "2025-01-01T00:00:00Z", std::move(body), Json::object()};
 }
 
@@ -551,17 +551,17 @@ TEST(RecordTypes, OperationKindAndRunId) {
   EXPECT_EQ(op_kind(RunIntent{}), "run");
   EXPECT_EQ(op_kind(CompactionIntent{}), "compaction");
   EXPECT_EQ(op_kind(NavigationIntent{}), "navigation");
-  EXPECT_EQ(run_id_of(harness(OperationStarted{}, "op7")), "op7");
-  EXPECT_EQ(run_id_of(harness(OperationFinished{"op7", "completed", std::nullopt})), "op7");
-  EXPECT_EQ(run_id_of(harness(ToolStarted{"op7", "a1", 0, "c1", "bash", Json::object(), "r1", "never"})), "op7");
-  EXPECT_EQ(run_id_of(harness(QueueEnqueued{"steer", "op7", {}})), "op7");
-  EXPECT_EQ(run_id_of(harness(QueueEnqueued{"nextRun", std::nullopt, {}})), "");
-  EXPECT_EQ(run_id_of(harness(RefCreated{"r", std::nullopt})), "");
+  EXPECT_EQ(run_id_of(harness_record(OperationStarted{}, "op7")), "op7");
+  EXPECT_EQ(run_id_of(harness_record(OperationFinished{"op7", "completed", std::nullopt})), "op7");
+  EXPECT_EQ(run_id_of(harness_record(ToolStarted{"op7", "a1", 0, "c1", "bash", Json::object(), "r1", "never"})), "op7");
+  EXPECT_EQ(run_id_of(harness_record(QueueEnqueued{"steer", "op7", {}})), "op7");
+  EXPECT_EQ(run_id_of(harness_record(QueueEnqueued{"nextRun", std::nullopt, {}})), "");
+  EXPECT_EQ(run_id_of(harness_record(RefCreated{"r", std::nullopt})), "");
 }
 
 // ---- check_fields -----------------------------------------------------------
 
-Record valid_record(HarnessBody body) { return Record{0, harness(std::move(body))}; }
+Record valid_record(HarnessBody body) { return Record{0, harness_record(std::move(body))}; }
 
 ProvisionedEntry user_entry(std::string id) {
   ProvisionedEntry entry;
