@@ -7,7 +7,7 @@
 // process (time and peak RSS), and the library's open + build_context runs in
 // a fresh process of its own.
 //
-//   cairn_bench_read [--dir DIR] [--quick] [--cairn PATH]
+//   cairn_bench_read [--dir DIR] [--quick] [--cairn PATH] [--keep]
 //   cairn_bench_read --help
 #include <fcntl.h>
 #include <spawn.h>
@@ -37,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: cairn_bench_read [--dir DIR] [--quick] [--cairn PATH]\n"
+    "usage: cairn_bench_read [--dir DIR] [--quick] [--cairn PATH] [--keep]\n"
     "\n"
     "Times every CLI read command (context --json, context, tree, verify, log --json)\n"
     "as a whole process, and the library's open + build_context in a fresh process,\n"
@@ -46,7 +46,8 @@ constexpr const char* kUsage =
     "\n"
     "  --dir DIR     where the sessions are written (default: $TMPDIR/cairn-read-bench)\n"
     "  --quick       fewer runs per figure (3 instead of 7)\n"
-    "  --cairn PATH  the cairn executable (default: the one built beside this bench)\n";
+    "  --cairn PATH  the cairn executable (default: the one built beside this bench)\n"
+    "  --keep        leave the pi files and the stores in DIR (for profiling)\n";
 
 // pi's ids: 8 hex digits of a random UUID. Deterministic here.
 std::string pi_id(std::uint64_t n) {
@@ -238,7 +239,7 @@ int main(int argc, char** argv) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
   std::string base = std::filesystem::temp_directory_path() / "cairn-read-bench";
   std::string cairn = (std::filesystem::path(self).parent_path().parent_path() / "cairn").string();
-  bool quick = false;
+  bool quick = false, keep = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -250,6 +251,8 @@ int main(int argc, char** argv) {
       cairn = argv[++i];
     } else if (arg == "--quick") {
       quick = true;
+    } else if (arg == "--keep") {
+      keep = true;
     } else {
       std::fprintf(stderr, "cairn_bench_read: unknown argument '%s'\n\n%s", arg.c_str(), kUsage);
       return 2;
@@ -326,10 +329,11 @@ int main(int argc, char** argv) {
         print_row(backend, messages, file_mb, command.name, run_self(self, args, runs),
                   command.target + (big ? ", peak <= 2 x file" : ""));
       }
-      std::filesystem::remove_all(dir);
+      if (keep) std::printf("        (kept: --store %s, session %s)\n", uri.c_str(), id.c_str());
+      if (!keep) std::filesystem::remove_all(dir);
     }
-    std::filesystem::remove(pi_file);
+    if (!keep) std::filesystem::remove(pi_file);
   }
-  std::filesystem::remove_all(base);
+  if (!keep) std::filesystem::remove_all(base);
   return 0;
 }

@@ -2,6 +2,12 @@
 // following pi's buildSessionContext so that a session imported from pi builds
 // exactly the context pi builds.
 #include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -27,6 +33,11 @@ std::int64_t iso_to_unix_ms(const std::string& iso) {
 }
 
 }  // namespace
+
+std::optional<AgentMessage> project_entry(TreeEntry&& entry) {
+  if (auto* message = std::get_if<MessageBody>(&entry.body)) return std::move(message->message);
+  return project_entry(std::as_const(entry));
+}
 
 std::optional<AgentMessage> project_entry(const TreeEntry& entry) {
   if (const auto* message = std::get_if<MessageBody>(&entry.body)) return message->message;
@@ -55,8 +66,9 @@ std::size_t call_rank(const AssistantMessage& assistant, std::string_view call_i
   return rank;
 }
 
+// `messages` ends with the result to place; only it moves.
 template <class Message>
-std::size_t place_result(std::vector<Message>& messages) {
+std::size_t place_result(std::span<Message> messages) {
   const std::size_t last = messages.size() - 1;
   std::size_t first = last;  // of the run of results the new one joins
   while (first > 0 && std::holds_alternative<ToolResultMessage>(messages[first - 1])) --first;
@@ -75,6 +87,72 @@ std::size_t place_result(std::vector<Message>& messages) {
   return at;
 }
 
+}  // namespace
+
+// Decodes and projects the entries at `seqs` into messages[i] and ids[i]
+// (present[i] is 0 where an entry projects to nothing), in parallel when there are
+// many: decoding is nearly all of build_context's time on a long branch, and
+// each entry decodes on its own (decode_entry, like every const member, is
+// safe from any number of threads). The first failure in seq order wins.
+Status SessionIndex::project_entries(const std::vector<std::int64_t>& seqs, std::span<AgentMessage> messages,
+                                     std::span<std::string> ids, std::span<char> present) const {
+  assert(messages.size() == seqs.size() && ids.size() == seqs.size() && present.size() == seqs.size());
+  constexpr std::size_t kChunk = 1024;
+  std::atomic<std::size_t> next{0};
+  std::mutex failure_mutex;
+  std::size_t failed_at = seqs.size();
+  std::optional<Error> failure;
+  auto work = [&] {
+    for (std::size_t begin; (begin = next.fetch_add(kChunk)) < seqs.size();) {
+      const std::size_t end = std::min(begin + kChunk, seqs.size());
+      // Lines still in the LineSource are read for the chunk's span in one
+      // query, not one each, when the span is not much wider than the chunk
+      // (a branch's entries lie close together in a log unless other
+      // branches grew between them). If that read fails, each line is read
+      // alone below and fails, or not, with its own error.
+      std::vector<LineSource::Stored> stored;
+      const std::int64_t first = seqs[begin];
+      const std::int64_t stop = std::min(seqs[end - 1] + 1, unloaded_);
+      if (source_ && first < stop && stop - first <= static_cast<std::int64_t>(4 * (end - begin))) {
+        if (auto read = source_->lines(first, stop)) stored = std::move(*read);
+      }
+      for (std::size_t i = begin; i < end; ++i) {
+        const std::int64_t seq = seqs[i];
+        Result<TreeEntry> entry = [&]() -> Result<TreeEntry> {
+          if (seq - first >= static_cast<std::int64_t>(stored.size())) return decode_entry(seq);
+          auto line = checked(seq, std::move(stored[static_cast<std::size_t>(seq - first)]));
+          if (!line) return std::unexpected(std::move(line.error()));
+          return decode_entry(seq, *line);
+        }();
+        if (!entry) {
+          const std::lock_guard lock(failure_mutex);
+          if (i < failed_at) {
+            failed_at = i;
+            failure = std::move(entry.error());
+          }
+          break;  // the rest of this chunk comes after the failure
+        }
+        ids[i] = std::move(entry->id);
+        if (auto message = project_entry(std::move(*entry))) {
+          messages[i] = std::move(*message);
+          present[i] = 1;
+        }
+      }
+    }
+  };
+  const std::size_t helpers =
+      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()) - 1, seqs.size() / (4 * kChunk));
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
+    work();
+  }
+  if (failure) return std::unexpected(std::move(*failure));
+  return {};
+}
+
+namespace {
+
 bool projects(const IndexedRecord& record) {
   return record.type == RecordType::message || record.type == RecordType::custom_message ||
          record.type == RecordType::branch_summary;
@@ -82,8 +160,10 @@ bool projects(const IndexedRecord& record) {
 
 }  // namespace
 
-std::size_t place_tool_result(std::vector<AgentMessage>& messages) { return place_result(messages); }
-std::size_t place_tool_result(std::vector<LlmMessage>& messages) { return place_result(messages); }
+std::size_t place_tool_result(std::vector<AgentMessage>& messages) {
+  return place_result(std::span<AgentMessage>(messages));
+}
+std::size_t place_tool_result(std::vector<LlmMessage>& messages) { return place_result(std::span<LlmMessage>(messages)); }
 
 Result<SessionContext> SessionIndex::build_context(std::optional<std::string_view> leaf_id, bool with_messages) const {
   SessionContext context;
@@ -140,40 +220,52 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
   }
   std::reverse(path.begin(), path.end());
 
-  auto emit = [&](std::int64_t seq) -> Status {
-    if (!projects(at(seq))) return {};
-    auto entry = decode_entry(seq);
-    if (!entry) return std::unexpected(entry.error());
-    if (auto message = project_entry(*entry)) {
-      const bool result = std::holds_alternative<ToolResultMessage>(*message);
-      context.messages.push_back(std::move(*message));
-      context.entry_ids.push_back(entry->id);
-      if (result) {
-        const auto at = static_cast<std::ptrdiff_t>(place_tool_result(context.messages));
-        std::rotate(context.entry_ids.begin() + at, context.entry_ids.end() - 1, context.entry_ids.end());
-      }
+  // The walk passed entries older than the compaction only on its way to the
+  // kept entry: they are kept if it reached it.
+  const bool kept_on_path =
+      compaction_seq >= 0 && !path.empty() && path.front() == kept_seq && kept_seq < compaction_seq;
+  // The entries that project, decoded at once, in the order they are emitted
+  // (the path ascends in seq: the kept ones come first).
+  std::vector<std::int64_t> projected;
+  for (const std::int64_t seq : path) {
+    if ((seq > compaction_seq || (seq < compaction_seq && kept_on_path)) && projects(at(seq))) {
+      projected.push_back(seq);
     }
-    return {};
-  };
+  }
   if (compaction) {
     const auto& body = std::get<Compaction>(compaction->body);
     context.messages.push_back(CompactionSummaryMessage{body.summary, body.tokens_before,
                                                         iso_to_unix_ms(compaction->timestamp), Json::object()});
     context.entry_ids.push_back(compaction->id);
-    // The walk passed entries older than the compaction only on its way to
-    // the kept entry: they are kept if it reached it.
-    const bool kept_on_path = !path.empty() && path.front() == kept_seq && kept_seq < compaction_seq;
-    for (const std::int64_t seq : path) {
-      if (seq < compaction_seq && kept_on_path) {
-        if (auto status = emit(seq); !status) return std::unexpected(status.error());
-      }
+  }
+  // Decoded straight into their places; then the few entries that project to
+  // nothing are squeezed out and each tool result is put in its call's order.
+  const std::size_t base = context.messages.size();
+  context.messages.resize(base + projected.size());
+  context.entry_ids.resize(base + projected.size());
+  std::vector<char> present(projected.size());
+  if (auto status = project_entries(projected, std::span(context.messages).subspan(base),
+                                    std::span(context.entry_ids).subspan(base), present);
+      !status) {
+    return std::unexpected(status.error());
+  }
+  std::size_t end = base;
+  for (std::size_t i = 0; i < projected.size(); ++i) {
+    if (!present[i]) continue;
+    if (base + i != end) {
+      context.messages[end] = std::move(context.messages[base + i]);
+      context.entry_ids[end] = std::move(context.entry_ids[base + i]);
+    }
+    ++end;
+    if (std::holds_alternative<ToolResultMessage>(context.messages[end - 1])) {
+      const std::size_t at = place_result(std::span(context.messages.data(), end));
+      std::rotate(context.entry_ids.begin() + static_cast<std::ptrdiff_t>(at),
+                  context.entry_ids.begin() + static_cast<std::ptrdiff_t>(end - 1),
+                  context.entry_ids.begin() + static_cast<std::ptrdiff_t>(end));
     }
   }
-  for (const std::int64_t seq : path) {
-    if (seq > compaction_seq) {
-      if (auto status = emit(seq); !status) return std::unexpected(status.error());
-    }
-  }
+  context.messages.resize(end);
+  context.entry_ids.resize(end);
   return context;
 }
 

@@ -26,11 +26,10 @@ Result<std::int64_t> parse_cursor(const std::string& cursor) {
 }
 
 Result<Record> decode_line(std::string_view line, std::int64_t seq) {
-  Json json = Json::parse(line, nullptr, false);
-  if (json.is_discarded()) return fail(Errc::corrupt_log, fmt::format("seq {}: stored line is not valid JSON", seq));
-  auto record = decode_record(json);
-  if (!record) return fail(record.error(), fmt::format("seq {}: {}", seq, record.error().message));
-  return record;
+  auto record = decode_record_line(line);
+  if (!record) return fail(Errc::corrupt_log, fmt::format("seq {}: stored line is not valid JSON", seq));
+  if (!*record) return fail(record->error(), fmt::format("seq {}: {}", seq, record->error().message));
+  return std::move(*record);
 }
 
 }  // namespace
@@ -231,12 +230,21 @@ Result<Record> SessionIndex::decode(std::int64_t seq) const {
   return decode_line(*line, seq);
 }
 
-Result<TreeEntry> SessionIndex::decode_entry(std::int64_t seq) const {
-  auto record = decode(seq);
+namespace {
+
+Result<TreeEntry> entry_of(Result<Record> record, std::int64_t seq) {
   if (!record) return std::unexpected(record.error());
   auto* entry = std::get_if<TreeEntry>(&record->body);
   if (!entry) return fail(Errc::invalid_argument, fmt::format("seq {} is not a tree entry", seq));
   return std::move(*entry);
+}
+
+}  // namespace
+
+Result<TreeEntry> SessionIndex::decode_entry(std::int64_t seq) const { return entry_of(decode(seq), seq); }
+
+Result<TreeEntry> SessionIndex::decode_entry(std::int64_t seq, std::string_view line) const {
+  return entry_of(decode_line(line, seq), seq);
 }
 
 Result<std::optional<TreeEntry>> SessionIndex::get_entry(std::string_view id) const {

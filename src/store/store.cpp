@@ -132,8 +132,8 @@ Result<ForkResult> Store::fork(std::string_view source_id, const ForkOptions& op
       if (!is_tree_type(line.type) && line.type != RecordType::ref_created && line.type != RecordType::ref_deleted) {
         continue;
       }
-      const Json json = Json::parse(line.json, nullptr, /*allow_exceptions=*/false);
-      auto record = json.is_discarded() ? fail(Errc::corrupt_log, "stored line is not valid JSON") : decode_record(json);
+      auto decoded = decode_record_line(line.json);
+      auto record = decoded ? std::move(*decoded) : fail(Errc::corrupt_log, "stored line is not valid JSON");
       if (!record) {
         return fail(record.error(),
                     fmt::format("session {}: seq {}: {}", source_id, line.seq, record.error().message));

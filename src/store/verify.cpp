@@ -156,16 +156,17 @@ Result<VerifyReport> verify(const Session& session) {
     if (line.seq != static_cast<std::int64_t>(i)) {
       fail(seqs, fmt::format("seq {}: expected seq {}", line.seq, i));
     }
-    auto json = Json::parse(line.json, nullptr, false);
-    if (json.is_discarded()) {
+    auto decoded = decode_record_line(line.json);
+    if (!decoded) {
       fail(decode, fmt::format("seq {}: not valid JSON", line.seq));
       continue;
     }
-    auto record = decode_record(json);
+    Result<Record>& record = *decoded;
     if (!record) {
       fail(decode, fmt::format("seq {}: {}", line.seq, record.error().message));
       // Its id still exists for the records after it: one bad payload is
       // reported once, not again as every child's missing parent.
+      const Json json = Json::parse(line.json, nullptr, false);
       if (json.is_object() && json.contains("id") && json["id"].is_string()) {
         const std::string id = json["id"].get<std::string>();
         if (!ids.insert(id).second) fail(seqs, fmt::format("seq {}: id '{}' is used by an earlier record", line.seq, id));

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -93,6 +94,8 @@ Status check_fields(const Record& record);
 // message, a custom message, a branch summary, or nothing. Compactions are
 // not projected entry by entry: they replace what precedes them.
 std::optional<AgentMessage> project_entry(const TreeEntry& entry);
+// The same from an entry no longer needed: its message is moved, not copied.
+std::optional<AgentMessage> project_entry(TreeEntry&& entry);
 
 // The provider's order: the tool results that follow an assistant message
 // are listed in the order of its tool calls, whatever order they were
@@ -252,6 +255,11 @@ class SessionIndex : public MutableLogState {
   Result<std::string> checked(std::int64_t seq, LineSource::Stored stored) const;
   Result<Record> decode(std::int64_t seq) const;
   Result<TreeEntry> decode_entry(std::int64_t seq) const;
+  // The same from the record's line, already read.
+  Result<TreeEntry> decode_entry(std::int64_t seq, std::string_view line) const;
+  // build_context's decoding: project_entry of each seq's entry (context.cpp).
+  Status project_entries(const std::vector<std::int64_t>& seqs, std::span<AgentMessage> messages,
+                         std::span<std::string> ids, std::span<char> present) const;
   std::string_view custom_type_of(const IndexedRecord& record) const;
 
   std::vector<IndexedRecord> records_;

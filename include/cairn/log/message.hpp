@@ -168,6 +168,12 @@ Json encode(const LlmMessage& message);
 Json encode(const UserBlock& block);
 Json encode(const AssistantBlock& block);
 Result<AgentMessage> decode_message(const Json& json, std::string_view path = "message");
+// Appends encode(message).dump() to `out`, written straight from the typed
+// message (no JSON value is built for it): the same bytes, faster.
+void append_json(std::string& out, const LlmMessage& message);
+// The same for to_llm(message), without copying a message that passes
+// through unchanged; false (nothing appended) when the model never sees it.
+bool append_llm_json(std::string& out, const AgentMessage& message);
 Result<UserContent> decode_user_content(const Json& json, std::string_view path);
 
 // pi's convertToLlm: custom, branch summary, compaction summary and bash

@@ -278,4 +278,16 @@ Result<Record> decode_record(const Json& json, bool require_seq = true);
 Result<TreeEntry> decode_tree_entry(const Json& json, std::string_view path = "");
 Result<ProvisionedEntry> decode_provisioned(const Json& json, std::string_view path);
 
+// A stored log line decoded: what decode_record(Json::parse(line)) returns,
+// record or error, or nullopt when the line is not JSON (each reader words
+// that itself). The message entries that make up most of a log are decoded
+// straight from the line's bytes, without a JSON DOM (decode_common_line).
+std::optional<Result<Record>> decode_record_line(std::string_view line);
+// That fast path alone: a message entry of the shapes cairn and pi write,
+// with its seq, decoded from the bytes; nullopt for anything it does not take
+// whole (another type, an unknown or duplicate key, a value of the wrong
+// type), which the general decoders then decide. Shape only, like
+// decode_tree_entry: check_fields is not run.
+std::optional<Record> decode_common_line(std::string_view line);
+
 }  // namespace cairn

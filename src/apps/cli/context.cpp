@@ -59,13 +59,18 @@ int run_context(const ContextOptions& options) {
   if (!session) return session.error();
   auto context = (*session)->build_context(options.ref);
   if (!context) return report(context.error());
-  const std::vector<LlmMessage> messages = convert_to_llm(context->messages);
   if (options.json) {
-    Json array = Json::array();
-    for (const LlmMessage& message : messages) array.push_back(encode(message));
-    fmt::print("{}\n", array.dump());
+    // Written message by message, as the provider-neutral JSON of each
+    // one's LLM form; the comma goes in only once a message was written.
+    std::string text = "[";
+    for (const AgentMessage& message : context->messages) {
+      if (text.size() > 1) text += ',';
+      if (!append_llm_json(text, message) && text.back() == ',') text.pop_back();
+    }
+    text += "]\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
   } else {
-    print_transcript(*context, messages);
+    print_transcript(*context, convert_to_llm(context->messages));
   }
   return kOk;
 }

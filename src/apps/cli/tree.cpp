@@ -77,9 +77,12 @@ int run_tree(const TreeOptions& options) {
   std::unordered_map<std::string, std::optional<std::string>> labels;
   for (const LogLine& line : *log) {
     if (!is_tree_type(line.type)) continue;
-    auto json = Json::parse(line.json, nullptr, false);
-    auto entry = json.is_discarded() ? Result<TreeEntry>(fail(Errc::invalid_record, "not valid JSON"))
-                                     : decode_tree_entry(json);
+    Result<TreeEntry> entry = fail(Errc::invalid_record, "not valid JSON");
+    if (auto common = decode_common_line(line.json)) {
+      entry = std::move(std::get<TreeEntry>(common->body));
+    } else if (auto json = Json::parse(line.json, nullptr, false); !json.is_discarded()) {
+      entry = decode_tree_entry(json);
+    }
     if (!entry) {
       return report(kFailure, fmt::format("session {}: seq {}: {}", session.id(), line.seq, entry.error().message));
     }
