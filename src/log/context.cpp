@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -199,12 +200,25 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
   }
 
   if (!with_messages) return context;
+  const auto expect = [&](std::size_t messages) {
+    context.messages.reserve(messages);
+    context.entry_ids.reserve(messages);
+  };
+  const auto add = [&](AgentMessage&& message, std::string&& entry_id) {
+    context.messages.push_back(std::move(message));
+    context.entry_ids.push_back(std::move(entry_id));
+  };
+  if (auto status = project_branch(*leaf_seq, expect, add); !status) return std::unexpected(status.error());
+  return context;
+}
 
+Status SessionIndex::project_branch(std::int64_t leaf_seq, const std::function<void(std::size_t)>& expect,
+                                    const ContextSink& sink) const {
   // After the last compaction: its summary, the entries it kept (from
   // firstKeptEntryId up to it, if that entry is on the path) and every entry
   // after it. Nothing older is projected, so the walk from the leaf stops at
   // the kept entry, or at the root when nothing was compacted.
-  const std::int64_t compaction_seq = leaf.last_compaction;
+  const std::int64_t compaction_seq = at(leaf_seq).last_compaction;
   std::optional<TreeEntry> compaction;
   std::int64_t kept_seq = -1;
   if (compaction_seq >= 0) {
@@ -215,7 +229,7 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
   }
   const std::int64_t stop = compaction_seq < 0 ? 0 : kept_seq >= 0 && kept_seq < compaction_seq ? kept_seq : compaction_seq;
   std::vector<std::int64_t> path;  // collected leaf first, then reversed
-  for (std::int64_t seq = *leaf_seq; seq >= stop; seq = records_[static_cast<std::size_t>(seq)].parent) {
+  for (std::int64_t seq = leaf_seq; seq >= stop; seq = records_[static_cast<std::size_t>(seq)].parent) {
     path.push_back(seq);
   }
   std::reverse(path.begin(), path.end());
@@ -224,48 +238,71 @@ Result<SessionContext> SessionIndex::build_context(std::optional<std::string_vie
   // kept entry: they are kept if it reached it.
   const bool kept_on_path =
       compaction_seq >= 0 && !path.empty() && path.front() == kept_seq && kept_seq < compaction_seq;
-  // The entries that project, decoded at once, in the order they are emitted
-  // (the path ascends in seq: the kept ones come first).
+  // The entries that project, in the order they are emitted (the path
+  // ascends in seq: the kept ones come first).
   std::vector<std::int64_t> projected;
   for (const std::int64_t seq : path) {
     if ((seq > compaction_seq || (seq < compaction_seq && kept_on_path)) && projects(at(seq))) {
       projected.push_back(seq);
     }
   }
+  if (expect) expect(projected.size() + (compaction ? 1 : 0));
+
+  // Messages wait in `window` from the last one that is not a tool result
+  // (an assistant message's results are put in its calls' order as they
+  // come), and go to the sink when the next such message arrives: nothing
+  // before it can move any more.
+  std::vector<AgentMessage> window;
+  std::vector<std::string> window_ids;
+  const auto flush = [&] {
+    for (std::size_t i = 0; i < window.size(); ++i) sink(std::move(window[i]), std::move(window_ids[i]));
+    window.clear();
+    window_ids.clear();
+  };
+  const auto take = [&](AgentMessage&& message, std::string&& id) {
+    const bool result = std::holds_alternative<ToolResultMessage>(message);
+    if (!result) flush();
+    window.push_back(std::move(message));
+    window_ids.push_back(std::move(id));
+    if (result) {
+      const auto placed = static_cast<std::ptrdiff_t>(place_result(std::span(window)));
+      std::rotate(window_ids.begin() + placed, window_ids.end() - 1, window_ids.end());
+    }
+  };
   if (compaction) {
     const auto& body = std::get<Compaction>(compaction->body);
-    context.messages.push_back(CompactionSummaryMessage{body.summary, body.tokens_before,
-                                                        iso_to_unix_ms(compaction->timestamp), Json::object()});
-    context.entry_ids.push_back(compaction->id);
+    take(CompactionSummaryMessage{body.summary, body.tokens_before, iso_to_unix_ms(compaction->timestamp),
+                                  Json::object()},
+         std::move(compaction->id));
   }
-  // Decoded straight into their places; then the few entries that project to
-  // nothing are squeezed out and each tool result is put in its call's order.
-  const std::size_t base = context.messages.size();
-  context.messages.resize(base + projected.size());
-  context.entry_ids.resize(base + projected.size());
-  std::vector<char> present(projected.size());
-  if (auto status = project_entries(projected, std::span(context.messages).subspan(base),
-                                    std::span(context.entry_ids).subspan(base), present);
-      !status) {
-    return std::unexpected(status.error());
-  }
-  std::size_t end = base;
-  for (std::size_t i = 0; i < projected.size(); ++i) {
-    if (!present[i]) continue;
-    if (base + i != end) {
-      context.messages[end] = std::move(context.messages[base + i]);
-      context.entry_ids[end] = std::move(context.entry_ids[base + i]);
-    }
-    ++end;
-    if (std::holds_alternative<ToolResultMessage>(context.messages[end - 1])) {
-      const std::size_t at = place_result(std::span(context.messages.data(), end));
-      std::rotate(context.entry_ids.begin() + static_cast<std::ptrdiff_t>(at),
-                  context.entry_ids.begin() + static_cast<std::ptrdiff_t>(end - 1),
-                  context.entry_ids.begin() + static_cast<std::ptrdiff_t>(end));
+  // Decoded a batch at a time (in parallel within it), so that a reader that
+  // streams the messages holds one batch, not the branch.
+  constexpr std::size_t kBatch = 16384;
+  std::vector<AgentMessage> messages;
+  std::vector<std::string> ids;
+  std::vector<char> present;
+  for (std::size_t begin = 0; begin < projected.size(); begin += kBatch) {
+    const std::size_t n = std::min(kBatch, projected.size() - begin);
+    messages.assign(n, AgentMessage{});
+    ids.assign(n, std::string());
+    present.assign(n, 0);
+    const std::vector<std::int64_t> seqs(projected.begin() + static_cast<std::ptrdiff_t>(begin),
+                                         projected.begin() + static_cast<std::ptrdiff_t>(begin + n));
+    if (auto status = project_entries(seqs, messages, ids, present); !status) return status;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (present[i]) take(std::move(messages[i]), std::move(ids[i]));
     }
   }
-  context.messages.resize(end);
-  context.entry_ids.resize(end);
+  flush();
+  return {};
+}
+
+Result<SessionContext> SessionIndex::stream_context(std::string_view ref_name, const ContextSink& sink) const {
+  auto context = build_context_for_ref(ref_name, /*with_messages=*/false);
+  if (!context) return context;
+  if (auto leaf = ref(ref_name)->leaf) {
+    if (auto status = project_branch(*seq_of(*leaf), nullptr, sink); !status) return std::unexpected(status.error());
+  }
   return context;
 }
 

@@ -264,6 +264,9 @@ Result<SessionContext> Session::build_context(std::string_view ref) const { CAIR
 Result<SessionContext> Session::branch_settings(std::string_view ref) const {
   CAIRN_READ(build_context_for_ref(ref, false));
 }
+Result<SessionContext> Session::stream_context(std::string_view ref, const SessionIndex::ContextSink& sink) const {
+  CAIRN_READ(stream_context(ref, sink));
+}
 Result<SessionContext> Session::build_context_at(std::optional<std::string_view> leaf) const {
   CAIRN_READ(build_context(leaf));
 }

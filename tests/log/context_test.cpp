@@ -110,5 +110,96 @@ TEST(Context, MatchesAWalkOfTheWholeBranchOnRandomTrees) {
   EXPECT_GT(with_kept, 20u);
 }
 
+// What stream_context hands over, collected.
+SessionContext streamed(const Session& session, std::string_view ref) {
+  SessionContext out;
+  auto settings = session.stream_context(ref, [&](AgentMessage&& message, std::string&& id) {
+    out.messages.push_back(std::move(message));
+    out.entry_ids.push_back(std::move(id));
+  });
+  EXPECT_TRUE(settings) << settings.error().message;
+  EXPECT_TRUE(settings->messages.empty());
+  return out;
+}
+
+std::string encoded(const std::vector<AgentMessage>& messages) {
+  std::string out;
+  for (const auto& message : messages) out += encode(message).dump() + "\n";
+  return out;
+}
+
+TEST(Context, StreamedIsBuiltOnRandomTrees) {
+  for (std::uint64_t seed = 1; seed <= static_cast<std::uint64_t>(cairn::testing::scaled(12)); ++seed) {
+    auto store = open_store("memory:");
+    auto session = (*store)->create({.cwd = "/work"});
+    ASSERT_TRUE(session) << session.error().message;
+    testing::RandomLog generator(seed);
+    for (int batch = 0; batch < 150; ++batch) ASSERT_TRUE((*session)->append(generator.next_batch()));
+    for (const RefInfo& ref : (*session)->refs()) {
+      auto built = (*session)->build_context(ref.name);
+      ASSERT_TRUE(built) << built.error().message;
+      const SessionContext stream = streamed(**session, ref.name);
+      EXPECT_EQ(stream.entry_ids, built->entry_ids) << "seed " << seed << ", ref " << ref.name;
+      EXPECT_EQ(encoded(stream.messages), encoded(built->messages)) << "seed " << seed << ", ref " << ref.name;
+    }
+  }
+}
+
+// A branch longer than a decoding batch, reopened from a file (the SQLite
+// index reads its lines a range at a time), with each response's results appended
+// out of their calls' order, and runs of results cut by the batch boundary.
+TEST(Context, ALongBranchIsBuiltAndStreamedInItsCallsOrder) {
+  for (const std::string kind : {"jsonl", "sqlite"}) {
+    SCOPED_TRACE(kind);
+    testing::TempDir dir;
+    const std::string uri = kind == "jsonl" ? "jsonl:" + dir.str() : "sqlite:" + (dir.path() / "s.db").string();
+    std::string id;
+    std::vector<std::string> expected;
+    {
+      auto store = open_store(uri, {SyncPolicy::none});
+      ASSERT_TRUE(store) << store.error().message;
+      auto session = (*store)->create({.cwd = "/work"});
+      ASSERT_TRUE(session) << session.error().message;
+      id = (*session)->id();
+      std::vector<Record> batch;
+      std::optional<std::string> leaf;
+      auto push = [&](Record record, std::string entry_id) {
+        std::get<TreeEntry>(record.body).id = entry_id;
+        leaf = entry_id;
+        batch.push_back(std::move(record));
+      };
+      // 5 messages a turn: 16,500, past the batch of 16,384, which ends
+      // between the second and the third result of turn 3276.
+      for (int turn = 0; turn < 3300; ++turn) {
+        const std::string t = std::to_string(turn);
+        push(testing::user_entry("do " + t, leaf), "u" + t);
+        std::vector<ToolCall> calls;
+        for (int c = 0; c < 3; ++c) calls.push_back(ToolCall{.id = t + "c" + std::to_string(c), .name = "read"});
+        push(testing::assistant_entry("ok", leaf, {}, calls), "a" + t);
+        for (int c : {2, 0, 1}) {
+          const std::string call = t + "c" + std::to_string(c);
+          push(testing::tool_result_entry(call, "read", "r", leaf), "r" + call);
+        }
+        for (const char* order : {"u", "a"}) expected.push_back(order + t);
+        for (int c : {0, 1, 2}) expected.push_back("r" + t + "c" + std::to_string(c));
+        if (batch.size() >= 1000) {
+          ASSERT_TRUE((*session)->append(std::move(batch)));
+          batch.clear();
+        }
+      }
+      ASSERT_TRUE((*session)->append(std::move(batch)));
+    }
+    auto store = open_store(uri);
+    auto session = (*store)->open(id, {.read_only = true});
+    ASSERT_TRUE(session) << session.error().message;
+    auto built = (*session)->build_context();
+    ASSERT_TRUE(built) << built.error().message;
+    EXPECT_EQ(built->entry_ids, expected);
+    const SessionContext stream = streamed(**session, "main");
+    EXPECT_EQ(stream.entry_ids, expected);
+    EXPECT_EQ(encoded(stream.messages), encoded(built->messages));
+  }
+}
+
 }  // namespace
 }  // namespace cairn

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -236,6 +237,11 @@ class SessionIndex : public MutableLogState {
   // active tools), which the index finds without walking the branch.
   Result<SessionContext> build_context(std::optional<std::string_view> leaf, bool with_messages = true) const;
   Result<SessionContext> build_context_for_ref(std::string_view ref, bool with_messages = true) const;
+  // The ref's context with its messages handed to `sink` one at a time, in
+  // order, instead of held in the result (whose messages stay empty): a
+  // long branch is printed or sent in memory bounded by a batch of messages.
+  using ContextSink = std::function<void(AgentMessage&& message, std::string&& entry_id)>;
+  Result<SessionContext> stream_context(std::string_view ref, const ContextSink& sink) const;
 
   std::int64_t size() const { return next_seq(); }
   const IndexedRecord& at(std::int64_t seq) const { return records_[static_cast<std::size_t>(seq)]; }
@@ -257,6 +263,10 @@ class SessionIndex : public MutableLogState {
   Result<TreeEntry> decode_entry(std::int64_t seq) const;
   // The same from the record's line, already read.
   Result<TreeEntry> decode_entry(std::int64_t seq, std::string_view line) const;
+  // The messages of the branch ending at `leaf_seq`, in order (`expect` is
+  // told how many at most will come first).
+  Status project_branch(std::int64_t leaf_seq, const std::function<void(std::size_t)>& expect,
+                        const ContextSink& sink) const;
   // build_context's decoding: project_entry of each seq's entry (context.cpp).
   Status project_entries(const std::vector<std::int64_t>& seqs, std::span<AgentMessage> messages,
                          std::span<std::string> ids, std::span<char> present) const;

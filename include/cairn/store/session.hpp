@@ -117,6 +117,10 @@ class Session {
   std::vector<std::string> path_to(std::optional<std::string_view> leaf) const;
   Result<SessionContext> build_context(std::string_view ref = "main") const;
   Result<SessionContext> build_context_at(std::optional<std::string_view> leaf) const;
+  // build_context with the messages handed to `sink` one at a time, in order,
+  // rather than held (for a reader that prints or sends a long context). The
+  // sink runs under the session's read lock: it must not append.
+  Result<SessionContext> stream_context(std::string_view ref, const SessionIndex::ContextSink& sink) const;
   // The model, thinking level and active tools in force at the ref's leaf.
   Result<SessionContext> branch_settings(std::string_view ref = "main") const;
   std::int64_t size() const;

@@ -18,38 +18,34 @@ struct ContextOptions {
   bool json = false;
 };
 
-void print_transcript(const SessionContext& context, const std::vector<LlmMessage>& messages) {
-  fmt::print("model: {}  thinking: {}\n",
-             context.model ? fmt::format("{}/{}", context.model->provider, context.model->model_id)
-                           : std::string("(none)"),
-             context.thinking_level);
-  for (const LlmMessage& message : messages) {
-    std::visit(Overloaded{
-                   [](const UserMessage& m) { fmt::print("\n--- user\n{}\n", content_text(m.content)); },
-                   [](const AssistantMessage& m) {
-                     fmt::print("\n--- assistant ({}/{}, {})\n", m.provider, m.model, to_string(m.stop_reason));
-                     for (const auto& block : m.content) {
-                       std::visit(Overloaded{
-                                      [](const TextContent& t) { fmt::print("{}\n", t.text); },
-                                      [](const ThinkingContent& t) {
-                                        fmt::print("[thinking] {}\n", one_line(t.thinking, 200));
-                                      },
-                                      [](const ToolCall& c) {
-                                        fmt::print("[tool call {}] {}({})\n", c.id, c.name, c.arguments.dump());
-                                      },
-                                  },
-                                  block);
-                     }
-                     if (m.error_message) fmt::print("[error] {}\n", *m.error_message);
-                   },
-                   [](const ToolResultMessage& m) {
-                     fmt::print("\n--- toolResult {} ({}){}\n", m.tool_name, m.tool_call_id,
-                                m.is_error ? " error" : "");
-                     fmt::print("{}\n", message_text(LlmMessage(m)));
-                   },
-               },
-               message);
-  }
+// One message of the transcript, appended to `out`.
+void print_message(std::string& out, const LlmMessage& message) {
+  auto to = std::back_inserter(out);
+  std::visit(Overloaded{
+                 [&](const UserMessage& m) { fmt::format_to(to, "\n--- user\n{}\n", content_text(m.content)); },
+                 [&](const AssistantMessage& m) {
+                   fmt::format_to(to, "\n--- assistant ({}/{}, {})\n", m.provider, m.model, to_string(m.stop_reason));
+                   for (const auto& block : m.content) {
+                     std::visit(Overloaded{
+                                    [&](const TextContent& t) { fmt::format_to(to, "{}\n", t.text); },
+                                    [&](const ThinkingContent& t) {
+                                      fmt::format_to(to, "[thinking] {}\n", one_line(t.thinking, 200));
+                                    },
+                                    [&](const ToolCall& c) {
+                                      fmt::format_to(to, "[tool call {}] {}({})\n", c.id, c.name, c.arguments.dump());
+                                    },
+                                },
+                                block);
+                   }
+                   if (m.error_message) fmt::format_to(to, "[error] {}\n", *m.error_message);
+                 },
+                 [&](const ToolResultMessage& m) {
+                   fmt::format_to(to, "\n--- toolResult {} ({}){}\n", m.tool_name, m.tool_call_id,
+                                  m.is_error ? " error" : "");
+                   fmt::format_to(to, "{}\n", message_text(LlmMessage(m)));
+                 },
+             },
+             message);
 }
 
 int run_context(const ContextOptions& options) {
@@ -57,21 +53,44 @@ int run_context(const ContextOptions& options) {
   if (!store) return store.error();
   auto session = open_session(**store, options.session, /*read_only=*/true);
   if (!session) return session.error();
-  auto context = (*session)->build_context(options.ref);
-  if (!context) return report(context.error());
+  // Streamed: each message is printed (into a buffer written out as it
+  // fills) as it comes, so a long branch never sits in memory whole.
+  std::string out;
+  const auto drain = [&](std::size_t above) {
+    if (out.size() <= above) return;
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    out.clear();
+  };
+  constexpr std::size_t kFlushAt = 1 << 20;
+  bool first = true;
   if (options.json) {
-    // Written message by message, as the provider-neutral JSON of each
-    // one's LLM form; the comma goes in only once a message was written.
-    std::string text = "[";
-    for (const AgentMessage& message : context->messages) {
-      if (text.size() > 1) text += ',';
-      if (!append_llm_json(text, message) && text.back() == ',') text.pop_back();
-    }
-    text += "]\n";
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    out = "[";
   } else {
-    print_transcript(*context, convert_to_llm(context->messages));
+    auto settings = (*session)->branch_settings(options.ref);
+    if (!settings) return report(settings.error());
+    fmt::format_to(std::back_inserter(out), "model: {}  thinking: {}\n",
+                   settings->model ? fmt::format("{}/{}", settings->model->provider, settings->model->model_id)
+                                   : std::string("(none)"),
+                   settings->thinking_level);
   }
+  auto context = (*session)->stream_context(options.ref, [&](AgentMessage&& message, std::string&&) {
+    if (options.json) {
+      // The provider-neutral JSON of each message's LLM form; the comma goes
+      // in only once a message was written.
+      if (!first) out += ',';
+      if (append_llm_json(out, message)) {
+        first = false;
+      } else if (!first) {
+        out.pop_back();
+      }
+    } else if (auto llm = to_llm(message)) {
+      print_message(out, *llm);
+    }
+    drain(kFlushAt);
+  });
+  if (!context) return report(context.error());
+  if (options.json) out += "]\n";
+  drain(0);
   return kOk;
 }
 
