@@ -20,6 +20,28 @@ using detail::join_path;
 
 namespace {
 
+// A field's path ("message.content[2].id"), spelled out only when a rule
+// fails: checking a valid record builds no string. A child refers to its
+// parent, which outlives it (a caller's argument or local).
+class Path {
+ public:
+  Path(std::string_view name) : name_(name) {}  // NOLINT: a top-level name ("" for the record)
+  Path(const char* name) : name_(name) {}       // NOLINT
+  Path key(std::string_view key) const { return Path(this, key, 0, false); }
+  Path index(std::size_t index) const { return Path(this, {}, index, true); }
+  std::string str() const {
+    if (parent_ == nullptr) return std::string(name_);
+    return index_ ? index_path(parent_->str(), position_) : join_path(parent_->str(), name_);
+  }
+
+ private:
+  Path(const Path* parent, std::string_view name, std::size_t position, bool index)
+      : parent_(parent), name_(name), position_(position), index_(index) {}
+  const Path* parent_ = nullptr;
+  std::string_view name_;
+  std::size_t position_ = 0;
+  bool index_ = false;
+};
 
 // Collects the first broken rule; later checks become no-ops, so a checker
 // reads as a flat list of rules.
@@ -31,27 +53,27 @@ class Checks {
     return {};
   }
 
-  void fail(std::string_view path, std::string_view what) {
-    if (ok()) error_ = detail::invalid(path, what).error();
+  void fail(const Path& path, std::string_view what) {
+    if (ok()) error_ = detail::invalid(path.str(), what).error();
   }
 
-  void non_empty(std::string_view path, const std::string& value) {
+  void non_empty(const Path& path, const std::string& value) {
     if (value.empty()) fail(path, "must not be empty");
   }
-  void non_empty(std::string_view path, const std::optional<std::string>& value) {
+  void non_empty(const Path& path, const std::optional<std::string>& value) {
     if (value) non_empty(path, *value);
   }
 
-  void at_least(std::string_view path, std::int64_t value, std::int64_t minimum) {
+  void at_least(const Path& path, std::int64_t value, std::int64_t minimum) {
     if (value >= minimum) return;
     fail(path, minimum == 0 ? "must not be negative" : fmt::format("must be at least {}", minimum));
   }
 
-  void finite(std::string_view path, double value) {
+  void finite(const Path& path, double value) {
     if (!std::isfinite(value)) fail(path, "must be a finite number");
   }
 
-  void one_of(std::string_view path, const std::string& value, std::initializer_list<std::string_view> allowed) {
+  void one_of(const Path& path, const std::string& value, std::initializer_list<std::string_view> allowed) {
     for (auto candidate : allowed) {
       if (value == candidate) return;
     }
@@ -63,26 +85,26 @@ class Checks {
     fail(path, fmt::format("expected one of {}, got '{}'", expected, value));
   }
 
-  void lossless(std::string_view path, const Json& value) {
+  void lossless(const Path& path, const Json& value) {
     if (!is_lossless(value)) fail(path, "not lossless JSON (NaN or infinity)");
   }
-  void lossless(std::string_view path, const std::optional<Json>& value) {
+  void lossless(const Path& path, const std::optional<Json>& value) {
     if (value) lossless(path, *value);
   }
 
-  void object(std::string_view path, const Json& value) {
+  void object(const Path& path, const Json& value) {
     if (!value.is_object()) fail(path, "expected an object");
     lossless(path, value);
   }
 
   // Unknown fields live beside the known ones on the wire, so each is named by
   // its own key: `base.key`.
-  void extra(std::string_view base, const Json& extra) {
+  void extra(const Path& base, const Json& extra) {
     if (!extra.is_object()) {
-      fail(join_path(base, "extra"), "expected an object");
+      fail(base.key("extra"), "expected an object");
       return;
     }
-    for (const auto& [key, value] : extra.items()) lossless(join_path(base, key), value);
+    for (const auto& [key, value] : extra.items()) lossless(base.key(key), value);
   }
 
  private:
@@ -91,61 +113,61 @@ class Checks {
 
 // ---- messages ---------------------------------------------------------------
 
-void check_block(Checks& c, const std::string& path, const TextContent& block) { c.extra(path, block.extra); }
-void check_block(Checks& c, const std::string& path, const ImageContent& block) { c.extra(path, block.extra); }
-void check_block(Checks& c, const std::string& path, const ThinkingContent& block) { c.extra(path, block.extra); }
-void check_block(Checks& c, const std::string& path, const ToolCall& block) {
-  c.non_empty(join_path(path, "id"), block.id);
-  c.object(join_path(path, "arguments"), block.arguments);
+void check_block(Checks& c, const Path& path, const TextContent& block) { c.extra(path, block.extra); }
+void check_block(Checks& c, const Path& path, const ImageContent& block) { c.extra(path, block.extra); }
+void check_block(Checks& c, const Path& path, const ThinkingContent& block) { c.extra(path, block.extra); }
+void check_block(Checks& c, const Path& path, const ToolCall& block) {
+  c.non_empty(path.key("id"), block.id);
+  c.object(path.key("arguments"), block.arguments);
   c.extra(path, block.extra);
 }
 
 template <class Block>
-void check_blocks(Checks& c, const std::string& path, const std::vector<Block>& blocks) {
+void check_blocks(Checks& c, const Path& path, const std::vector<Block>& blocks) {
   for (std::size_t i = 0; i < blocks.size() && c.ok(); ++i) {
-    std::visit([&](const auto& block) { check_block(c, index_path(path, i), block); }, blocks[i]);
+    std::visit([&](const auto& block) { check_block(c, path.index(i), block); }, blocks[i]);
   }
 }
 
-void check_content(Checks& c, const std::string& path, const UserContent& content) {
+void check_content(Checks& c, const Path& path, const UserContent& content) {
   if (const auto* blocks = std::get_if<std::vector<UserBlock>>(&content)) check_blocks(c, path, *blocks);
 }
 
-void check_usage(Checks& c, const std::string& path, const Usage& usage) {
-  c.at_least(join_path(path, "input"), usage.input, 0);
-  c.at_least(join_path(path, "output"), usage.output, 0);
-  c.at_least(join_path(path, "cacheRead"), usage.cache_read, 0);
-  c.at_least(join_path(path, "cacheWrite"), usage.cache_write, 0);
-  c.at_least(join_path(path, "totalTokens"), usage.total_tokens, 0);
-  const std::string cost = join_path(path, "cost");
-  c.finite(join_path(cost, "input"), usage.cost.input);
-  c.finite(join_path(cost, "output"), usage.cost.output);
-  c.finite(join_path(cost, "cacheRead"), usage.cost.cache_read);
-  c.finite(join_path(cost, "cacheWrite"), usage.cost.cache_write);
-  c.finite(join_path(cost, "total"), usage.cost.total);
+void check_usage(Checks& c, const Path& path, const Usage& usage) {
+  c.at_least(path.key("input"), usage.input, 0);
+  c.at_least(path.key("output"), usage.output, 0);
+  c.at_least(path.key("cacheRead"), usage.cache_read, 0);
+  c.at_least(path.key("cacheWrite"), usage.cache_write, 0);
+  c.at_least(path.key("totalTokens"), usage.total_tokens, 0);
+  const Path cost = path.key("cost");
+  c.finite(cost.key("input"), usage.cost.input);
+  c.finite(cost.key("output"), usage.cost.output);
+  c.finite(cost.key("cacheRead"), usage.cost.cache_read);
+  c.finite(cost.key("cacheWrite"), usage.cost.cache_write);
+  c.finite(cost.key("total"), usage.cost.total);
   c.extra(cost, usage.cost.extra);
   c.extra(path, usage.extra);
 }
 
-void check_message(Checks& c, const std::string& path, const AgentMessage& message) {
+void check_message(Checks& c, const Path& path, const AgentMessage& message) {
   std::visit(Overloaded{
-                 [&](const UserMessage& m) { check_content(c, join_path(path, "content"), m.content); },
+                 [&](const UserMessage& m) { check_content(c, path.key("content"), m.content); },
                  [&](const AssistantMessage& m) {
-                   check_blocks(c, join_path(path, "content"), m.content);
-                   check_usage(c, join_path(path, "usage"), m.usage);
+                   check_blocks(c, path.key("content"), m.content);
+                   check_usage(c, path.key("usage"), m.usage);
                  },
                  [&](const ToolResultMessage& m) {
-                   c.non_empty(join_path(path, "toolCallId"), m.tool_call_id);
-                   check_blocks(c, join_path(path, "content"), m.content);
-                   c.lossless(join_path(path, "details"), m.details);
+                   c.non_empty(path.key("toolCallId"), m.tool_call_id);
+                   check_blocks(c, path.key("content"), m.content);
+                   c.lossless(path.key("details"), m.details);
                  },
                  [&](const CustomMessage& m) {
-                   check_content(c, join_path(path, "content"), m.content);
-                   c.lossless(join_path(path, "details"), m.details);
+                   check_content(c, path.key("content"), m.content);
+                   c.lossless(path.key("details"), m.details);
                  },
-                 [&](const BranchSummaryMessage& m) { c.non_empty(join_path(path, "fromId"), m.from_id); },
+                 [&](const BranchSummaryMessage& m) { c.non_empty(path.key("fromId"), m.from_id); },
                  [&](const CompactionSummaryMessage& m) {
-                   c.at_least(join_path(path, "tokensBefore"), m.tokens_before, 0);
+                   c.at_least(path.key("tokensBefore"), m.tokens_before, 0);
                  },
                  [&](const BashExecutionMessage&) {},
              },
@@ -166,14 +188,14 @@ void check_damage(Checks& c, const DamageReport& damage, bool tree) {
   }
   c.non_empty("reason", damage.reason);
   c.at_least("bytes", damage.bytes, 0);
-  for (std::size_t i = 0; i < damage.open_runs.size(); ++i) c.non_empty(index_path("openRuns", i), damage.open_runs[i]);
+  for (std::size_t i = 0; i < damage.open_runs.size(); ++i) c.non_empty(Path("openRuns").index(i), damage.open_runs[i]);
   c.non_empty("repairedAt", damage.repaired_at);
 }
 
 // ---- tree entries -----------------------------------------------------------
 
-void check_body(Checks& c, const std::string& path, const TreeBody& body) {
-  auto field = [&](std::string_view key) { return join_path(path, key); };
+void check_body(Checks& c, const Path& path, const TreeBody& body) {
+  auto field = [&](std::string_view key) { return path.key(key); };
   std::visit(Overloaded{
                  [&](const MessageBody& b) { check_message(c, field("message"), b.message); },
                  [&](const ModelChange&) {},
@@ -204,28 +226,28 @@ void check_body(Checks& c, const std::string& path, const TreeBody& body) {
              body);
 }
 
-void check_tree_entry(Checks& c, const std::string& path, const TreeEntry& entry) {
-  c.non_empty(join_path(path, "id"), entry.id);
-  c.non_empty(join_path(path, "parentId"), entry.parent_id);
-  c.non_empty(join_path(path, "timestamp"), entry.timestamp);
-  c.non_empty(join_path(path, "ref"), entry.ref);
+void check_tree_entry(Checks& c, const Path& path, const TreeEntry& entry) {
+  c.non_empty(path.key("id"), entry.id);
+  c.non_empty(path.key("parentId"), entry.parent_id);
+  c.non_empty(path.key("timestamp"), entry.timestamp);
+  c.non_empty(path.key("ref"), entry.ref);
   check_body(c, path, entry.body);
   c.extra(path, entry.extra);
 }
 
 // A provisioned entry has no parentId, timestamp or ref yet (they are assigned
 // when it is appended), so only its id and payload are checked.
-void check_provisioned(Checks& c, const std::string& path, const ProvisionedEntry& entry) {
-  c.non_empty(join_path(path, "id"), entry.id);
+void check_provisioned(Checks& c, const Path& path, const ProvisionedEntry& entry) {
+  c.non_empty(path.key("id"), entry.id);
   check_body(c, path, entry.body);
   c.extra(path, entry.extra);
 }
 
 // Queue items and run prompts become messages in the model's context.
-void check_message_like(Checks& c, const std::string& path, const ProvisionedEntry& entry) {
+void check_message_like(Checks& c, const Path& path, const ProvisionedEntry& entry) {
   check_provisioned(c, path, entry);
   if (!std::holds_alternative<MessageBody>(entry.body) && !std::holds_alternative<CustomMessageBody>(entry.body)) {
-    c.fail(join_path(path, "type"),
+    c.fail(path.key("type"),
            fmt::format("expected 'message' or 'custom_message', got '{}'", to_string(type_of(entry.body))));
   }
 }
@@ -236,7 +258,7 @@ void check_intent(Checks& c, const OperationIntent& intent) {
   std::visit(Overloaded{
                  [&](const RunIntent& i) {
                    for (std::size_t k = 0; k < i.initial_messages.size() && c.ok(); ++k) {
-                     check_message_like(c, index_path("intent.initialMessages", k), i.initial_messages[k]);
+                     check_message_like(c, Path("intent.initialMessages").index(k), i.initial_messages[k]);
                    }
                    if (i.resume_data) c.object("intent.resumeData", *i.resume_data);
                    c.extra("intent", i.extra);

@@ -27,22 +27,31 @@ void fail(Check& check, std::string failure) {
   }
 }
 
-// One tree entry as the checks need it.
+// What the checks need of one tree entry (not the entry: a long session's
+// entries are decoded one at a time and let go).
 struct EntryNode {
   std::int64_t seq = 0;
-  TreeEntry entry;
+  std::string id;
+  bool assistant = false;
+  std::vector<std::string> calls;         // an assistant message's tool call ids
+  std::optional<std::string> result_for;  // a tool result's call id
   std::vector<std::size_t> children;
   std::string run_id;  // the operation open on its ref when it was appended, if any
 };
 
-const AssistantMessage* assistant_of(const TreeEntry& entry) {
-  const auto* body = std::get_if<MessageBody>(&entry.body);
-  return body ? std::get_if<AssistantMessage>(&body->message) : nullptr;
-}
-
-const ToolResultMessage* tool_result_of(const TreeEntry& entry) {
-  const auto* body = std::get_if<MessageBody>(&entry.body);
-  return body ? std::get_if<ToolResultMessage>(&body->message) : nullptr;
+EntryNode node_of(std::int64_t seq, const TreeEntry& entry) {
+  EntryNode node{seq, entry.id, false, {}, {}, {}, {}};
+  if (const auto* body = std::get_if<MessageBody>(&entry.body)) {
+    if (const auto* assistant = std::get_if<AssistantMessage>(&body->message)) {
+      node.assistant = true;
+      for (const auto& block : assistant->content) {
+        if (const auto* call = std::get_if<ToolCall>(&block)) node.calls.push_back(call->id);
+      }
+    } else if (const auto* result = std::get_if<ToolResultMessage>(&body->message)) {
+      node.result_for = result->tool_call_id;
+    }
+  }
+  return node;
 }
 
 // Invariant 5 for one assistant message: along every path below it, each of
@@ -58,15 +67,13 @@ void check_tool_results(const std::vector<EntryNode>& nodes, std::size_t assista
                         const std::unordered_set<std::string>& ref_leaves, const std::vector<std::int64_t>& placeholders,
                         Check& check) {
   const EntryNode& assistant = nodes[assistant_index];
-  std::vector<std::string> calls;
-  for (const auto& block : assistant_of(assistant.entry)->content) {
-    if (const auto* call = std::get_if<ToolCall>(&block)) calls.push_back(call->id);
-  }
+  const std::vector<std::string>& calls = assistant.calls;
   if (calls.empty()) return;
 
   using Counts = std::map<std::string, int>;
-  // `bound`: the seq the results had to come before (the next assistant message's, or the log's end).
-  auto require_one_each = [&](const Counts& counts, const std::string& until, std::int64_t bound) {
+  // `bound`: the seq the results had to come before (the next assistant
+  // message's, or the log's end); `until()` says so, for a failure or a note.
+  auto require_one_each = [&](const Counts& counts, const auto& until, std::int64_t bound) {
     const auto placeholder = std::upper_bound(placeholders.begin(), placeholders.end(), assistant.seq);
     const bool excused = placeholder != placeholders.end() && *placeholder < bound;
     for (const auto& call : calls) {
@@ -75,9 +82,9 @@ void check_tool_results(const std::vector<EntryNode>& nodes, std::size_t assista
       if (count == 0 && excused) {
         check.notes.push_back(fmt::format("seq {}: tool call {} has no result {}; the placeholder at seq {} may have "
                                           "been it",
-                                          assistant.seq, call, until, *placeholder));
+                                          assistant.seq, call, until(), *placeholder));
       } else if (count != 1) {
-        fail(check, fmt::format("seq {}: tool call {} has {} results {}", assistant.seq, call, count, until));
+        fail(check, fmt::format("seq {}: tool call {} has {} results {}", assistant.seq, call, count, until()));
       }
     }
   };
@@ -89,7 +96,9 @@ void check_tool_results(const std::vector<EntryNode>& nodes, std::size_t assista
   };
   std::vector<Step> stack;
   if (assistant.children.empty()) {
-    if (ref_leaves.contains(assistant.entry.id)) require_one_each({}, "and a ref's leaf is the assistant message", kEnd);
+    if (ref_leaves.contains(assistant.id)) {
+      require_one_each({}, [] { return std::string("and a ref's leaf is the assistant message"); }, kEnd);
+    }
     return;
   }
   for (std::size_t child : assistant.children) stack.push_back(Step{child, {}});
@@ -97,17 +106,18 @@ void check_tool_results(const std::vector<EntryNode>& nodes, std::size_t assista
     Step step = std::move(stack.back());
     stack.pop_back();
     const EntryNode& node = nodes[step.node];
-    if (assistant_of(node.entry)) {
-      require_one_each(step.counts, fmt::format("before the next assistant message (seq {})", node.seq), node.seq);
+    if (node.assistant) {
+      require_one_each(
+          step.counts, [&] { return fmt::format("before the next assistant message (seq {})", node.seq); }, node.seq);
       continue;
     }
-    if (const auto* result = tool_result_of(node.entry);
-        result && std::find(calls.begin(), calls.end(), result->tool_call_id) != calls.end()) {
-      ++step.counts[result->tool_call_id];
+    if (node.result_for && std::find(calls.begin(), calls.end(), *node.result_for) != calls.end()) {
+      ++step.counts[*node.result_for];
     }
     if (node.children.empty()) {
-      if (ref_leaves.contains(node.entry.id)) {
-        require_one_each(step.counts, fmt::format("on the branch ending at a ref's leaf (seq {})", node.seq), kEnd);
+      if (ref_leaves.contains(node.id)) {
+        require_one_each(
+            step.counts, [&] { return fmt::format("on the branch ending at a ref's leaf (seq {})", node.seq); }, kEnd);
       } else {
         for (const auto& [call, count] : step.counts) {
           if (count > 1) fail(check, fmt::format("seq {}: tool call {} has {} results", assistant.seq, call, count));
@@ -148,138 +158,147 @@ Result<VerifyReport> verify(const Session& session) {
   std::unordered_map<std::string, AttemptState> attempt_state;
 
   std::int64_t unchecked = 0;  // records of a format-1 session, written before checksums
-  auto log = session.get_log();
-  if (!log) return std::unexpected(log.error());
-  const std::vector<LogLine>& lines = *log;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    const LogLine& line = lines[i];
-    if (line.seq != static_cast<std::int64_t>(i)) {
-      fail(seqs, fmt::format("seq {}: expected seq {}", line.seq, i));
-    }
-    auto decoded = decode_record_line(line.json);
-    if (!decoded) {
-      fail(decode, fmt::format("seq {}: not valid JSON", line.seq));
-      continue;
-    }
-    Result<Record>& record = *decoded;
-    if (!record) {
-      fail(decode, fmt::format("seq {}: {}", line.seq, record.error().message));
-      // Its id still exists for the records after it: one bad payload is
-      // reported once, not again as every child's missing parent.
-      const Json json = Json::parse(line.json, nullptr, false);
-      if (json.is_object() && json.contains("id") && json["id"].is_string()) {
-        const std::string id = json["id"].get<std::string>();
-        if (!ids.insert(id).second) fail(seqs, fmt::format("seq {}: id '{}' is used by an earlier record", line.seq, id));
-        if (is_tree_type(line.type)) undecoded_entries.insert(id);
+  // The log a page at a time: a long session's lines are not all held at once.
+  std::int64_t records = 0;
+  constexpr std::size_t kPage = 4096;
+  for (std::int64_t after = -1;;) {
+    auto page = session.get_log(after, kPage);
+    if (!page) return std::unexpected(page.error());
+    if (page->empty()) break;
+    after = page->back().seq;
+    for (const LogLine& line : *page) {
+      const auto i = static_cast<std::size_t>(records++);
+      if (line.seq != static_cast<std::int64_t>(i)) {
+        fail(seqs, fmt::format("seq {}: expected seq {}", line.seq, i));
       }
-      continue;
-    }
-    if (record->seq != line.seq) {
-      fail(seqs, fmt::format("seq {}: the record's own seq is {}", line.seq, record->seq));
-    }
-    if (auto checksum = check_checksum(line.json); !checksum) {
-      fail(checksums, fmt::format("seq {}: {}", line.seq, checksum.error().message));
-    } else if (*checksum == Checksum::absent) {
-      if (checksums_required(session.header().version)) {
-        fail(checksums, fmt::format("seq {}: no checksum (format version {} requires one)", line.seq,
-                                   session.header().version));
-      } else {
-        ++unchecked;
+      auto decoded = decode_record_line(line.json);
+      if (!decoded) {
+        fail(decode, fmt::format("seq {}: not valid JSON", line.seq));
+        continue;
       }
-    }
-    if (damage_of(*record)) {
-      placeholders.push_back(line.seq);
-      // A placeholder's generation may be missing from the attempts after it.
-      attempt_state.clear();
-    }
-    if (auto status = check_fields(*record); !status) {
-      fail(decode, fmt::format("seq {}: {}", line.seq, status.error().message));
-    }
-
-    const RecordMeta meta = meta_of(*record);
-    if (!meta.id.empty() && !ids.emplace(meta.id).second) {
-      fail(seqs, fmt::format("seq {}: id '{}' is used by an earlier record", line.seq, meta.id));
-    }
-    if (meta.type == RecordType::ignorable) continue;
-
-    if (auto* entry = std::get_if<TreeEntry>(&record->body)) {
-      const std::string ref = entry->ref.value_or("main");
-      if (!refs.contains(ref)) fail(refs_exist, fmt::format("seq {}: ref '{}' does not exist", line.seq, ref));
-      std::optional<std::size_t> parent;
-      if (entry->parent_id) {
-        auto it = entry_index.find(*entry->parent_id);
-        if (it == entry_index.end() && !undecoded_entries.contains(*entry->parent_id)) {
-          fail(parents, fmt::format("seq {}: parentId '{}' names no earlier entry", line.seq, *entry->parent_id));
-        } else if (it != entry_index.end()) {
-          parent = it->second;
+      Result<Record>& record = *decoded;
+      if (!record) {
+        fail(decode, fmt::format("seq {}: {}", line.seq, record.error().message));
+        // Its id still exists for the records after it: one bad payload is
+        // reported once, not again as every child's missing parent.
+        const Json json = Json::parse(line.json, nullptr, false);
+        if (json.is_object() && json.contains("id") && json["id"].is_string()) {
+          const std::string id = json["id"].get<std::string>();
+          if (!ids.insert(id).second) {
+            fail(seqs, fmt::format("seq {}: id '{}' is used by an earlier record", line.seq, id));
+          }
+          if (is_tree_type(line.type)) undecoded_entries.insert(id);
+        }
+        continue;
+      }
+      if (record->seq != line.seq) {
+        fail(seqs, fmt::format("seq {}: the record's own seq is {}", line.seq, record->seq));
+      }
+      if (auto checksum = check_checksum(line.json); !checksum) {
+        fail(checksums, fmt::format("seq {}: {}", line.seq, checksum.error().message));
+      } else if (*checksum == Checksum::absent) {
+        if (checksums_required(session.header().version)) {
+          fail(checksums, fmt::format("seq {}: no checksum (format version {} requires one)", line.seq,
+                                     session.header().version));
+        } else {
+          ++unchecked;
         }
       }
-      EntryNode node{line.seq, std::move(*entry), {}, {}};
-      if (auto op = open_ops.find(ref); op != open_ops.end()) node.run_id = op->second.first;
-      const std::size_t index = nodes.size();
-      entry_index.emplace(node.entry.id, index);
-      if (parent) nodes[*parent].children.push_back(index);
-      nodes.push_back(std::move(node));
-      attempt_state.erase(ref);  // a new gap between this ref's entries
-      continue;
-    }
+      if (damage_of(*record)) {
+        placeholders.push_back(line.seq);
+        // A placeholder's generation may be missing from the attempts after it.
+        attempt_state.clear();
+      }
+      if (auto status = check_fields(*record); !status) {
+        fail(decode, fmt::format("seq {}: {}", line.seq, status.error().message));
+      }
 
-    const auto& harness = std::get<HarnessRecord>(record->body);
-    const std::string run(run_id_of(harness));
-    // A placeholder counts as the record it acts as (index.hpp, acting_type).
-    const RecordType acting = acting_type(meta);
-    if (acting == RecordType::damaged) continue;
-    if (acting == RecordType::ref_created) {
-      if (!refs.insert(std::string(meta.name)).second) {
-        fail(refs_exist, fmt::format("seq {}: ref '{}' is created twice", line.seq, meta.name));
+      const RecordMeta meta = meta_of(*record);
+      if (!meta.id.empty() && !ids.emplace(meta.id).second) {
+        fail(seqs, fmt::format("seq {}: id '{}' is used by an earlier record", line.seq, meta.id));
       }
-      continue;
-    }
-    if (!refs.contains(harness.ref)) {
-      fail(refs_exist, fmt::format("seq {}: ref '{}' does not exist", line.seq, harness.ref));
-    }
-    if (acting == RecordType::ref_deleted) {
-      refs.erase(harness.ref);
-      continue;
-    }
-    if (acting == RecordType::operation_started) {
-      if (auto open = open_ops.find(harness.ref); open != open_ops.end()) {
-        fail(one_open, fmt::format("seq {}: ref '{}' already has operation {} open since seq {}", line.seq,
-                                  harness.ref, open->second.first, open->second.second));
+      if (meta.type == RecordType::ignorable) continue;
+
+      if (auto* entry = std::get_if<TreeEntry>(&record->body)) {
+        const std::string ref = entry->ref.value_or("main");
+        if (!refs.contains(ref)) fail(refs_exist, fmt::format("seq {}: ref '{}' does not exist", line.seq, ref));
+        std::optional<std::size_t> parent;
+        if (entry->parent_id) {
+          auto it = entry_index.find(*entry->parent_id);
+          if (it == entry_index.end() && !undecoded_entries.contains(*entry->parent_id)) {
+            fail(parents, fmt::format("seq {}: parentId '{}' names no earlier entry", line.seq, *entry->parent_id));
+          } else if (it != entry_index.end()) {
+            parent = it->second;
+          }
+        }
+        EntryNode node = node_of(line.seq, *entry);
+        if (auto op = open_ops.find(ref); op != open_ops.end()) node.run_id = op->second.first;
+        const std::size_t index = nodes.size();
+        entry_index.emplace(node.id, index);
+        if (parent) nodes[*parent].children.push_back(index);
+        nodes.push_back(std::move(node));
+        attempt_state.erase(ref);  // a new gap between this ref's entries
+        continue;
       }
-      open_ops[harness.ref] = {harness.id, line.seq};
-      continue;
-    }
-    // Every other harness record inside an operation names the ref's open one.
-    auto open = open_ops.find(harness.ref);
-    const bool names_open = open != open_ops.end() && open->second.first == run;
-    if (acting == RecordType::operation_finished) {
-      if (!names_open) {
-        fail(closes, fmt::format("seq {}: operation_finished for run {}, which is not open on ref '{}'", line.seq,
-                                run, harness.ref));
-      } else {
-        open_ops.erase(open);
+
+      const auto& harness = std::get<HarnessRecord>(record->body);
+      const std::string run(run_id_of(harness));
+      // A placeholder counts as the record it acts as (index.hpp, acting_type).
+      const RecordType acting = acting_type(meta);
+      if (acting == RecordType::damaged) continue;
+      if (acting == RecordType::ref_created) {
+        if (!refs.insert(std::string(meta.name)).second) {
+          fail(refs_exist, fmt::format("seq {}: ref '{}' is created twice", line.seq, meta.name));
+        }
+        continue;
       }
-      continue;
-    }
-    if (!run.empty() && !names_open) {
-      fail(closes, fmt::format("seq {}: {} names run {}, which is not open on ref '{}'", line.seq,
-                              to_string(meta.type), run, harness.ref));
-    }
-    if (const auto* tool = std::get_if<ToolStarted>(&harness.body)) {
-      auto [it, inserted] = started_tools.emplace(std::pair{tool->assistant_entry_id, tool->tool_index}, line.seq);
-      if (!inserted) {
-        fail(tool_starts, fmt::format("seq {}: tool {} of {} already started at seq {}", line.seq, tool->tool_index,
-                                     tool->assistant_entry_id, it->second));
+      if (!refs.contains(harness.ref)) {
+        fail(refs_exist, fmt::format("seq {}: ref '{}' does not exist", line.seq, harness.ref));
       }
-    }
-    if (const auto* generation = std::get_if<GenerationStarted>(&harness.body)) {
-      AttemptState& state = attempt_state[harness.ref];
-      if (state.run != generation->run_id) state = AttemptState{0, generation->run_id};
-      if (generation->attempt != state.last + 1) {
-        fail(attempts, fmt::format("seq {}: attempt {} follows attempt {}", line.seq, generation->attempt, state.last));
+      if (acting == RecordType::ref_deleted) {
+        refs.erase(harness.ref);
+        continue;
       }
-      state.last = generation->attempt;
+      if (acting == RecordType::operation_started) {
+        if (auto open = open_ops.find(harness.ref); open != open_ops.end()) {
+          fail(one_open, fmt::format("seq {}: ref '{}' already has operation {} open since seq {}", line.seq,
+                                    harness.ref, open->second.first, open->second.second));
+        }
+        open_ops[harness.ref] = {harness.id, line.seq};
+        continue;
+      }
+      // Every other harness record inside an operation names the ref's open one.
+      auto open = open_ops.find(harness.ref);
+      const bool names_open = open != open_ops.end() && open->second.first == run;
+      if (acting == RecordType::operation_finished) {
+        if (!names_open) {
+          fail(closes, fmt::format("seq {}: operation_finished for run {}, which is not open on ref '{}'", line.seq,
+                                  run, harness.ref));
+        } else {
+          open_ops.erase(open);
+        }
+        continue;
+      }
+      if (!run.empty() && !names_open) {
+        fail(closes, fmt::format("seq {}: {} names run {}, which is not open on ref '{}'", line.seq,
+                                to_string(meta.type), run, harness.ref));
+      }
+      if (const auto* tool = std::get_if<ToolStarted>(&harness.body)) {
+        auto [it, inserted] = started_tools.emplace(std::pair{tool->assistant_entry_id, tool->tool_index}, line.seq);
+        if (!inserted) {
+          fail(tool_starts, fmt::format("seq {}: tool {} of {} already started at seq {}", line.seq, tool->tool_index,
+                                       tool->assistant_entry_id, it->second));
+        }
+      }
+      if (const auto* generation = std::get_if<GenerationStarted>(&harness.body)) {
+        AttemptState& state = attempt_state[harness.ref];
+        if (state.run != generation->run_id) state = AttemptState{0, generation->run_id};
+        if (generation->attempt != state.last + 1) {
+          fail(attempts,
+               fmt::format("seq {}: attempt {} follows attempt {}", line.seq, generation->attempt, state.last));
+        }
+        state.last = generation->attempt;
+      }
     }
   }
 
@@ -293,7 +312,7 @@ Result<VerifyReport> verify(const Session& session) {
     if (ref.leaf_id) ref_leaves.insert(*ref.leaf_id);
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (!assistant_of(nodes[i].entry)) continue;
+    if (!nodes[i].assistant) continue;
     if (!nodes[i].run_id.empty() && still_open.contains(nodes[i].run_id)) continue;  // its run is not finished
     check_tool_results(nodes, i, ref_leaves, placeholders, results);
   }
@@ -309,7 +328,7 @@ Result<VerifyReport> verify(const Session& session) {
   }
 
   VerifyReport report;
-  report.records = static_cast<std::int64_t>(lines.size());
+  report.records = records;
   for (Check* check : {&decode, &seqs, &parents, &refs_exist, &one_open, &closes, &results, &tool_starts, &attempts,
                        &checksums}) {
     report.checks.push_back(std::move(*check));

@@ -18,8 +18,12 @@ struct TreeOptions {
   std::string session;
 };
 
+// What a line of the tree shows of an entry, kept instead of the entry: a
+// long session's entries are read a page at a time and let go.
 struct Node {
-  TreeEntry entry;
+  std::string id;
+  std::string text;                   // short id, type and preview (the label goes between, when printed)
+  std::size_t preview_at = 0;         // where in `text` the preview starts
   std::vector<std::size_t> children;  // indexes into the node list, in seq order
 };
 
@@ -70,32 +74,40 @@ int run_tree(const TreeOptions& options) {
   std::vector<Node> nodes;
   std::unordered_map<std::string, std::size_t> by_id;
   std::vector<std::size_t> roots;
-  auto log = session.get_log();
-  if (!log) return report(log.error());
   // The latest label of each entry, collected on the way (labels are
   // latest-wins records), so no entry's label needs a search of the log.
   std::unordered_map<std::string, std::optional<std::string>> labels;
-  for (const LogLine& line : *log) {
-    if (!is_tree_type(line.type)) continue;
-    Result<TreeEntry> entry = fail(Errc::invalid_record, "not valid JSON");
-    if (auto common = decode_common_line(line.json)) {
-      entry = std::move(std::get<TreeEntry>(common->body));
-    } else if (auto json = Json::parse(line.json, nullptr, false); !json.is_discarded()) {
-      entry = decode_tree_entry(json);
+  constexpr std::size_t kPage = 4096;
+  for (std::int64_t after = -1;;) {
+    auto page = session.get_log(after, kPage);
+    if (!page) return report(page.error());
+    if (page->empty()) break;
+    after = page->back().seq;
+    for (const LogLine& line : *page) {
+      if (!is_tree_type(line.type)) continue;
+      Result<TreeEntry> entry = fail(Errc::invalid_record, "not valid JSON");
+      if (auto common = decode_common_line(line.json)) {
+        entry = std::move(std::get<TreeEntry>(common->body));
+      } else if (auto json = Json::parse(line.json, nullptr, false); !json.is_discarded()) {
+        entry = decode_tree_entry(json);
+      }
+      if (!entry) {
+        return report(kFailure, fmt::format("session {}: seq {}: {}", session.id(), line.seq, entry.error().message));
+      }
+      if (const auto* label = std::get_if<Label>(&entry->body)) labels[label->target_id] = label->label;
+      const std::size_t index = nodes.size();
+      by_id.emplace(entry->id, index);
+      auto parent = entry->parent_id ? by_id.find(*entry->parent_id) : by_id.end();
+      if (parent != by_id.end()) {
+        nodes[parent->second].children.push_back(index);
+      } else {
+        roots.push_back(index);
+      }
+      Node node{entry->id, fmt::format("{} {}", short_id(entry->id), to_string(type_of(entry->body))), 0, {}};
+      node.preview_at = node.text.size();
+      node.text += " " + entry_preview(*entry);
+      nodes.push_back(std::move(node));
     }
-    if (!entry) {
-      return report(kFailure, fmt::format("session {}: seq {}: {}", session.id(), line.seq, entry.error().message));
-    }
-    if (const auto* label = std::get_if<Label>(&entry->body)) labels[label->target_id] = label->label;
-    const std::size_t index = nodes.size();
-    by_id.emplace(entry->id, index);
-    auto parent = entry->parent_id ? by_id.find(*entry->parent_id) : by_id.end();
-    if (parent != by_id.end()) {
-      nodes[parent->second].children.push_back(index);
-    } else {
-      roots.push_back(index);
-    }
-    nodes.push_back(Node{std::move(*entry), {}});
   }
   if (nodes.empty()) {
     fmt::print("(no entries)\n");
@@ -112,6 +124,12 @@ int run_tree(const TreeOptions& options) {
     }
   }
 
+  // Written out a MiB at a time.
+  std::string out;
+  const auto flush = [&] {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    out.clear();
+  };
   // Depth-first, children in seq order (pi's indentation rules).
   const bool multiple_roots = roots.size() > 1;
   std::vector<Frame> stack;
@@ -125,15 +143,17 @@ int run_tree(const TreeOptions& options) {
     const Node& node = nodes[frame.node];
 
     std::string line = prefix_for(frame, multiple_roots);
-    line += fmt::format("{} {}", short_id(node.entry.id), to_string(type_of(node.entry.body)));
-    if (auto label = labels.find(node.entry.id); label != labels.end() && label->second) {
+    line += std::string_view(node.text).substr(0, node.preview_at);
+    if (auto label = labels.find(node.id); label != labels.end() && label->second) {
       line += fmt::format(" [{}]", *label->second);
     }
-    line += " " + entry_preview(node.entry);
-    if (auto it = refs_at.find(node.entry.id); it != refs_at.end()) {
+    line += std::string_view(node.text).substr(node.preview_at);
+    if (auto it = refs_at.find(node.id); it != refs_at.end()) {
       for (const auto& ref : it->second) line += fmt::format("  ← {}", ref);
     }
-    fmt::print("{}\n", line);
+    out += line;
+    out += '\n';
+    if (out.size() >= (1 << 20)) flush();
 
     const bool multiple_children = node.children.size() > 1;
     int child_indent = frame.indent;
@@ -148,6 +168,7 @@ int run_tree(const TreeOptions& options) {
                             i == node.children.size() - 1, child_gutters, false});
     }
   }
+  flush();
   for (const auto& ref : empty_refs) fmt::print("(empty)  ← {}\n", ref);
   return kOk;
 }
