@@ -3,7 +3,7 @@
 // in the same run, and open + build-context time and peak memory for 10k,
 // 100k and 1M-record sessions.
 //
-//   cairn_bench_store [--dir DIR] [--quick]
+//   cairn_bench_store [--dir DIR] [--quick] [--only memory|jsonl|sqlite] [--appends-only]
 //   cairn_bench_store --open-once URI SESSION   (internal: one open in a fresh process)
 #include <fcntl.h>
 #include <spawn.h>
@@ -261,10 +261,13 @@ int main(int argc, char** argv) {
     return open_once(argv[2], argv[3], argc == 5 && std::string(argv[4]) == "--write");
   }
   std::string base = std::filesystem::temp_directory_path() / "cairn-bench";
-  bool quick = false;
+  bool quick = false, appends_only = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--dir" && i + 1 < argc) base = argv[++i];
+    if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];
     if (std::string(argv[i]) == "--quick") quick = true;
+    if (std::string(argv[i]) == "--appends-only") appends_only = true;
   }
   std::filesystem::remove_all(base);
   std::filesystem::create_directories(base);
@@ -286,6 +289,7 @@ int main(int argc, char** argv) {
                                          {"jsonl", "jsonl:" + base + "/append-jsonl"},
                                          {"sqlite", "sqlite:" + base + "/append.db"}};
   for (const Backend& backend : backends) {
+    if (!only.empty() && backend.name != only) continue;
     for (SyncPolicy sync : {SyncPolicy::full, SyncPolicy::none}) {
       if (backend.name == "memory" && sync == SyncPolicy::full) continue;
       auto store = open_store(backend.uri, {sync});
@@ -304,12 +308,17 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("targets: jsonl/sqlite full 1w / raw sync >= 0.8; 64w / 1w >= 20 (full)\n\n");
+  if (appends_only) {
+    std::filesystem::remove_all(base);
+    return 0;
+  }
 
   std::printf("%-8s %9s %11s %10s %12s %14s %14s %10s %16s\n", "backend", "records", "shape", "file MB",
               "open+ctx ms", "write-open ms", "ctx messages", "peak MB", "peak / file");
   std::vector<std::int64_t> sizes = {10000, 100000, 1000000};
   if (quick) sizes = {10000, 100000};
   for (const std::string name : {"jsonl", "sqlite"}) {
+    if (!only.empty() && name != only) continue;
     for (std::int64_t records : sizes) {
       for (bool compacting : {true, false}) {
         if (!compacting && records != 100000) continue;

@@ -2,17 +2,16 @@
 // following pi's buildSessionContext so that a session imported from pi builds
 // exactly the context pi builds.
 #include <algorithm>
-#include <atomic>
 #include <cassert>
 #include <functional>
 #include <mutex>
 #include <span>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "cairn/log/index.hpp"
+#include "cairn/parallel.hpp"
 
 namespace cairn {
 namespace {
@@ -99,55 +98,49 @@ Status SessionIndex::project_entries(const std::vector<std::int64_t>& seqs, std:
                                      std::span<std::string> ids, std::span<char> present) const {
   assert(messages.size() == seqs.size() && ids.size() == seqs.size() && present.size() == seqs.size());
   constexpr std::size_t kChunk = 1024;
-  std::atomic<std::size_t> next{0};
   std::mutex failure_mutex;
   std::size_t failed_at = seqs.size();
   std::optional<Error> failure;
-  auto work = [&] {
-    for (std::size_t begin; (begin = next.fetch_add(kChunk)) < seqs.size();) {
-      const std::size_t end = std::min(begin + kChunk, seqs.size());
-      // Lines still in the LineSource are read for the chunk's span in one
-      // query, not one each, when the span is not much wider than the chunk
-      // (a branch's entries lie close together in a log unless other
-      // branches grew between them). If that read fails, each line is read
-      // alone below and fails, or not, with its own error.
-      std::vector<LineSource::Stored> stored;
-      const std::int64_t first = seqs[begin];
-      const std::int64_t stop = std::min(seqs[end - 1] + 1, unloaded_);
-      if (source_ && first < stop && stop - first <= static_cast<std::int64_t>(4 * (end - begin))) {
-        if (auto read = source_->lines(first, stop)) stored = std::move(*read);
-      }
-      for (std::size_t i = begin; i < end; ++i) {
-        const std::int64_t seq = seqs[i];
-        Result<TreeEntry> entry = [&]() -> Result<TreeEntry> {
-          if (seq - first >= static_cast<std::int64_t>(stored.size())) return decode_entry(seq);
-          auto line = checked(seq, std::move(stored[static_cast<std::size_t>(seq - first)]));
-          if (!line) return std::unexpected(std::move(line.error()));
-          return decode_entry(seq, *line);
-        }();
-        if (!entry) {
-          const std::lock_guard lock(failure_mutex);
-          if (i < failed_at) {
-            failed_at = i;
-            failure = std::move(entry.error());
+  parallel_for(
+      (seqs.size() + kChunk - 1) / kChunk,
+      [&](std::size_t chunk) {
+        const std::size_t begin = chunk * kChunk;
+        const std::size_t end = std::min(begin + kChunk, seqs.size());
+        // Lines still in the LineSource are read for the chunk's span in one
+        // query, not one each, when the span is not much wider than the chunk
+        // (a branch's entries lie close together in a log unless other
+        // branches grew between them). If that read fails, each line is read
+        // alone below and fails, or not, with its own error.
+        std::vector<LineSource::Stored> stored;
+        const std::int64_t first = seqs[begin];
+        const std::int64_t stop = std::min(seqs[end - 1] + 1, unloaded_);
+        if (source_ && first < stop && stop - first <= static_cast<std::int64_t>(4 * (end - begin))) {
+          if (auto read = source_->lines(first, stop)) stored = std::move(*read);
+        }
+        for (std::size_t i = begin; i < end; ++i) {
+          const std::int64_t seq = seqs[i];
+          Result<TreeEntry> entry = [&]() -> Result<TreeEntry> {
+            if (seq - first >= static_cast<std::int64_t>(stored.size())) return decode_entry(seq);
+            auto line = checked(seq, std::move(stored[static_cast<std::size_t>(seq - first)]));
+            if (!line) return std::unexpected(std::move(line.error()));
+            return decode_entry(seq, *line);
+          }();
+          if (!entry) {
+            const std::lock_guard lock(failure_mutex);
+            if (i < failed_at) {
+              failed_at = i;
+              failure = std::move(entry.error());
+            }
+            break;  // the rest of this chunk comes after the failure
           }
-          break;  // the rest of this chunk comes after the failure
+          ids[i] = std::move(entry->id);
+          if (auto message = project_entry(std::move(*entry))) {
+            messages[i] = std::move(*message);
+            present[i] = 1;
+          }
         }
-        ids[i] = std::move(entry->id);
-        if (auto message = project_entry(std::move(*entry))) {
-          messages[i] = std::move(*message);
-          present[i] = 1;
-        }
-      }
-    }
-  };
-  const std::size_t helpers =
-      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()) - 1, seqs.size() / (4 * kChunk));
-  {
-    std::vector<std::jthread> threads;
-    for (std::size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
-    work();
-  }
+      },
+      /*chunk=*/1);
   if (failure) return std::unexpected(std::move(*failure));
   return {};
 }

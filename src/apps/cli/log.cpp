@@ -17,10 +17,11 @@ struct LogOptions {
 // seq, type, id, ref (and run), preview.
 std::string summary_line(const LogLine& line) {
   const std::string type(to_string(line.type));
-  auto json = Json::parse(line.json, nullptr, false);
-  if (json.is_discarded()) return fmt::format("{:>5}  {:<21} (not valid JSON)", line.seq, type);
-  auto record = decode_record(json);
+  auto decoded = decode_record_line(line.json);
+  if (!decoded) return fmt::format("{:>5}  {:<21} (not valid JSON)", line.seq, type);
+  Result<Record>& record = *decoded;
   if (!record) {
+    const Json json = Json::parse(line.json, nullptr, false);
     return fmt::format("{:>5}  {:<21} {:<12} (cannot decode: {})", line.seq, type,
                        json.is_object() ? json.value("id", std::string()) : std::string(), record.error().message);
   }
@@ -45,15 +46,25 @@ int run_log(const LogOptions& options) {
   if (!store) return store.error();
   auto session = open_session(**store, options.session, /*read_only=*/true);
   if (!session) return session.error();
-  auto log = (*session)->get_log(options.after);
-  if (!log) return report(log.error());
-  for (const LogLine& line : *log) {
-    if (options.json) {
-      fmt::print("{}\n", line.json);
-    } else {
-      fmt::print("{}\n", summary_line(line));
+  // A page of the log at a time, written out a MiB at a time: a long
+  // session's lines are never all copied at once.
+  std::string out;
+  constexpr std::size_t kPage = 4096;
+  for (std::int64_t after = options.after;;) {
+    auto page = (*session)->get_log(after, kPage);
+    if (!page) return report(page.error());
+    if (page->empty()) break;
+    after = page->back().seq;
+    for (const LogLine& line : *page) {
+      out += options.json ? line.json : summary_line(line);
+      out += '\n';
+      if (out.size() >= (1 << 20)) {
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        out.clear();
+      }
     }
   }
+  std::fwrite(out.data(), 1, out.size(), stdout);
   return kOk;
 }
 
