@@ -194,21 +194,25 @@ bool image_block(element block, ImageContent& out) {
   return f.read(block, kImageKeys) && f.string(1, out.data) && f.string(2, out.mime_type);
 }
 
-bool user_blocks(element value, std::vector<UserBlock>& out) {
+// An array of content blocks, each appended to `out` by read(type, item, out)
+// (false: not a block this path takes).
+template <class Block, class Read>
+bool blocks(element value, std::vector<Block>& out, Read&& read) {
   simdjson::dom::array array;
   if (value.get_array().get(array) != SUCCESS) return false;
   out.reserve(array.size());
   for (element item : array) {
-    const std::string_view type = block_type(item);
-    if (type == "text") {
-      if (!text_block(item, std::get<TextContent>(out.emplace_back(TextContent{})))) return false;
-    } else if (type == "image") {
-      if (!image_block(item, std::get<ImageContent>(out.emplace_back(ImageContent{})))) return false;
-    } else {
-      return false;
-    }
+    if (!read(block_type(item), item, out)) return false;
   }
   return true;
+}
+
+bool user_blocks(element value, std::vector<UserBlock>& out) {
+  return blocks(value, out, [](std::string_view type, element item, std::vector<UserBlock>& list) {
+    if (type == "text") return text_block(item, std::get<TextContent>(list.emplace_back(TextContent{})));
+    if (type == "image") return image_block(item, std::get<ImageContent>(list.emplace_back(ImageContent{})));
+    return false;
+  });
 }
 
 bool user_content(element value, UserContent& out) {
@@ -221,33 +225,23 @@ bool user_content(element value, UserContent& out) {
 }
 
 bool assistant_blocks(element value, std::vector<AssistantBlock>& out) {
-  simdjson::dom::array array;
-  if (value.get_array().get(array) != SUCCESS) return false;
-  out.reserve(array.size());
-  for (element item : array) {
-    const std::string_view type = block_type(item);
-    if (type == "text") {
-      if (!text_block(item, std::get<TextContent>(out.emplace_back(TextContent{})))) return false;
-    } else if (type == "thinking") {
-      auto& block = std::get<ThinkingContent>(out.emplace_back(ThinkingContent{}));
+  return blocks(value, out, [](std::string_view type, element item, std::vector<AssistantBlock>& list) {
+    if (type == "text") return text_block(item, std::get<TextContent>(list.emplace_back(TextContent{})));
+    if (type == "thinking") {
+      auto& block = std::get<ThinkingContent>(list.emplace_back(ThinkingContent{}));
       Fields<4> f;
-      if (!f.read(item, kThinkingKeys) || !f.string(1, block.thinking) ||
-          !f.optional_string(2, block.thinking_signature) || !f.optional_boolean(3, block.redacted)) {
-        return false;
-      }
-    } else if (type == "toolCall") {
-      auto& block = std::get<ToolCall>(out.emplace_back(ToolCall{}));
-      Fields<5> f;
-      if (!f.read(item, kToolCallKeys) || !f.string(1, block.id) || !f.string(2, block.name) || !f.has(3) ||
-          f.value[3].type() != element_type::OBJECT || !to_json(f.value[3], block.arguments, 0) ||
-          !f.optional_string(4, block.raw_arguments)) {
-        return false;
-      }
-    } else {
-      return false;
+      return f.read(item, kThinkingKeys) && f.string(1, block.thinking) &&
+             f.optional_string(2, block.thinking_signature) && f.optional_boolean(3, block.redacted);
     }
-  }
-  return true;
+    if (type == "toolCall") {
+      auto& block = std::get<ToolCall>(list.emplace_back(ToolCall{}));
+      Fields<5> f;
+      return f.read(item, kToolCallKeys) && f.string(1, block.id) && f.string(2, block.name) && f.has(3) &&
+             f.value[3].type() == element_type::OBJECT && to_json(f.value[3], block.arguments, 0) &&
+             f.optional_string(4, block.raw_arguments);
+    }
+    return false;
+  });
 }
 
 constexpr std::array<std::string_view, 6> kUsageKeys{"input", "output", "cacheRead", "cacheWrite", "totalTokens",
