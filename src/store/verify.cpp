@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -145,8 +146,10 @@ Result<VerifyReport> verify(const Session& session) {
   Check checksums{"8 every record carries its checksum"};
   std::vector<std::int64_t> placeholders;  // seqs of records cairn repair replaced
 
-  std::unordered_set<std::string> ids;
-  std::unordered_map<std::string, std::size_t> entry_index;  // tree entry id → node
+  // Every id seen, with its tree entry's node (kNotAnEntry for other records).
+  constexpr std::size_t kNotAnEntry = std::numeric_limits<std::size_t>::max();
+  std::unordered_map<std::string, std::size_t> ids;
+  ids.reserve(static_cast<std::size_t>(session.size()));
   std::unordered_set<std::string> undecoded_entries;         // tree entries that exist but did not decode
   std::vector<EntryNode> nodes;
   std::unordered_set<std::string> refs{"main"};
@@ -168,15 +171,21 @@ Result<VerifyReport> verify(const Session& session) {
     if (page->empty()) break;
     after = page->back().seq;
     // Each line decodes on its own: on every core, then checked in order.
-    std::vector<std::optional<Result<Record>>> decoded_page(page->size());
-    parallel_for(page->size(), [&](std::size_t k) { decoded_page[k] = decode_record_line((*page)[k].json); });
+    struct Decoded {
+      std::optional<Result<Record>> record;
+      Result<Checksum> checksum = Checksum::absent;
+    };
+    std::vector<Decoded> decoded_page(page->size());
+    parallel_for(page->size(), [&](std::size_t k) {
+      decoded_page[k] = Decoded{decode_record_line((*page)[k].json), check_checksum((*page)[k].json)};
+    });
     for (std::size_t k = 0; k < page->size(); ++k) {
       const LogLine& line = (*page)[k];
       const auto i = static_cast<std::size_t>(records++);
       if (line.seq != static_cast<std::int64_t>(i)) {
         fail(seqs, fmt::format("seq {}: expected seq {}", line.seq, i));
       }
-      auto& decoded = decoded_page[k];
+      auto& decoded = decoded_page[k].record;
       if (!decoded) {
         fail(decode, fmt::format("seq {}: not valid JSON", line.seq));
         continue;
@@ -189,7 +198,7 @@ Result<VerifyReport> verify(const Session& session) {
         const Json json = Json::parse(line.json, nullptr, false);
         if (json.is_object() && json.contains("id") && json["id"].is_string()) {
           const std::string id = json["id"].get<std::string>();
-          if (!ids.insert(id).second) {
+          if (!ids.emplace(id, kNotAnEntry).second) {
             fail(seqs, fmt::format("seq {}: id '{}' is used by an earlier record", line.seq, id));
           }
           if (is_tree_type(line.type)) undecoded_entries.insert(id);
@@ -199,7 +208,7 @@ Result<VerifyReport> verify(const Session& session) {
       if (record->seq != line.seq) {
         fail(seqs, fmt::format("seq {}: the record's own seq is {}", line.seq, record->seq));
       }
-      if (auto checksum = check_checksum(line.json); !checksum) {
+      if (const Result<Checksum>& checksum = decoded_page[k].checksum; !checksum) {
         fail(checksums, fmt::format("seq {}: {}", line.seq, checksum.error().message));
       } else if (*checksum == Checksum::absent) {
         if (checksums_required(session.header().version)) {
@@ -214,13 +223,14 @@ Result<VerifyReport> verify(const Session& session) {
         // A placeholder's generation may be missing from the attempts after it.
         attempt_state.clear();
       }
-      if (auto status = check_fields(*record); !status) {
-        fail(decode, fmt::format("seq {}: {}", line.seq, status.error().message));
-      }
 
+      // (The field rules held: decode_record_line checks them.)
       const RecordMeta meta = meta_of(*record);
-      if (!meta.id.empty() && !ids.emplace(meta.id).second) {
-        fail(seqs, fmt::format("seq {}: id '{}' is used by an earlier record", line.seq, meta.id));
+      auto id_slot = ids.end();
+      if (!meta.id.empty()) {
+        bool new_id = false;
+        std::tie(id_slot, new_id) = ids.emplace(meta.id, kNotAnEntry);
+        if (!new_id) fail(seqs, fmt::format("seq {}: id '{}' is used by an earlier record", line.seq, meta.id));
       }
       if (meta.type == RecordType::ignorable) continue;
 
@@ -229,17 +239,19 @@ Result<VerifyReport> verify(const Session& session) {
         if (!refs.contains(ref)) fail(refs_exist, fmt::format("seq {}: ref '{}' does not exist", line.seq, ref));
         std::optional<std::size_t> parent;
         if (entry->parent_id) {
-          auto it = entry_index.find(*entry->parent_id);
-          if (it == entry_index.end() && !undecoded_entries.contains(*entry->parent_id)) {
+          auto it = ids.find(*entry->parent_id);
+          const bool entry_found = it != ids.end() && it->second != kNotAnEntry;
+          if (!entry_found && !undecoded_entries.contains(*entry->parent_id)) {
             fail(parents, fmt::format("seq {}: parentId '{}' names no earlier entry", line.seq, *entry->parent_id));
-          } else if (it != entry_index.end()) {
+          } else if (entry_found) {
             parent = it->second;
           }
         }
         EntryNode node = node_of(line.seq, *entry);
         if (auto op = open_ops.find(ref); op != open_ops.end()) node.run_id = op->second.first;
         const std::size_t index = nodes.size();
-        entry_index.emplace(node.id, index);
+        // The first tree entry of an id is the one its children name.
+        if (id_slot != ids.end() && id_slot->second == kNotAnEntry) id_slot->second = index;
         if (parent) nodes[*parent].children.push_back(index);
         nodes.push_back(std::move(node));
         attempt_state.erase(ref);  // a new gap between this ref's entries

@@ -74,6 +74,7 @@ int run_tree(const TreeOptions& options) {
 
   std::vector<Node> nodes;
   std::unordered_map<std::string, std::size_t> by_id;
+  by_id.reserve(static_cast<std::size_t>(session.size()));
   std::vector<std::size_t> roots;
   // The latest label of each entry, collected on the way (labels are
   // latest-wins records), so no entry's label needs a search of the log.
