@@ -85,21 +85,33 @@ int run_tree(const TreeOptions& options) {
     if (!page) return report(page.error());
     if (page->empty()) break;
     after = page->back().seq;
-    // Each line decodes on its own: on every core, then linked in order.
-    std::vector<Result<TreeEntry>> entries(page->size(), fail(Errc::invalid_record, "not valid JSON"));
+    // Each line decodes, and its line of the tree is written, on its own: on
+    // every core; then the entries are linked in order.
+    struct Decoded {
+      Result<TreeEntry> entry = fail(Errc::invalid_record, "not valid JSON");
+      Node node;
+    };
+    std::vector<Decoded> decoded(page->size());
     parallel_for(page->size(), [&](std::size_t k) {
       const LogLine& line = (*page)[k];
       if (!is_tree_type(line.type)) return;
+      Result<TreeEntry>& entry = decoded[k].entry;
       if (auto common = decode_common_line(line.json)) {
-        entries[k] = std::move(std::get<TreeEntry>(common->body));
+        entry = std::move(std::get<TreeEntry>(common->body));
       } else if (auto json = Json::parse(line.json, nullptr, false); !json.is_discarded()) {
-        entries[k] = decode_tree_entry(json);
+        entry = decode_tree_entry(json);
       }
+      if (!entry) return;
+      Node& node = decoded[k].node;
+      node.id = entry->id;
+      node.text = fmt::format("{} {}", short_id(entry->id), to_string(type_of(entry->body)));
+      node.preview_at = node.text.size();
+      node.text += " " + entry_preview(*entry);
     });
     for (std::size_t k = 0; k < page->size(); ++k) {
       const LogLine& line = (*page)[k];
       if (!is_tree_type(line.type)) continue;
-      Result<TreeEntry>& entry = entries[k];
+      const Result<TreeEntry>& entry = decoded[k].entry;
       if (!entry) {
         return report(kFailure, fmt::format("session {}: seq {}: {}", session.id(), line.seq, entry.error().message));
       }
@@ -112,10 +124,7 @@ int run_tree(const TreeOptions& options) {
       } else {
         roots.push_back(index);
       }
-      Node node{entry->id, fmt::format("{} {}", short_id(entry->id), to_string(type_of(entry->body))), 0, {}};
-      node.preview_at = node.text.size();
-      node.text += " " + entry_preview(*entry);
-      nodes.push_back(std::move(node));
+      nodes.push_back(std::move(decoded[k].node));
     }
   }
   if (nodes.empty()) {
