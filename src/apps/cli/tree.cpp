@@ -88,30 +88,31 @@ int run_tree(const TreeOptions& options) {
     // Each line decodes, and its line of the tree is written, on its own: on
     // every core; then the entries are linked in order.
     struct Decoded {
-      Result<TreeEntry> entry = fail(Errc::invalid_record, "not valid JSON");
+      std::optional<Result<TreeEntry>> entry;  // nullopt: the line is not JSON
       Node node;
     };
     std::vector<Decoded> decoded(page->size());
     parallel_for(page->size(), [&](std::size_t k) {
       const LogLine& line = (*page)[k];
       if (!is_tree_type(line.type)) return;
-      Result<TreeEntry>& entry = decoded[k].entry;
+      std::optional<Result<TreeEntry>>& entry = decoded[k].entry;
       if (auto common = decode_common_line(line.json)) {
         entry = std::move(std::get<TreeEntry>(common->body));
       } else if (auto json = Json::parse(line.json, nullptr, false); !json.is_discarded()) {
         entry = decode_tree_entry(json);
       }
-      if (!entry) return;
+      if (!entry || !*entry) return;
       Node& node = decoded[k].node;
-      node.id = entry->id;
-      node.text = fmt::format("{} {}", short_id(entry->id), to_string(type_of(entry->body)));
+      node.id = (*entry)->id;
+      node.text = fmt::format("{} {}", short_id((*entry)->id), to_string(type_of((*entry)->body)));
       node.preview_at = node.text.size();
-      node.text += " " + entry_preview(*entry);
+      node.text += " " + entry_preview(**entry);
     });
     for (std::size_t k = 0; k < page->size(); ++k) {
       const LogLine& line = (*page)[k];
       if (!is_tree_type(line.type)) continue;
-      const Result<TreeEntry>& entry = decoded[k].entry;
+      const Result<TreeEntry> entry =
+          decoded[k].entry ? std::move(*decoded[k].entry) : fail(Errc::invalid_record, "not valid JSON");
       if (!entry) {
         return report(kFailure, fmt::format("session {}: seq {}: {}", session.id(), line.seq, entry.error().message));
       }
