@@ -37,12 +37,16 @@ struct EntryNode {
   bool assistant = false;
   std::vector<std::string> calls;         // an assistant message's tool call ids
   std::optional<std::string> result_for;  // a tool result's call id
-  std::vector<std::size_t> children;
+  // Children in seq order, as a list through the node list (a vector per
+  // node would cost an allocation each on a long chain); -1: none.
+  std::int32_t first_child = -1, last_child = -1, next_sibling = -1;
   std::string run_id;  // the operation open on its ref when it was appended, if any
 };
 
 EntryNode node_of(std::int64_t seq, const TreeEntry& entry) {
-  EntryNode node{seq, entry.id, false, {}, {}, {}, {}};
+  EntryNode node;
+  node.seq = seq;
+  node.id = entry.id;
   if (const auto* body = std::get_if<MessageBody>(&entry.body)) {
     if (const auto* assistant = std::get_if<AssistantMessage>(&body->message)) {
       node.assistant = true;
@@ -97,13 +101,15 @@ void check_tool_results(const std::vector<EntryNode>& nodes, std::size_t assista
     Counts counts;
   };
   std::vector<Step> stack;
-  if (assistant.children.empty()) {
+  if (assistant.first_child < 0) {
     if (ref_leaves.contains(assistant.id)) {
       require_one_each({}, [] { return std::string("and a ref's leaf is the assistant message"); }, kEnd);
     }
     return;
   }
-  for (std::size_t child : assistant.children) stack.push_back(Step{child, {}});
+  for (std::int32_t child = assistant.first_child; child >= 0; child = nodes[static_cast<std::size_t>(child)].next_sibling) {
+    stack.push_back(Step{static_cast<std::size_t>(child), {}});
+  }
   while (!stack.empty()) {
     Step step = std::move(stack.back());
     stack.pop_back();
@@ -116,7 +122,7 @@ void check_tool_results(const std::vector<EntryNode>& nodes, std::size_t assista
     if (node.result_for && std::find(calls.begin(), calls.end(), *node.result_for) != calls.end()) {
       ++step.counts[*node.result_for];
     }
-    if (node.children.empty()) {
+    if (node.first_child < 0) {
       if (ref_leaves.contains(node.id)) {
         require_one_each(
             step.counts, [&] { return fmt::format("on the branch ending at a ref's leaf (seq {})", node.seq); }, kEnd);
@@ -127,7 +133,9 @@ void check_tool_results(const std::vector<EntryNode>& nodes, std::size_t assista
       }
       continue;
     }
-    for (std::size_t child : node.children) stack.push_back(Step{child, step.counts});
+    for (std::int32_t child = node.first_child; child >= 0; child = nodes[static_cast<std::size_t>(child)].next_sibling) {
+      stack.push_back(Step{static_cast<std::size_t>(child), step.counts});
+    }
   }
 }
 
@@ -164,7 +172,7 @@ Result<VerifyReport> verify(const Session& session) {
   std::int64_t unchecked = 0;  // records of a format-1 session, written before checksums
   // The log a page at a time: a long session's lines are not all held at once.
   std::int64_t records = 0;
-  constexpr std::size_t kPage = 4096;
+  constexpr std::size_t kPage = 1024;
   for (std::int64_t after = -1;;) {
     auto page = session.get_log(after, kPage);
     if (!page) return std::unexpected(page.error());
@@ -252,7 +260,12 @@ Result<VerifyReport> verify(const Session& session) {
         const std::size_t index = nodes.size();
         // The first tree entry of an id is the one its children name.
         if (id_slot != ids.end() && id_slot->second == kNotAnEntry) id_slot->second = index;
-        if (parent) nodes[*parent].children.push_back(index);
+        if (parent) {
+          EntryNode& up = nodes[*parent];
+          const auto child = static_cast<std::int32_t>(index);
+          (up.last_child >= 0 ? nodes[static_cast<std::size_t>(up.last_child)].next_sibling : up.first_child) = child;
+          up.last_child = child;
+        }
         nodes.push_back(std::move(node));
         attempt_state.erase(ref);  // a new gap between this ref's entries
         continue;

@@ -25,7 +25,9 @@ struct Node {
   std::string id;
   std::string text;                   // short id, type and preview (the label goes between, when printed)
   std::size_t preview_at = 0;         // where in `text` the preview starts
-  std::vector<std::size_t> children;  // indexes into the node list, in seq order
+  // Children, in seq order, as a list through the node list (a vector per
+  // node would cost an allocation each on a long chain); -1: none.
+  std::int32_t first_child = -1, last_child = -1, next_sibling = -1;
 };
 
 // A connector's column and whether the branch below it continues ("|").
@@ -73,13 +75,16 @@ int run_tree(const TreeOptions& options) {
   const Session& session = **opened;
 
   std::vector<Node> nodes;
-  std::unordered_map<std::string, std::size_t> by_id;
+  // Keyed by views of the nodes' own ids: the node list is sized once, so
+  // they never move.
+  std::unordered_map<std::string_view, std::size_t> by_id;
   by_id.reserve(static_cast<std::size_t>(session.size()));
+  nodes.reserve(static_cast<std::size_t>(session.size()));
   std::vector<std::size_t> roots;
   // The latest label of each entry, collected on the way (labels are
   // latest-wins records), so no entry's label needs a search of the log.
   std::unordered_map<std::string, std::optional<std::string>> labels;
-  constexpr std::size_t kPage = 4096;
+  constexpr std::size_t kPage = 1024;
   for (std::int64_t after = -1;;) {
     auto page = session.get_log(after, kPage);
     if (!page) return report(page.error());
@@ -118,14 +123,20 @@ int run_tree(const TreeOptions& options) {
       }
       if (const auto* label = std::get_if<Label>(&entry->body)) labels[label->target_id] = label->label;
       const std::size_t index = nodes.size();
-      by_id.emplace(entry->id, index);
       auto parent = entry->parent_id ? by_id.find(*entry->parent_id) : by_id.end();
       if (parent != by_id.end()) {
-        nodes[parent->second].children.push_back(index);
+        Node& up = nodes[parent->second];
+        if (up.last_child >= 0) {
+          nodes[static_cast<std::size_t>(up.last_child)].next_sibling = static_cast<std::int32_t>(index);
+        } else {
+          up.first_child = static_cast<std::int32_t>(index);
+        }
+        up.last_child = static_cast<std::int32_t>(index);
       } else {
         roots.push_back(index);
       }
       nodes.push_back(std::move(decoded[k].node));
+      by_id.emplace(nodes.back().id, index);
     }
   }
   if (nodes.empty()) {
@@ -152,6 +163,7 @@ int run_tree(const TreeOptions& options) {
   // Depth-first, children in seq order (pi's indentation rules).
   const bool multiple_roots = roots.size() > 1;
   std::vector<Frame> stack;
+  std::vector<std::size_t> children;  // of the node being printed
   for (std::size_t i = roots.size(); i-- > 0;) {
     stack.push_back(Frame{roots[i], multiple_roots ? 1 : 0, multiple_roots, multiple_roots,
                           i == roots.size() - 1, {}, multiple_roots});
@@ -174,7 +186,11 @@ int run_tree(const TreeOptions& options) {
     out += '\n';
     if (out.size() >= (1 << 20)) flush();
 
-    const bool multiple_children = node.children.size() > 1;
+    children.clear();
+    for (std::int32_t child = node.first_child; child >= 0; child = nodes[static_cast<std::size_t>(child)].next_sibling) {
+      children.push_back(static_cast<std::size_t>(child));
+    }
+    const bool multiple_children = children.size() > 1;
     int child_indent = frame.indent;
     if (multiple_children || (frame.just_branched && frame.indent > 0)) child_indent = frame.indent + 1;
     std::vector<Gutter> child_gutters = frame.gutters;
@@ -182,9 +198,9 @@ int run_tree(const TreeOptions& options) {
       const int display_indent = multiple_roots ? std::max(0, frame.indent - 1) : frame.indent;
       child_gutters.push_back(Gutter{std::max(0, display_indent - 1), !frame.is_last});
     }
-    for (std::size_t i = node.children.size(); i-- > 0;) {
-      stack.push_back(Frame{node.children[i], child_indent, multiple_children, multiple_children,
-                            i == node.children.size() - 1, child_gutters, false});
+    for (std::size_t i = children.size(); i-- > 0;) {
+      stack.push_back(Frame{children[i], child_indent, multiple_children, multiple_children,
+                            i == children.size() - 1, child_gutters, false});
     }
   }
   flush();
