@@ -160,6 +160,7 @@ Result<VerifyReport> verify(const Session& session) {
   ids.reserve(static_cast<std::size_t>(session.size()));
   std::unordered_set<std::string> undecoded_entries;         // tree entries that exist but did not decode
   std::vector<EntryNode> nodes;
+  nodes.reserve(static_cast<std::size_t>(session.size()));  // growing it would hold two copies at once
   std::unordered_set<std::string> refs{"main"};
   std::unordered_map<std::string, std::pair<std::string, std::int64_t>> open_ops;  // ref → (run id, seq)
   std::map<std::pair<std::string, std::int64_t>, std::int64_t> started_tools;       // → seq

@@ -23,8 +23,8 @@ struct TreeOptions {
 // long session's entries are read a page at a time and let go.
 struct Node {
   std::string id;
-  std::string text;                   // short id, type and preview (the label goes between, when printed)
-  std::size_t preview_at = 0;         // where in `text` the preview starts
+  RecordType type = RecordType::message;
+  std::string preview;
   // Children, in seq order, as a list through the node list (a vector per
   // node would cost an allocation each on a long chain); -1: none.
   std::int32_t first_child = -1, last_child = -1, next_sibling = -1;
@@ -109,9 +109,8 @@ int run_tree(const TreeOptions& options) {
       if (!entry || !*entry) return;
       Node& node = decoded[k].node;
       node.id = (*entry)->id;
-      node.text = fmt::format("{} {}", short_id((*entry)->id), to_string(type_of((*entry)->body)));
-      node.preview_at = node.text.size();
-      node.text += " " + entry_preview(**entry);
+      node.type = type_of((*entry)->body);
+      node.preview = entry_preview(**entry);
     });
     for (std::size_t k = 0; k < page->size(); ++k) {
       const LogLine& line = (*page)[k];
@@ -174,11 +173,14 @@ int run_tree(const TreeOptions& options) {
     const Node& node = nodes[frame.node];
 
     std::string line = prefix_for(frame, multiple_roots);
-    line += std::string_view(node.text).substr(0, node.preview_at);
+    line += short_id(node.id);
+    line += ' ';
+    line += to_string(node.type);
     if (auto label = labels.find(node.id); label != labels.end() && label->second) {
       line += fmt::format(" [{}]", *label->second);
     }
-    line += std::string_view(node.text).substr(node.preview_at);
+    line += ' ';
+    line += node.preview;
     if (auto it = refs_at.find(node.id); it != refs_at.end()) {
       for (const auto& ref : it->second) line += fmt::format("  ← {}", ref);
     }
