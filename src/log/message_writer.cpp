@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "cairn/log/message.hpp"
+#include "cairn/log/record.hpp"
 #include "cairn/overloaded.hpp"
 
 namespace cairn {
@@ -83,7 +84,9 @@ bool no_extra(const Json& extra) { return extra.is_object() && extra.empty(); }
 
 class Writer {
  public:
-  explicit Writer(std::string& out) : out_(out) {}
+  // `strict`: a value JSON cannot represent (NaN, infinity) is refused rather
+  // than written as null, as prepare() needs before a record is stored.
+  explicit Writer(std::string& out, bool strict = false) : out_(out), strict_(strict) {}
   bool ok() const { return ok_; }
 
   void string(std::string_view name, std::string_view text, bool first = false) {
@@ -92,7 +95,19 @@ class Writer {
   }
   void json(std::string_view name, const Json& value) {
     key(out_, name);
-    out_ += value.dump();
+    if (!strict_) {
+      out_ += value.dump();
+      return;
+    }
+    if (!is_lossless(value)) {
+      ok_ = false;
+      return;
+    }
+    try {
+      out_ += value.dump(-1, ' ', false, Json::error_handler_t::strict);
+    } catch (const Json::exception&) {  // a string that is not UTF-8
+      ok_ = false;
+    }
   }
 
   void block(const TextContent& b) {
@@ -151,6 +166,7 @@ class Writer {
   }
   void number(std::string_view name, double value, bool first = false) {
     key(out_, name, first);
+    ok_ = ok_ && (!strict_ || std::isfinite(value));
     append_number(out_, value);
   }
 
@@ -216,8 +232,29 @@ class Writer {
     finish(m);
   }
 
+  // A message entry as encode_tree writes it, with seq 0 for the leader to
+  // overwrite (session.cpp).
+  template <class M>
+  void entry(const TreeEntry& e, const M& m) {
+    ok_ = ok_ && no_extra(e.extra);
+    out_ += R"({"type":"message","seq":0)";
+    string("id", e.id);
+    key(out_, "parentId");
+    if (e.parent_id) {
+      ok_ = ok_ && append_string(out_, *e.parent_id);
+    } else {
+      out_ += "null";
+    }
+    string("timestamp", e.timestamp);
+    if (e.ref) string("ref", *e.ref);
+    key(out_, "message");
+    message(m);
+    out_.push_back('}');
+  }
+
  private:
   std::string& out_;
+  bool strict_ = false;
   bool ok_ = true;
 };
 
@@ -239,6 +276,23 @@ void write_or_encode(std::string& out, const M& message) {
 
 void append_json(std::string& out, const LlmMessage& message) {
   std::visit([&](const auto& m) { write_or_encode(out, m); }, message);
+}
+
+bool append_entry_line(std::string& out, const TreeEntry& entry) {
+  const auto* body = std::get_if<MessageBody>(&entry.body);
+  if (!body) return false;
+  const std::size_t start = out.size();
+  Writer writer(out, /*strict=*/true);
+  const bool written = std::visit(Overloaded{
+                                      [&](const UserMessage& m) { return writer.entry(entry, m), true; },
+                                      [&](const AssistantMessage& m) { return writer.entry(entry, m), true; },
+                                      [&](const ToolResultMessage& m) { return writer.entry(entry, m), true; },
+                                      [&](const auto&) { return false; },
+                                  },
+                                  body->message);
+  if (written && writer.ok()) return true;
+  out.resize(start);
+  return false;
 }
 
 bool append_llm_json(std::string& out, const AgentMessage& message) {

@@ -76,14 +76,17 @@ Result<PreparedRecord> prepare(Record& record, const Session& session) {
   fill_defaults(record, session);
   if (auto status = check_fields(record); !status) return std::unexpected(status.error());
   RecordMeta meta = meta_of(record);
-  Json json = encode(record);
-  if (!is_lossless(json)) return fail(Errc::invalid_record, "holds a number JSON cannot represent (NaN or infinity)");
   std::string line;
-  line.reserve(256);
-  try {
-    line = json.dump(-1, ' ', false, Json::error_handler_t::strict);
-  } catch (const Json::exception&) {
-    return fail(Errc::invalid_record, "holds a string that is not valid UTF-8");
+  line.reserve(512);
+  const auto* entry = std::get_if<TreeEntry>(&record.body);
+  if (!entry || !append_entry_line(line, *entry)) {  // the common entries are written straight
+    Json json = encode(record);
+    if (!is_lossless(json)) return fail(Errc::invalid_record, "holds a number JSON cannot represent (NaN or infinity)");
+    try {
+      line = json.dump(-1, ' ', false, Json::error_handler_t::strict);
+    } catch (const Json::exception&) {
+      return fail(Errc::invalid_record, "holds a string that is not valid UTF-8");
+    }
   }
   // Room for the seq and the checksum, so neither reallocates.
   line.reserve(line.size() + kMaxSeqDigits + kChecksumSuffixSize);

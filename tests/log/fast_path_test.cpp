@@ -221,5 +221,69 @@ TEST(MessageWriter, WritesTheLlmFormOfEveryRole) {
   }
 }
 
+// What prepare() would store for the entry by the general path: its line, or
+// nullopt when it refuses the entry.
+std::optional<std::string> encoded_line(const TreeEntry& entry) {
+  const Json json = encode(Record{0, entry});
+  if (!is_lossless(json)) return std::nullopt;
+  try {
+    return json.dump(-1, ' ', false, Json::error_handler_t::strict);
+  } catch (const Json::exception&) {
+    return std::nullopt;
+  }
+}
+
+TEST(EntryLineWriter, WritesTheEncodersBytesOrLeavesTheEntryToIt) {
+  std::vector<TreeEntry> plain;
+  for (const auto& line : seed_lines()) {
+    auto record = decode_common_line(line);
+    ASSERT_TRUE(record.has_value());
+    plain.push_back(std::get<TreeEntry>(std::move(record->body)));
+  }
+  plain[0].parent_id = std::nullopt;
+  plain[1].ref = "side \"quoted\"";
+  // Each written straight, byte for byte what the encoder writes.
+  for (const TreeEntry& entry : plain) {
+    std::string out = "prefix";
+    ASSERT_TRUE(append_entry_line(out, entry)) << *encoded_line(entry);
+    EXPECT_EQ(out, "prefix" + *encoded_line(entry));
+  }
+
+  // Entries it must leave to the encoder: it refuses some, merges others.
+  const TreeEntry& assistant = plain[2];
+  std::vector<TreeEntry> deferred;
+  auto with = [&](TreeEntry entry, auto change) {
+    change(entry);
+    deferred.push_back(std::move(entry));
+  };
+  with(assistant, [](TreeEntry& e) { e.extra = Json{{"label", "x"}}; });
+  with(assistant, [](TreeEntry& e) { e.id = "\xff"; });
+  with(assistant, [](TreeEntry& e) { e.parent_id = "\xc3"; });
+  with(assistant, [](TreeEntry& e) { e.timestamp = std::string("\xed\xa0\x80"); });
+  auto message = [](TreeEntry& e) -> AssistantMessage& {
+    return std::get<AssistantMessage>(std::get<MessageBody>(e.body).message);
+  };
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    with(assistant, [&](TreeEntry& e) { message(e).usage.cost.total = bad; });
+    with(assistant, [&](TreeEntry& e) { std::get<ToolCall>(message(e).content[2]).arguments["n"] = bad; });
+  }
+  with(assistant, [&](TreeEntry& e) { std::get<ToolCall>(message(e).content[2]).arguments["s"] = "\xff"; });
+  with(assistant, [&](TreeEntry& e) { message(e).model = "\x80"; });
+  with(assistant, [&](TreeEntry& e) { message(e).extra = Json{{"cached", true}}; });
+  with(assistant, [](TreeEntry& e) {
+    e.body = MessageBody{CustomMessage{"note", std::string("hi"), true, std::nullopt, 4, Json::object(), true}};
+  });
+  with(assistant, [](TreeEntry& e) { e.body = ModelChange{"anthropic", "m"}; });
+  for (const TreeEntry& entry : deferred) {
+    std::string out = "prefix";
+    EXPECT_FALSE(append_entry_line(out, entry)) << out;
+    EXPECT_EQ(out, "prefix");
+  }
+  // A deferred entry the encoder takes keeps its bytes through prepare's other path.
+  EXPECT_TRUE(encoded_line(deferred[0]).has_value());
+  EXPECT_FALSE(encoded_line(deferred[1]).has_value());
+  EXPECT_FALSE(encoded_line(deferred[4]).has_value());
+}
+
 }  // namespace
 }  // namespace cairn

@@ -278,6 +278,13 @@ Result<Record> decode_record(const Json& json, bool require_seq = true);
 Result<TreeEntry> decode_tree_entry(const Json& json, std::string_view path = "");
 Result<ProvisionedEntry> decode_provisioned(const Json& json, std::string_view path);
 
+// Appends the stored line of a message entry (user, assistant or tool result
+// message, no extra keys) with seq 0: the bytes of encode(Record{0, entry})
+// .dump(), written without a JSON value. False, with nothing appended, for
+// any other entry and for one whose values JSON cannot hold losslessly (NaN,
+// infinity, text that is not UTF-8): the encoder then decides and words it.
+[[nodiscard]] bool append_entry_line(std::string& out, const TreeEntry& entry);
+
 // A stored log line decoded: what decode_record(Json::parse(line)) returns,
 // record or error, or nullopt when the line is not JSON (each reader words
 // that itself). The message entries that make up most of a log are decoded
