@@ -54,7 +54,6 @@ CREATE TABLE IF NOT EXISTS session_entries (
   payload     TEXT NOT NULL,
   PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS idx_entries_session_id ON session_entries(session_id, id);
 -- What opening a session reads (sqlite_records.cpp): the index columns in seq
 -- order, not the payloads, which are read when used. These narrow copies fill
 -- a fraction of the pages the table does.
@@ -166,6 +165,13 @@ DbResult<std::int64_t> create_schema(Database& db) {
       return std::unexpected(DbError{SQLITE_CORRUPT, fmt::format("schema version '{}' is not a number", *stored)});
     }
     if (version > kSchemaVersion) return version;
+    if (version == 1) {  // 1 -> 2: the unique index on entry ids goes
+      if (auto dropped = db.exec("DROP INDEX IF EXISTS idx_entries_session_id; "
+                                 "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+          !dropped) {
+        return std::unexpected(std::move(dropped.error()));
+      }
+    }
   }
   if (auto created = db.exec(kSchema); !created) return std::unexpected(std::move(created.error()));
   auto insert = db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?1)");

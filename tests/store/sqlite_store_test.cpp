@@ -173,7 +173,7 @@ TEST_F(SqliteStoreTest, ReopenSeesTheSameRecords) {
   ASSERT_TRUE(repair) << repair.error().message;
   EXPECT_FALSE(repair->changed()) << repair->replaced.front();
   EXPECT_EQ(repair->intact, static_cast<std::int64_t>(log.size()));
-  EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
 }
 
 // Opening indexes the columns alone; a payload is read when a query needs it.
@@ -344,11 +344,37 @@ TEST_F(SqliteStoreTest, NewerVersionsAreRefused) {
   EXPECT_EQ(store_->list()->size(), 1u);  // still listed
 
   // A file whose schema is newer than this build's is refused whole.
-  sql("UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+  sql("UPDATE meta SET value = '3' WHERE key = 'schema_version'");
   auto newer = make_sqlite_store(file_, {});
   ASSERT_FALSE(newer);
   EXPECT_EQ(newer.error().code, "newer_version");
   EXPECT_TRUE(contains(newer.error().message, file_));
+}
+
+// A file of schema 1 (with a unique index on entry ids) is moved to 2 when a
+// writer opens it: the index goes, the records stay, and a duplicate id is
+// still refused by the session's writer.
+TEST_F(SqliteStoreTest, SchemaOneIsMovedToTwoKeepingEveryRecord) {
+  write_chain("old", 5);
+  store_.reset();
+  sql("CREATE UNIQUE INDEX idx_entries_session_id ON session_entries(session_id, id); "
+      "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+  const std::string index_count =
+      "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'idx_entries_session_id'";
+  ASSERT_EQ(query(index_count), "1");
+
+  store_ = make();
+  ASSERT_TRUE(store_);
+  EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(query(index_count), "0");
+  auto session = store_->open("old", {});
+  ASSERT_TRUE(session) << session.error().message;
+  EXPECT_EQ((*session)->size(), 5);
+  auto duplicate = (*session)->append(user_entry("again", "e4", "e2"));
+  ASSERT_FALSE(duplicate);
+  EXPECT_EQ(duplicate.error().code, "duplicate_id") << duplicate.error().message;
+  EXPECT_TRUE((*session)->append(user_entry("next", "e4", "e5")));
+  EXPECT_EQ(query("SELECT count(*) FROM session_entries WHERE session_id = 'old'"), "6");
 }
 
 // SQLite's "database disk image is malformed" names neither the file nor a
