@@ -91,38 +91,47 @@ int run_tree(const TreeOptions& options) {
     if (page->empty()) break;
     after = page->back().seq;
     // Each line decodes, and its line of the tree is written, on its own: on
-    // every core; then the entries are linked in order.
+    // every core; then the entries are linked in order. A worker keeps only
+    // what linking needs and frees the entry itself: freed on the thread
+    // that allocated it, its memory goes back to that thread's own cache.
     struct Decoded {
-      std::optional<Result<TreeEntry>> entry;  // nullopt: the line is not JSON
+      std::optional<Error> error;  // the entry does not decode
+      std::optional<std::string> parent_id;
+      std::optional<Label> label;
       Node node;
     };
     std::vector<Decoded> decoded(page->size());
     parallel_for(page->size(), [&](std::size_t k) {
       const LogLine& line = (*page)[k];
       if (!is_tree_type(line.type)) return;
-      std::optional<Result<TreeEntry>>& entry = decoded[k].entry;
+      Decoded& out = decoded[k];
+      std::optional<Result<TreeEntry>> entry;  // nullopt: the line is not JSON
       if (auto common = decode_common_line(line.json)) {
         entry = std::move(std::get<TreeEntry>(common->body));
       } else if (auto json = Json::parse(line.json, nullptr, false); !json.is_discarded()) {
         entry = decode_tree_entry(json);
       }
-      if (!entry || !*entry) return;
-      Node& node = decoded[k].node;
-      node.id = (*entry)->id;
-      node.type = type_of((*entry)->body);
-      node.preview = entry_preview(**entry);
+      if (!entry || !*entry) {
+        out.error = entry ? (*entry).error() : Error{Errc::invalid_record, "not valid JSON"};
+        return;
+      }
+      TreeEntry& e = **entry;
+      out.parent_id = std::move(e.parent_id);
+      if (auto* label = std::get_if<Label>(&e.body)) out.label = std::move(*label);
+      out.node.id = std::move(e.id);
+      out.node.type = type_of(e.body);
+      out.node.preview = entry_preview(e);
     });
     for (std::size_t k = 0; k < page->size(); ++k) {
       const LogLine& line = (*page)[k];
       if (!is_tree_type(line.type)) continue;
-      const Result<TreeEntry> entry =
-          decoded[k].entry ? std::move(*decoded[k].entry) : fail(Errc::invalid_record, "not valid JSON");
-      if (!entry) {
-        return report(kFailure, fmt::format("session {}: seq {}: {}", session.id(), line.seq, entry.error().message));
+      Decoded& entry = decoded[k];
+      if (entry.error) {
+        return report(kFailure, fmt::format("session {}: seq {}: {}", session.id(), line.seq, entry.error->message));
       }
-      if (const auto* label = std::get_if<Label>(&entry->body)) labels[label->target_id] = label->label;
+      if (entry.label) labels[entry.label->target_id] = std::move(entry.label->label);
       const std::size_t index = nodes.size();
-      auto parent = entry->parent_id ? by_id.find(*entry->parent_id) : by_id.end();
+      auto parent = entry.parent_id ? by_id.find(*entry.parent_id) : by_id.end();
       if (parent != by_id.end()) {
         Node& up = nodes[parent->second];
         if (up.last_child >= 0) {
