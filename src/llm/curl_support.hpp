@@ -1,5 +1,11 @@
-// What every use of libcurl needs: one global initialisation, handles that
-// free themselves, and SIGPIPE kept away from the process.
+// What every use of libcurl needs: the library itself, loaded on first use;
+// one global initialisation; handles that free themselves; and SIGPIPE kept
+// away from the process.
+//
+// libcurl is opened with dlopen when the first request is made, not linked:
+// it pulls in some thirty libraries (TLS, Kerberos, LDAP, SSH...) whose
+// loading cost every cairn process 5 ms at start, the reads that never speak
+// HTTP included. <curl/curl.h> still gives the types and constants.
 #pragma once
 
 #include <signal.h>
@@ -14,14 +20,48 @@
 
 namespace cairn::curl {
 
+// The libcurl functions cairn calls, resolved from the loaded library.
+struct Api {
+  CURLcode (*global_init)(long flags);
+  CURL* (*easy_init)();
+  void (*easy_cleanup)(CURL*);
+  CURLcode (*easy_setopt)(CURL*, CURLoption, ...);
+  CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...);
+  const char* (*easy_strerror)(CURLcode);
+  CURLM* (*multi_init)();
+  CURLMcode (*multi_cleanup)(CURLM*);
+  CURLMcode (*multi_add_handle)(CURLM*, CURL*);
+  CURLMcode (*multi_remove_handle)(CURLM*, CURL*);
+  CURLMcode (*multi_perform)(CURLM*, int*);
+  CURLMcode (*multi_poll)(CURLM*, curl_waitfd*, unsigned int, int, int*);
+  CURLMcode (*multi_wakeup)(CURLM*);
+  CURLMsg* (*multi_info_read)(CURLM*, int*);
+  const char* (*multi_strerror)(CURLMcode);
+  curl_slist* (*slist_append)(curl_slist*, const char*);
+  void (*slist_free_all)(curl_slist*);
+};
+
+// Loads libcurl and runs curl_global_init, exactly once however many threads
+// race to it. The outcome is remembered: a library that cannot be loaded or
+// initialised fails every transfer alike, with the reason.
+Status ensure_initialized();
+// The loaded functions. Only after ensure_initialized() has succeeded.
+const Api& api();
+
+// curl_easy_setopt with one argument of the option's type.
+template <class Value>
+CURLcode setopt(CURL* easy, CURLoption option, Value value) {
+  return api().easy_setopt(easy, option, value);
+}
+
 struct EasyDeleter {
-  void operator()(CURL* easy) const { curl_easy_cleanup(easy); }
+  void operator()(CURL* easy) const { api().easy_cleanup(easy); }
 };
 struct MultiDeleter {
-  void operator()(CURLM* multi) const { curl_multi_cleanup(multi); }
+  void operator()(CURLM* multi) const { api().multi_cleanup(multi); }
 };
 struct SlistDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+  void operator()(curl_slist* list) const { api().slist_free_all(list); }
 };
 using Easy = std::unique_ptr<CURL, EasyDeleter>;
 using Multi = std::unique_ptr<CURLM, MultiDeleter>;
@@ -32,9 +72,9 @@ using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
 // handles, this is destroyed before either.
 class Attachment {
  public:
-  Attachment(CURLM* multi, CURL* easy) : multi_(multi), easy_(easy), code_(curl_multi_add_handle(multi, easy)) {}
+  Attachment(CURLM* multi, CURL* easy) : multi_(multi), easy_(easy), code_(api().multi_add_handle(multi, easy)) {}
   ~Attachment() {
-    if (code_ == CURLM_OK) curl_multi_remove_handle(multi_, easy_);
+    if (code_ == CURLM_OK) api().multi_remove_handle(multi_, easy_);
   }
   Attachment(const Attachment&) = delete;
   Attachment& operator=(const Attachment&) = delete;
@@ -45,10 +85,6 @@ class Attachment {
   CURL* easy_;
   CURLMcode code_;
 };
-
-// curl_global_init, exactly once however many threads race to it. Its result
-// is remembered: a failed initialisation fails every transfer alike.
-Status ensure_initialized();
 
 // Blocks SIGPIPE on this thread while alive, and swallows one raised in that
 // time. A write to a connection the peer closed raises SIGPIPE, whose default

@@ -139,7 +139,7 @@ HttpFailure classify(CURLcode code) {
 // headers or body, and not the URL's query, where some APIs put their keys.
 std::string describe(CURLcode code, const char* error_buffer) {
   if (error_buffer[0] != '\0') return fmt::format("{} ({})", error_buffer, static_cast<int>(code));
-  return fmt::format("{} ({})", curl_easy_strerror(code), static_cast<int>(code));
+  return fmt::format("{} ({})", curl::api().easy_strerror(code), static_cast<int>(code));
 }
 
 HttpResult failed(HttpFailure failure, std::string message) {
@@ -181,8 +181,8 @@ HttpResult HttpClient::stream(const HttpRequest& request, const OnHeaders& on_he
   if (auto init = curl::ensure_initialized(); !init) return failed(HttpFailure::other, init.error().message);
   if (cancel.stop_requested()) return failed(HttpFailure::cancelled, "cancelled before the request was sent");
 
-  curl::Easy easy(curl_easy_init());
-  curl::Multi multi(curl_multi_init());
+  curl::Easy easy(curl::api().easy_init());
+  curl::Multi multi(curl::api().multi_init());
   if (!easy || !multi) return failed(HttpFailure::other, "libcurl could not allocate a handle");
 
   // A line break in a header would let it smuggle in others.
@@ -195,7 +195,7 @@ HttpResult HttpClient::stream(const HttpRequest& request, const OnHeaders& on_he
 
   curl::Slist header_list;
   auto add_header = [&](const std::string& line) {
-    curl_slist* grown = curl_slist_append(header_list.get(), line.c_str());
+    curl_slist* grown = curl::api().slist_append(header_list.get(), line.c_str());
     if (grown == nullptr) return false;
     if (!header_list) header_list.reset(grown);  // later appends keep the same head
     return true;
@@ -218,47 +218,47 @@ HttpResult HttpClient::stream(const HttpRequest& request, const OnHeaders& on_he
   auto check = [&set](CURLcode code) {
     if (set == CURLE_OK) set = code;
   };
-  check(curl_easy_setopt(e, CURLOPT_URL, request.url.c_str()));
-  check(curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https"));
-  check(curl_easy_setopt(e, CURLOPT_HTTPHEADER, header_list.get()));
+  check(curl::setopt(e, CURLOPT_URL, request.url.c_str()));
+  check(curl::setopt(e, CURLOPT_PROTOCOLS_STR, "http,https"));
+  check(curl::setopt(e, CURLOPT_HTTPHEADER, header_list.get()));
   // Signals are no way to time out a resolver in a threaded program.
-  check(curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L));
+  check(curl::setopt(e, CURLOPT_NOSIGNAL, 1L));
   // Whatever encodings this libcurl can decode; on_body sees plain bytes.
-  check(curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""));
+  check(curl::setopt(e, CURLOPT_ACCEPT_ENCODING, ""));
   // The defaults, stated: a model API is never reached without checking whom.
-  check(curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L));
-  check(curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L));
+  check(curl::setopt(e, CURLOPT_SSL_VERIFYPEER, 1L));
+  check(curl::setopt(e, CURLOPT_SSL_VERIFYHOST, 2L));
   // A proxy's "200 Connection established" is not the response.
-  check(curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L));
+  check(curl::setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L));
   // Streams stay silent for long stretches; keep NAT tables from forgetting them.
-  check(curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L));
-  check(curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout.count())));
-  check(curl_easy_setopt(e, CURLOPT_ERRORBUFFER, error_buffer));
-  check(curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header_line));
-  check(curl_easy_setopt(e, CURLOPT_HEADERDATA, &transfer));
-  check(curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body_bytes));
-  check(curl_easy_setopt(e, CURLOPT_WRITEDATA, &transfer));
-  check(curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L));
-  check(curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress));
-  check(curl_easy_setopt(e, CURLOPT_XFERINFODATA, &transfer));
+  check(curl::setopt(e, CURLOPT_TCP_KEEPALIVE, 1L));
+  check(curl::setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout.count())));
+  check(curl::setopt(e, CURLOPT_ERRORBUFFER, error_buffer));
+  check(curl::setopt(e, CURLOPT_HEADERFUNCTION, on_header_line));
+  check(curl::setopt(e, CURLOPT_HEADERDATA, &transfer));
+  check(curl::setopt(e, CURLOPT_WRITEFUNCTION, on_body_bytes));
+  check(curl::setopt(e, CURLOPT_WRITEDATA, &transfer));
+  check(curl::setopt(e, CURLOPT_NOPROGRESS, 0L));
+  check(curl::setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress));
+  check(curl::setopt(e, CURLOPT_XFERINFODATA, &transfer));
   if (request.method == "GET") {
-    check(curl_easy_setopt(e, CURLOPT_HTTPGET, 1L));
+    check(curl::setopt(e, CURLOPT_HTTPGET, 1L));
   } else if (request.method == "HEAD") {
-    check(curl_easy_setopt(e, CURLOPT_NOBODY, 1L));
+    check(curl::setopt(e, CURLOPT_NOBODY, 1L));
   } else {
     // `request` outlives the transfer, so curl may read the body in place.
-    check(curl_easy_setopt(e, CURLOPT_POSTFIELDS, request.body.data()));
-    check(curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size())));
-    if (request.method != "POST") check(curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, request.method.c_str()));
+    check(curl::setopt(e, CURLOPT_POSTFIELDS, request.body.data()));
+    check(curl::setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size())));
+    if (request.method != "POST") check(curl::setopt(e, CURLOPT_CUSTOMREQUEST, request.method.c_str()));
   }
   if (set != CURLE_OK) return failed(HttpFailure::other, describe(set, error_buffer));
 
   curl::Attachment attachment(multi.get(), e);
-  if (attachment.code() != CURLM_OK) return failed(HttpFailure::other, curl_multi_strerror(attachment.code()));
+  if (attachment.code() != CURLM_OK) return failed(HttpFailure::other, curl::api().multi_strerror(attachment.code()));
   // A stop request wakes curl_multi_poll at once, wherever the transfer
   // waits: for DNS, a connection, or the server's next byte. Destroyed first,
   // so it never wakes a multi handle that is gone.
-  std::stop_callback wake_on_stop(cancel, [m = multi.get()] { curl_multi_wakeup(m); });
+  std::stop_callback wake_on_stop(cancel, [m = multi.get()] { curl::api().multi_wakeup(m); });
   curl::SigpipeBlock no_sigpipe;
 
   transfer.last_activity = Clock::now();
@@ -270,14 +270,14 @@ HttpResult HttpClient::stream(const HttpRequest& request, const OnHeaders& on_he
       break;
     }
     int running = 0;
-    if (CURLMcode code = curl_multi_perform(multi.get(), &running); code != CURLM_OK) {
-      result = failed(HttpFailure::other, curl_multi_strerror(code));
+    if (CURLMcode code = curl::api().multi_perform(multi.get(), &running); code != CURLM_OK) {
+      result = failed(HttpFailure::other, curl::api().multi_strerror(code));
       break;
     }
     if (transfer.exception) break;
     if (running == 0) {
       int left = 0;
-      while (CURLMsg* message = curl_multi_info_read(multi.get(), &left)) {
+      while (CURLMsg* message = curl::api().multi_info_read(multi.get(), &left)) {
         if (message->msg == CURLMSG_DONE) done = message->data.result;
       }
       if (!done) result = failed(HttpFailure::other, "libcurl ended the transfer without a result");
@@ -289,7 +289,7 @@ HttpResult HttpClient::stream(const HttpRequest& request, const OnHeaders& on_he
       // The idle clock starts once the connection is up; until then the
       // connect timeout is the one that applies.
       curl_off_t pretransfer_us = 0;
-      curl_easy_getinfo(e, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+      curl::api().easy_getinfo(e, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
       if (pretransfer_us > 0) {
         transfer.connected = true;
         transfer.last_activity = now;
@@ -307,9 +307,9 @@ HttpResult HttpClient::stream(const HttpRequest& request, const OnHeaders& on_he
     }
     // Returns early when a socket is ready, curl's own timers are due, or
     // wake_on_stop fires.
-    if (CURLMcode code = curl_multi_poll(multi.get(), nullptr, 0, static_cast<int>(wait.count()), nullptr);
+    if (CURLMcode code = curl::api().multi_poll(multi.get(), nullptr, 0, static_cast<int>(wait.count()), nullptr);
         code != CURLM_OK) {
-      result = failed(HttpFailure::other, curl_multi_strerror(code));
+      result = failed(HttpFailure::other, curl::api().multi_strerror(code));
       break;
     }
   }

@@ -327,6 +327,28 @@ TEST_F(AgentCliTest, AgentCliAFailedRequestExitsOne) {
   EXPECT_EQ(server.requests().size(), 1u);  // a 400 is not retried
 }
 
+// libcurl is loaded on the first request (src/llm/curl_support.hpp). Where it
+// cannot be, the request fails saying which library and why, and the prompt
+// is in the session, as with any failed request; every command that makes no
+// request works without it.
+TEST_F(AgentCliTest, AgentCliWithoutLibcurlNamesItAndKeepsThePrompt) {
+  HttpTestServer server({text_reply("never sent")});
+  std::filesystem::create_directories(path("no-curl"));
+  std::ofstream(path("no-curl") / "libcurl.so.4") << "not a library\n";
+  extra_env_ = {"LD_LIBRARY_PATH=" + path("no-curl").string()};
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "a prompt kept-7310"});
+  Finished run = cairn(args);
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("cannot load libcurl.so.4"), std::string::npos) << run.err;
+  EXPECT_EQ(server.requests().size(), 0u);
+  const std::string id = session_line_id(run.err);
+  ASSERT_FALSE(id.empty()) << run.err;
+  Finished log = cairn({"log", id, "--json"});
+  EXPECT_EQ(log.status, 0) << log.err;
+  EXPECT_NE(log.out.find("a prompt kept-7310"), std::string::npos);
+}
+
 // A response whose stream breaks after `text` (a connection closed
 // mid-answer): a retryable failure.
 ScriptedResponse broken_reply(const std::string& text) {
