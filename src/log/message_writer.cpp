@@ -13,6 +13,8 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "cairn/log/message.hpp"
 #include "cairn/log/record.hpp"
@@ -21,12 +23,27 @@
 namespace cairn {
 namespace {
 
+// Whether any of the 8 bytes at `at` must be escaped in a JSON string: a
+// control character, a quote or a backslash. Each test is the classic
+// "has a zero byte" / "has a byte below n" word trick, exact for n <= 128.
+bool needs_escape(const char* at) {
+  std::uint64_t word;
+  std::memcpy(&word, at, sizeof word);
+  constexpr std::uint64_t kOnes = 0x0101010101010101, kHighs = 0x8080808080808080;
+  auto has_zero = [&](std::uint64_t v) { return ((v - kOnes) & ~v & kHighs) != 0; };
+  const bool control = ((word - 0x20 * kOnes) & ~word & kHighs) != 0;
+  return control || has_zero(word ^ ('"' * kOnes)) || has_zero(word ^ ('\\' * kOnes));
+}
+
 // False when the text is not valid UTF-8 (nothing is written then).
 bool append_string(std::string& out, std::string_view text) {
   if (!simdjson::validate_utf8(text.data(), text.size())) return false;
   out.push_back('"');
   std::size_t plain = 0;  // start of the run of bytes copied as they are
   for (std::size_t i = 0; i < text.size(); ++i) {
+    // Most text needs no escape: eight bytes at a time past it.
+    while (i + 8 <= text.size() && !needs_escape(text.data() + i)) i += 8;
+    if (i == text.size()) break;
     const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(text.data() + plain, i - plain);

@@ -184,6 +184,17 @@ TEST(MessageWriter, WritesTheEncodersBytes) {
   for (int c = 1; c < 128; ++c) every_byte.push_back(static_cast<char>(c));
   messages.push_back(UserMessage{every_byte + "é\u2028😀", 5, Json::object(), true});
   messages.push_back(UserMessage{std::string("nul\0byte", 8), -5, Json::object(), false});
+  // Each byte that needs escaping (and some that do not) at every place in
+  // and around a run of eight, which the writer skips a word at a time.
+  for (std::string special : {"\x01", "\x1f", "\"", "\\", "\n", "\x7f", " ", "\xc3\xa9", "\xf0\x9f\x98\x80"}) {
+    for (std::size_t length = 0; length <= 19; ++length) {
+      for (std::size_t at = 0; at <= length; ++at) {
+        std::string text(length, 'a');
+        text.insert(at, special);
+        messages.push_back(UserMessage{text, 1, Json::object(), true});
+      }
+    }
+  }
   // Extra keys, merged by the encoder (a known key wins over an extra one).
   UserMessage extra{"x", 1, Json{{"zeta", 1}, {"role", "shadowed"}, {"alpha", {1, 2}}}, true};
   messages.push_back(extra);
