@@ -90,13 +90,14 @@ std::size_t place_result(std::span<Message> messages) {
 }  // namespace
 
 // Decodes and projects the entries at `seqs` into messages[i] and ids[i]
-// (present[i] is 0 where an entry projects to nothing), in parallel when there are
+// (messages[i] stays empty where an entry projects to nothing), in parallel when there are
 // many: decoding is nearly all of build_context's time on a long branch, and
 // each entry decodes on its own (decode_entry, like every const member, is
 // safe from any number of threads). The first failure in seq order wins.
-Status SessionIndex::project_entries(const std::vector<std::int64_t>& seqs, std::span<AgentMessage> messages,
-                                     std::span<std::string> ids, std::span<char> present) const {
-  assert(messages.size() == seqs.size() && ids.size() == seqs.size() && present.size() == seqs.size());
+Status SessionIndex::project_entries(const std::vector<std::int64_t>& seqs,
+                                     std::span<std::optional<AgentMessage>> messages,
+                                     std::span<std::string> ids) const {
+  assert(messages.size() == seqs.size() && ids.size() == seqs.size());
   constexpr std::size_t kChunk = 1024;
   std::mutex failure_mutex;
   std::size_t failed_at = seqs.size();
@@ -134,10 +135,7 @@ Status SessionIndex::project_entries(const std::vector<std::int64_t>& seqs, std:
             break;  // the rest of this chunk comes after the failure
           }
           ids[i] = std::move(entry->id);
-          if (auto message = project_entry(std::move(*entry))) {
-            messages[i] = std::move(*message);
-            present[i] = 1;
-          }
+          messages[i] = project_entry(std::move(*entry));
         }
       },
       /*chunk=*/1);
@@ -270,20 +268,20 @@ Status SessionIndex::project_branch(std::int64_t leaf_seq, const std::function<v
   }
   // Decoded a batch at a time (in parallel within it), so that a reader that
   // streams the messages holds one batch, not the branch.
+  // The slots start empty: a default message would cost an allocation each
+  // (its `extra`), made here and freed by whichever thread fills the slot.
   constexpr std::size_t kBatch = 16384;
-  std::vector<AgentMessage> messages;
+  std::vector<std::optional<AgentMessage>> messages;
   std::vector<std::string> ids;
-  std::vector<char> present;
   for (std::size_t begin = 0; begin < projected.size(); begin += kBatch) {
     const std::size_t n = std::min(kBatch, projected.size() - begin);
-    messages.assign(n, AgentMessage{});
+    messages.assign(n, std::nullopt);
     ids.assign(n, std::string());
-    present.assign(n, 0);
     const std::vector<std::int64_t> seqs(projected.begin() + static_cast<std::ptrdiff_t>(begin),
                                          projected.begin() + static_cast<std::ptrdiff_t>(begin + n));
-    if (auto status = project_entries(seqs, messages, ids, present); !status) return status;
+    if (auto status = project_entries(seqs, messages, ids); !status) return status;
     for (std::size_t i = 0; i < n; ++i) {
-      if (present[i]) take(std::move(messages[i]), std::move(ids[i]));
+      if (messages[i]) take(std::move(*messages[i]), std::move(ids[i]));
     }
   }
   flush();

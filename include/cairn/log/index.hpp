@@ -268,8 +268,8 @@ class SessionIndex : public MutableLogState {
   Status project_branch(std::int64_t leaf_seq, const std::function<void(std::size_t)>& expect,
                         const ContextSink& sink) const;
   // build_context's decoding: project_entry of each seq's entry (context.cpp).
-  Status project_entries(const std::vector<std::int64_t>& seqs, std::span<AgentMessage> messages,
-                         std::span<std::string> ids, std::span<char> present) const;
+  Status project_entries(const std::vector<std::int64_t>& seqs, std::span<std::optional<AgentMessage>> messages,
+                         std::span<std::string> ids) const;
   std::string_view custom_type_of(const IndexedRecord& record) const;
 
   std::vector<IndexedRecord> records_;
