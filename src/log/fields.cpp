@@ -100,6 +100,7 @@ class Checks {
   // Unknown fields live beside the known ones on the wire, so each is named by
   // its own key: `base.key`.
   void extra(const Path& base, const Json& extra) {
+    if (extra.is_null()) return;  // none
     if (!extra.is_object()) {
       fail(base.key("extra"), "expected an object");
       return;

@@ -198,7 +198,7 @@ std::optional<Json> ObjectReader::optional_value(std::string_view key) {
 }
 
 Json ObjectReader::extra() const {
-  Json extra = Json::object();
+  Json extra;  // null while there are none (message.hpp says why)
   if (!value_.is_object()) return extra;
   for (const auto& [key, value] : value_.items()) {
     if (std::find(known_.begin(), known_.end(), key) == known_.end()) extra[key] = value;

@@ -97,7 +97,7 @@ void key(std::string& out, std::string_view name, bool first = false) {
   out += "\":";
 }
 
-bool no_extra(const Json& extra) { return extra.is_object() && extra.empty(); }
+bool no_extra(const Json& extra) { return extra.is_null() || (extra.is_object() && extra.empty()); }
 
 class Writer {
  public:

@@ -4,6 +4,9 @@
 //
 // Every struct keeps the fields it does not know in `extra`, in their original
 // order: a newer writer's additions survive a round trip through this build.
+// `extra` is null when there are none (an object once there are): an empty
+// object would cost an allocation for every block of every message read, the
+// greater part of a long context's allocations. Null and {} mean the same.
 //
 // Every message also has `has_timestamp`: false when it was read without a
 // `timestamp` (lenient pi import); it then reads as 0 and is written back
@@ -24,27 +27,27 @@ namespace cairn {
 struct TextContent {
   std::string text;
   std::optional<std::string> text_signature;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
 };
 
 struct ImageContent {
   std::string data;  // base64
   std::string mime_type;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
 };
 
 struct ThinkingContent {
   std::string thinking;
   std::optional<std::string> thinking_signature;
   std::optional<bool> redacted;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
 };
 
 struct ToolCall {
   std::string id;
   std::string name;
   Json arguments = Json::object();
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
   // The arguments as the model sent them, when that text is not a JSON
   // object (`arguments` is then empty): the call gets an error result
   // saying so, and the text goes back to the provider as it came. Last, so
@@ -61,13 +64,13 @@ using UserContent = std::variant<std::string, std::vector<UserBlock>>;
 
 struct Cost {
   double input = 0, output = 0, cache_read = 0, cache_write = 0, total = 0;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
 };
 
 struct Usage {
   std::int64_t input = 0, output = 0, cache_read = 0, cache_write = 0, total_tokens = 0;
   Cost cost;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
 };
 
 enum class StopReason { stop, length, tool_use, error, aborted };
@@ -75,7 +78,7 @@ enum class StopReason { stop, length, tool_use, error, aborted };
 struct UserMessage {
   UserContent content;
   std::int64_t timestamp = 0;  // Unix ms
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
   bool has_timestamp = true;  // see the note at the top
 };
 
@@ -88,7 +91,7 @@ struct AssistantMessage {
   StopReason stop_reason = StopReason::stop;
   std::optional<std::string> error_message;
   std::int64_t timestamp = 0;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
   bool has_timestamp = true;  // see the note at the top
 };
 
@@ -99,7 +102,7 @@ struct ToolResultMessage {
   std::optional<Json> details;
   bool is_error = false;
   std::int64_t timestamp = 0;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
   bool has_timestamp = true;  // see the note at the top
 };
 
@@ -111,7 +114,7 @@ struct CustomMessage {
   bool display = true;
   std::optional<Json> details;
   std::int64_t timestamp = 0;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
   bool has_timestamp = true;  // see the note at the top
 };
 
@@ -119,7 +122,7 @@ struct BranchSummaryMessage {
   std::string summary;
   std::string from_id;
   std::int64_t timestamp = 0;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
   bool has_timestamp = true;  // see the note at the top
 };
 
@@ -127,7 +130,7 @@ struct CompactionSummaryMessage {
   std::string summary;
   std::int64_t tokens_before = 0;
   std::int64_t timestamp = 0;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
   bool has_timestamp = true;  // see the note at the top
 };
 
@@ -142,7 +145,7 @@ struct BashExecutionMessage {
   std::optional<std::string> full_output_path;
   bool exclude_from_context = false;
   std::int64_t timestamp = 0;
-  Json extra = Json::object();
+  Json extra;  // null or an object (see above)
   bool has_timestamp = true;  // see the note at the top
   // How an absent exit code and a false excludeFromContext were written
   // (older pi writes `"exitCode": null`), so the record re-encodes identically.

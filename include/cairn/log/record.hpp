@@ -114,7 +114,7 @@ struct TreeEntry {
   // The ref whose leaf this append moved. Absent reads as "main" (pi files).
   std::optional<std::string> ref;
   TreeBody body;
-  Json extra = Json::object();
+  Json extra;  // unknown keys: null or an object, as a message's (message.hpp)
 };
 
 // A tree entry whose id is allocated (and persisted inside a harness record)
