@@ -57,6 +57,9 @@ enum class Errc {
   unknown_template,    // prompt_from_template() of a template they do not have
   closed,              // the harness was closed
   invalid_arguments,   // a tool call's arguments that do not match the tool's schema
+  unknown_input,       // respond() naming no input request of the ref's open operation
+  already_resolved,    // respond() to an input request that has its answer already
+  invalid_response,    // a response that does not fit its request (allow to a question, edited arguments not an object, a bad rule)
 
   // ---- harness: failed, the operation ended in order, durably ----
   retries_exhausted,      // every allowed attempt of a request failed

@@ -320,6 +320,13 @@ RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
     if (auto refused = unresumable(*rt)) {
       return RunResult{.outcome = Outcome::rejected, .kind = std::string(to_string(rt->op->kind)), .run_id = rt->op->id, .error = std::move(refused)};
     }
+    if (!rt->op->cancelled) {
+      // Nothing to do until a human answers: the model is not asked again.
+      if (auto pending = rt->op->pending_inputs(); !pending.empty()) {
+        return RunResult{.outcome = Outcome::awaiting_input, .kind = std::string(to_string(rt->op->kind)),
+                         .run_id = rt->op->id, .awaiting_input = std::move(pending)};
+      }
+    }
     rt->active = true;
     rt->status = rt->op->cancelled ? OperationStatus::cancelling : OperationStatus::running;
     renew(rt->cancel);
@@ -420,7 +427,10 @@ QueueResult HarnessCore::enqueue(const std::shared_ptr<RefRuntime>& rt, QueueKin
       std::lock_guard lock(mu);
       if (auto refused = refusal(*rt)) return QueueResult{refused->outcome, std::move(refused->error)};
       if (queue != QueueKind::next_run) {
-        if (!rt->op || !rt->active || rt->op->cancelled || rt->finishing || rt->op->kind != OperationKind::run) {
+        // A run parked awaiting input takes them too: they are read after
+        // the answer, at its next checkpoint.
+        const bool running = rt->op && (rt->active || idle_status(*rt) == OperationStatus::awaiting_input);
+        if (!running || rt->op->cancelled || rt->finishing || rt->op->kind != OperationKind::run) {
           return QueueResult{Outcome::rejected,
                              Error(Errc::no_active_run, fmt::format("ref '{}' has no active run to {}", rt->name,
                                                                     queue == QueueKind::steer ? "steer" : "follow up"))};

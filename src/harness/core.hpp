@@ -123,6 +123,10 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
   RunResult run_structural(const std::shared_ptr<RefRuntime>& rt, OperationIntent intent);
   RunResult resume(const std::shared_ptr<RefRuntime>& rt);
   AbortResult abort(const std::shared_ptr<RefRuntime>& rt);
+  InputResult respond(const std::shared_ptr<RefRuntime>& rt, const std::string& request_id, InputResponse response);
+  // The approval policy's verdict on a call, the session's remembered rules
+  // applied (takes mu).
+  ApprovalVerdict approve(const ApprovalCall& call);
   QueueResult enqueue(const std::shared_ptr<RefRuntime>& rt, QueueKind queue, AgentMessage message);
   // A tree write on the ref: appended now when idle, deferred while it runs.
   Result<std::string> write(const std::shared_ptr<RefRuntime>& rt, TreeEntry entry);
@@ -157,6 +161,7 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
                    std::optional<SuspendedOperation::Damaged>& damaged);
   Status note_missing(const std::string& ref, const OpState& op, SuspendedOperation::Missing& missing);
   Status restore_next_run(RefRuntime& rt);
+  Status restore_remembered();
 
   // Acceptance's steps (acceptance.cpp).
   std::optional<Refusal> reserve(RefRuntime& rt);  // takes mu
@@ -178,6 +183,9 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
   HarnessOptions options;  // config: guarded by mu
   std::map<std::string, std::shared_ptr<RefRuntime>, std::less<>> refs;
   std::map<std::string, std::shared_ptr<const ArgumentValidator>, std::less<>> validators;
+  // Rules that answers asked to remember ("always"), from every ref's
+  // input_resolved records: session-wide, in the order they were given.
+  std::vector<ApprovalRule> remembered;
   bool faulted = false;
   bool closed = false;
 };
@@ -200,6 +208,16 @@ void call_hooks(HarnessCore& core, const std::string& ref, const std::optional<s
       core.report_handler_error(ref, run_id, "hook", std::string(name), e.what());
     }
   }
+}
+
+// The status of an open operation no thread runs: cancelling, awaiting
+// input or suspended. Called with mu held.
+inline OperationStatus idle_status(const RefRuntime& rt) {
+  if (rt.op->cancelled) return OperationStatus::cancelling;
+  for (const auto& input : rt.op->inputs) {
+    if (!input.resolution) return OperationStatus::awaiting_input;
+  }
+  return OperationStatus::suspended;
 }
 
 // The queues' contents as queue_update lists them. Called with mu held.

@@ -38,6 +38,8 @@ std::string_view to_string(EventType type) {
     case EventType::navigation_end: return "navigation_end";
     case EventType::ref_created: return "ref_created";
     case EventType::ref_deleted: return "ref_deleted";
+    case EventType::input_requested: return "input_requested";
+    case EventType::input_resolved: return "input_resolved";
     case EventType::context_usage: return "context_usage";
   }
   return "unknown";

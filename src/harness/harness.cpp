@@ -20,6 +20,7 @@ std::string_view to_string(Outcome outcome) {
     case Outcome::aborted: return "aborted";
     case Outcome::cancelled: return "cancelled";
     case Outcome::faulted: return "faulted";
+    case Outcome::awaiting_input: return "awaiting_input";
   }
   return "unknown";
 }
@@ -29,6 +30,7 @@ std::string_view to_string(OperationStatus status) {
     case OperationStatus::running: return "running";
     case OperationStatus::suspended: return "suspended";
     case OperationStatus::cancelling: return "cancelling";
+    case OperationStatus::awaiting_input: return "awaiting_input";
   }
   return "unknown";
 }
@@ -128,6 +130,7 @@ Result<std::vector<SuspendedOperation>> HarnessCore::restore() {
     if (auto queued = restore_next_run(*rt); !queued) return std::unexpected(queued.error());
     refs.emplace(info.name, std::move(rt));
   }
+  if (auto rules = restore_remembered(); !rules) return std::unexpected(rules.error());
   return suspended;
 }
 
@@ -173,7 +176,10 @@ Result<SuspendedOperation> HarnessCore::restore_operation(RefRuntime& rt, const 
   } else if (!s.damaged) {
     if (auto noted = note_missing(rt.name, op, s.missing); !noted) return std::unexpected(noted.error());
   }
-  rt.status = op.cancelled ? OperationStatus::cancelling : OperationStatus::suspended;
+  s.awaiting_input = op.pending_inputs();
+  rt.status = op.cancelled                  ? OperationStatus::cancelling
+              : !s.awaiting_input.empty() ? OperationStatus::awaiting_input
+                                          : OperationStatus::suspended;
   rt.op = std::move(op);
   rt.suspended = s;
   return s;
@@ -387,7 +393,7 @@ std::vector<RefStatus> AgentHarness::refs() const {
     std::lock_guard lock(core_->mu);
     for (const auto& [name, rt] : core_->refs) {
       RefStatus status{.name = name};
-      if (rt->op) status.run = RefStatus::Run{rt->op->id, std::string(to_string(rt->op->kind)), rt->active ? rt->status : (rt->op->cancelled ? OperationStatus::cancelling : OperationStatus::suspended)};
+      if (rt->op) status.run = RefStatus::Run{rt->op->id, std::string(to_string(rt->op->kind)), rt->active ? rt->status : idle_status(*rt)};
       out.push_back(std::move(status));
     }
   }
@@ -510,6 +516,19 @@ AbortResult AgentRef::abort() {
   auto rt = core_->find_ref(name_);
   if (!rt) return unknown_ref<AbortResult>(name_);
   return core_->abort(rt);
+}
+
+std::vector<PendingInput> AgentRef::pending_inputs() const {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return {};
+  std::lock_guard lock(core_->mu);
+  return rt->op ? rt->op->pending_inputs() : std::vector<PendingInput>{};
+}
+
+InputResult AgentRef::respond(const std::string& request_id, InputResponse response) {
+  auto rt = core_->find_ref(name_);
+  if (!rt) return unknown_ref<InputResult>(name_);
+  return core_->respond(rt, request_id, std::move(response));
 }
 
 namespace {

@@ -53,6 +53,26 @@ bool ToolBatch::unresolved() const {
   return std::any_of(calls.begin(), calls.end(), [](const ToolCallState& c) { return !c.result_exists; });
 }
 
+const InputState* OpState::input_for(std::string_view assistant_entry_id, std::int64_t index) const {
+  for (const auto& input : inputs) {
+    if (input.request.assistant_entry_id == assistant_entry_id && input.request.tool_index == index) return &input;
+  }
+  return nullptr;
+}
+
+std::vector<PendingInput> OpState::pending_inputs() const {
+  std::vector<PendingInput> pending;
+  for (const auto& input : inputs) {
+    if (input.resolution) continue;
+    const InputRequested& r = input.request;
+    pending.push_back(PendingInput{.id = input.id, .ref = ref, .run_id = id, .kind = r.kind,
+                                   .tool_call_id = r.tool_call_id, .tool_name = r.tool_name, .arguments = r.arguments,
+                                   .rule = r.rule, .question = r.question, .choices = r.choices, .seq = input.seq,
+                                   .requested_at = input.requested_at});
+  }
+  return pending;
+}
+
 OpState open_operation(const HarnessRecord& started, std::int64_t seq) {
   const auto& body = std::get<OperationStarted>(started.body);
   OpState op;
@@ -136,6 +156,28 @@ Status reduce(OpState& op, const Record& record) {
                                                    record.seq, body.tool_call_id, body.tool_index));
           }
           it->started = body;
+        } else if constexpr (std::is_same_v<B, InputRequested>) {
+          const bool in_batch = op.tool_batch && op.tool_batch->assistant_entry_id == body.assistant_entry_id;
+          const auto& calls = in_batch ? op.tool_batch->calls : std::vector<ToolCallState>{};
+          auto it = std::find_if(calls.begin(), calls.end(),
+                                 [&](const ToolCallState& c) { return c.index == body.tool_index; });
+          if (it == calls.end() || it->call_id != body.tool_call_id || it->started || it->result_exists ||
+              op.input_for(body.assistant_entry_id, body.tool_index)) {
+            return fail(Errc::corrupt_log, fmt::format("seq {}: input_requested for call '{}' at index {}, which the "
+                                                   "run's newest tool batch does not hold unstarted and unasked",
+                                                   record.seq, body.tool_call_id, body.tool_index));
+          }
+          op.inputs.push_back(InputState{.id = harness->id, .seq = record.seq, .requested_at = harness->timestamp,
+                                         .request = body});
+        } else if constexpr (std::is_same_v<B, InputResolved>) {
+          auto it = std::find_if(op.inputs.begin(), op.inputs.end(),
+                                 [&](const InputState& input) { return input.id == body.request_id; });
+          if (it == op.inputs.end() || it->resolution) {
+            return fail(Errc::corrupt_log, fmt::format("seq {}: input_resolved for request '{}', which the run {}",
+                                                   record.seq, body.request_id,
+                                                   it == op.inputs.end() ? "did not make" : "has had answered"));
+          }
+          it->resolution = body;
         } else if constexpr (std::is_same_v<B, QueueEnqueued>) {
           if (body.queue == queue_name(QueueKind::steer)) op.pending_steer.push_back(body.target);
           if (body.queue == queue_name(QueueKind::follow_up)) op.pending_follow_up.push_back(body.target);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cairn/error.hpp"
+#include "cairn/harness/results.hpp"
 #include "cairn/harness/tool.hpp"
 #include "cairn/log/record.hpp"
 
@@ -50,6 +51,15 @@ struct ToolBatch {
   bool unresolved() const;
 };
 
+// One input request of the operation, and its answer once there is one.
+struct InputState {
+  std::string id;
+  std::int64_t seq = 0;
+  std::string requested_at;
+  InputRequested request;
+  std::optional<InputResolved> resolution;
+};
+
 struct OpState {
   std::string id;
   OperationKind kind = OperationKind::run;
@@ -80,6 +90,13 @@ struct OpState {
   std::optional<AssistantMessage> last_assistant;
   // This run's message entries, oldest first.
   std::vector<std::string> message_ids;
+  // Its input requests, oldest first.
+  std::vector<InputState> inputs;
+
+  // The request about call `index` of the batch of `assistant_entry_id`, if any.
+  const InputState* input_for(std::string_view assistant_entry_id, std::int64_t index) const;
+  // The requests with no answer yet, as the API lists them.
+  std::vector<PendingInput> pending_inputs() const;
 };
 
 // Starts the state of the operation opened by `started` (at `seq`).

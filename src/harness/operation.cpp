@@ -42,6 +42,9 @@ RunResult Operation::run() {
       return procedure();
     } catch (const RunCancelled&) {
       return cancellation_path();
+    } catch (const RunWaiting&) {
+      if (auto parked = park()) return *parked;
+      return cancellation_path();
     } catch (const RunFailed& failure) {
       return failed(failure.error);
     }
@@ -261,6 +264,32 @@ std::optional<RunResult> Operation::finish(Outcome outcome, std::optional<Error>
                               : ended == OperationKind::compaction ? EventType::compaction_end
                                                                    : EventType::navigation_end;
   core_.publish(event(end_event, std::move(data), seq));
+  for (auto& callback : callbacks) callback();
+  core_.bus.flush();
+  return result;
+}
+
+std::optional<RunResult> Operation::park() {
+  RunResult result{.outcome = Outcome::awaiting_input, .kind = std::string(cairn::to_string(kind())), .run_id = run_id_};
+  std::vector<std::function<void()>> callbacks;
+  {
+    // Under the ref's lock, as abort() decides under it whether a thread
+    // runs the operation: an abort either came first (the cancellation
+    // path runs here) or finds the operation parked and ends it itself.
+    std::lock_guard ref_lock(rt_->ref_mu);
+    std::lock_guard lock(core_.mu);
+    if (rt_->op->cancelled) return std::nullopt;
+    result.awaiting_input = rt_->op->pending_inputs();
+    SuspendedOperation s{.ref = rt_->name, .kind = result.kind, .id = run_id_, .started_at = rt_->op->started_at};
+    s.awaiting_input = result.awaiting_input;
+    rt_->suspended = std::move(s);
+    rt_->active = false;
+    rt_->status = OperationStatus::awaiting_input;
+    rt_->streaming.reset();
+    rt_->running_tools.clear();
+    rt_->retry.reset();
+    core_.became_idle(*rt_, callbacks);
+  }
   for (auto& callback : callbacks) callback();
   core_.bus.flush();
   return result;

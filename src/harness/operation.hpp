@@ -3,10 +3,11 @@
 // operation's state, announcing it, the hooks, one generation cycle, and
 // the operation's end (operation_finished, the end event, idle).
 //
-// Three internal exceptions unwind a procedure, all caught in
+// Four internal exceptions unwind a procedure, all caught in
 // Operation::run(): RunFailed (an orderly, durable failure), AppendFailed
-// (the log stopped accepting: the harness faults) and RunCancelled (to the
-// cancellation path). They never leave src/harness; the API returns results.
+// (the log stopped accepting: the harness faults), RunCancelled (to the
+// cancellation path) and RunWaiting (the run parks awaiting input). They
+// never leave src/harness; the API returns results.
 #pragma once
 
 #include <chrono>
@@ -32,6 +33,9 @@ struct RunFailed {
   Error error;
 };
 struct RunCancelled {};
+// The run appended an input request (or found one unanswered) and waits
+// for its answer: it parks (Operation::park) and resume() continues it.
+struct RunWaiting {};
 
 // Runs `rt`'s open operation to its end on this thread: the procedure its
 // intent names. `recovery`: resumed from the log (events say so).
@@ -216,6 +220,10 @@ class Operation {
   // here) or is refused / applied after the operation closed.
   std::optional<RunResult> finish(Outcome outcome, std::optional<Error> error, bool unless_pending = false);
   RunResult fault(Error error);
+  // Leaves the operation open and unrun, awaiting the answers to its input
+  // requests; a cancellation that came meanwhile takes the cancellation
+  // path instead.
+  std::optional<RunResult> park();
 
   HarnessCore& core_;
   std::shared_ptr<RefRuntime> rt_;

@@ -78,7 +78,12 @@ class RunProcedure final : public Operation {
   bool runs_in_parallel(const std::vector<const ToolCallState*>& open);
   void run_parallel(const std::vector<const ToolCallState*>& open, const std::string& assistant_id,
                     const std::string& step_id, BatchResults& results);
-  PendingCall prepare(const ToolCallState& call);
+  PendingCall prepare(const ToolCallState& call, const std::string& assistant_id);
+  // approval_gate.cpp: the policy's verdict, or the answer to the call's
+  // input request; throws RunWaiting while that request has no answer.
+  void gate(PendingCall& p, const std::string& assistant_id);
+  void ask(InputRequested request);
+  void apply_answer(PendingCall& p, const InputState& input);
   PendingCall resumed_call(const ToolCallState& call);
   bool before_tool(PendingCall& p);
   void start(PendingCall& p, const std::string& assistant_id, const std::string& step_id);

@@ -73,7 +73,7 @@ Json RunProcedure::reconcile_tool_batch(const ToolBatch& batch, const std::strin
     } else {
       for (const ToolCallState* call : open) {
         check_cancelled();
-        PendingCall p = prepare(*call);
+        PendingCall p = prepare(*call, batch.assistant_entry_id);
         if (!p.result) start(p, batch.assistant_entry_id, step_id);
         if (!p.result) p.result = execute(p, cancel_, step_id);
         end_call(p, step_id, results);
@@ -82,6 +82,7 @@ Json RunProcedure::reconcile_tool_batch(const ToolBatch& batch, const std::strin
   } catch (const RunCancelled&) {
     // The calls not answered are the cancellation path's.
   }
+  // (RunWaiting goes on up: the run parks, and its resume answers the rest.)
   std::sort(results.begin(), results.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   Json out = Json::array();
   for (auto& [index, result] : results) out.push_back(std::move(result));
@@ -133,11 +134,11 @@ void RunProcedure::run_parallel(const std::vector<const ToolCallState*>& open, c
     calls[slot].result = std::move(result);
     end_call(calls[slot], step_id, results);
   };
-  bool cancelled = false;
+  bool cancelled = false, waiting = false;
   try {
     for (const ToolCallState* call : open) {
       check_cancelled();
-      PendingCall& p = calls.emplace_back(prepare(*call));
+      PendingCall& p = calls.emplace_back(prepare(*call, assistant_id));
       if (!p.result) {
         while (running >= kMaxParallelCalls) take_one();
         start(p, assistant_id, step_id);
@@ -154,15 +155,19 @@ void RunProcedure::run_parallel(const std::vector<const ToolCallState*>& open, c
     }
   } catch (const RunCancelled&) {
     cancelled = true;  // what started runs to its end below
+  } catch (const RunWaiting&) {
+    waiting = true;  // the same: the calls after it wait with it
   }
   while (running > 0) take_one();
   if (cancelled) throw RunCancelled{};
+  if (waiting) throw RunWaiting{};
 }
 
 // Decides what answers `call`: for a call that began before a crash, see
 // resumed_call; for a new call, the checks before its start — arguments
-// that are JSON, an active tool, valid arguments, before_tool.
-RunProcedure::PendingCall RunProcedure::prepare(const ToolCallState& call) {
+// that are JSON, an active tool, valid arguments, before_tool, and the
+// approval policy (approval_gate.cpp), which may make the run wait.
+RunProcedure::PendingCall RunProcedure::prepare(const ToolCallState& call, const std::string& assistant_id) {
   if (call.started) return resumed_call(call);
   PendingCall p{.call = call, .args = call.args};
   check_cancelled();
@@ -181,7 +186,10 @@ RunProcedure::PendingCall RunProcedure::prepare(const ToolCallState& call) {
       return p;
     }
   }
-  if (before_tool(p)) p.tool = *tool;
+  if (before_tool(p)) {
+    p.tool = *tool;
+    gate(p, assistant_id);
+  }
   return p;
 }
 

@@ -45,6 +45,9 @@ std::string_view to_string(Errc code) {
     case Errc::unknown_template: return "unknown_template";
     case Errc::closed: return "closed";
     case Errc::invalid_arguments: return "invalid_arguments";
+    case Errc::unknown_input: return "unknown_input";
+    case Errc::already_resolved: return "already_resolved";
+    case Errc::invalid_response: return "invalid_response";
     case Errc::retries_exhausted: return "retries_exhausted";
     case Errc::provider_error: return "provider_error";
     case Errc::context_overflow: return "context_overflow";

@@ -333,6 +333,39 @@ void check_harness_body(Checks& c, const HarnessBody& body) {
                    c.non_empty("at", b.at);
                  },
                  [&](const RefDeleted& b) { c.non_empty("name", b.name); },
+                 [&](const InputRequested& b) {
+                   c.non_empty("runId", b.run_id);
+                   c.one_of("kind", b.kind, {"approval", "question"});
+                   c.non_empty("assistantEntryId", b.assistant_entry_id);
+                   c.at_least("toolIndex", b.tool_index, 0);
+                   c.non_empty("toolCallId", b.tool_call_id);
+                   c.non_empty("toolName", b.tool_name);
+                   c.object("arguments", b.arguments);
+                   c.non_empty("rule", b.rule);
+                   if (b.kind == "question") {
+                     if (!b.question) c.fail("question", "missing (a question request asks one)");
+                     if (b.rule) c.fail("rule", "not allowed on a question request");
+                   } else {
+                     if (!b.rule) c.fail("rule", "missing (an approval request names the rule that asked)");
+                     if (b.question) c.fail("question", "not allowed on an approval request");
+                     if (!b.choices.empty()) c.fail("choices", "not allowed on an approval request");
+                   }
+                 },
+                 [&](const InputResolved& b) {
+                   c.non_empty("runId", b.run_id);
+                   c.non_empty("requestId", b.request_id);
+                   c.one_of("decision", b.decision, {"allow", "deny", "answer"});
+                   c.non_empty("by", b.by);
+                   c.non_empty("remember", b.remember);
+                   if (b.arguments) c.object("arguments", *b.arguments);
+                   if (b.decision != "allow" && (b.arguments || b.remember)) {
+                     c.fail(b.arguments ? "arguments" : "remember", "allowed only with decision allow");
+                   }
+                   if (b.decision != "deny" && b.reason) c.fail("reason", "allowed only with decision deny");
+                   if ((b.decision == "answer") != b.answer.has_value()) {
+                     c.fail("answer", b.answer ? "allowed only with decision answer" : "missing (decision answer carries it)");
+                   }
+                 },
                  [&](const Damaged& b) {
                    c.non_empty("runId", b.run_id);
                    c.non_empty("name", b.name);

@@ -106,6 +106,28 @@ void encode_harness_body(Json& out, const HarnessBody& body) {
                    out["at"] = optional_string_json(b.at);
                  },
                  [&](const RefDeleted& b) { out["name"] = b.name; },
+                 [&](const InputRequested& b) {
+                   out["runId"] = b.run_id;
+                   out["kind"] = b.kind;
+                   out["assistantEntryId"] = b.assistant_entry_id;
+                   out["toolIndex"] = b.tool_index;
+                   out["toolCallId"] = b.tool_call_id;
+                   out["toolName"] = b.tool_name;
+                   out["arguments"] = b.arguments;
+                   if (b.rule) out["rule"] = *b.rule;
+                   if (b.question) out["question"] = *b.question;
+                   if (!b.choices.empty()) out["choices"] = b.choices;
+                 },
+                 [&](const InputResolved& b) {
+                   out["runId"] = b.run_id;
+                   out["requestId"] = b.request_id;
+                   out["decision"] = b.decision;
+                   if (b.arguments) out["arguments"] = *b.arguments;
+                   if (b.remember) out["remember"] = *b.remember;
+                   if (b.reason) out["reason"] = *b.reason;
+                   if (b.answer) out["answer"] = *b.answer;
+                   out["by"] = b.by;
+                 },
                  [&](const Damaged& b) {
                    if (b.run_id) out["runId"] = *b.run_id;
                    if (b.name) out["name"] = *b.name;
@@ -217,6 +239,46 @@ ToolStarted decode_tool_started(ObjectReader& r) {
   return b;
 }
 
+InputRequested decode_input_requested(ObjectReader& r) {
+  InputRequested b;
+  b.run_id = r.string("runId");
+  b.kind = r.string("kind");
+  b.assistant_entry_id = r.string("assistantEntryId");
+  b.tool_index = r.integer("toolIndex");
+  b.tool_call_id = r.string("toolCallId");
+  b.tool_name = r.string("toolName");
+  b.arguments = r.object("arguments");
+  b.rule = r.optional_string("rule");
+  b.question = r.optional_string("question");
+  if (const Json* choices = r.optional("choices")) {
+    if (!choices->is_array()) {
+      r.fail_at("choices", "expected an array of strings");
+    } else {
+      for (const Json& choice : *choices) {
+        if (!choice.is_string()) {
+          r.fail_at("choices", "expected an array of strings");
+          break;
+        }
+        b.choices.push_back(choice.get<std::string>());
+      }
+    }
+  }
+  return b;
+}
+
+InputResolved decode_input_resolved(ObjectReader& r) {
+  InputResolved b;
+  b.run_id = r.string("runId");
+  b.request_id = r.string("requestId");
+  b.decision = r.string("decision");
+  b.arguments = r.optional_object("arguments");
+  b.remember = r.optional_string("remember");
+  b.reason = r.optional_string("reason");
+  b.answer = r.optional_string("answer");
+  b.by = r.string("by");
+  return b;
+}
+
 HarnessBody decode_harness_body(RecordType type, ObjectReader& r) {
   switch (type) {
     case RecordType::operation_started:
@@ -254,6 +316,10 @@ HarnessBody decode_harness_body(RecordType type, ObjectReader& r) {
     }
     case RecordType::ref_deleted:
       return RefDeleted{r.string("name")};
+    case RecordType::input_requested:
+      return decode_input_requested(r);
+    case RecordType::input_resolved:
+      return decode_input_resolved(r);
     case RecordType::damaged: {
       Damaged b;
       b.run_id = r.optional_string("runId");
@@ -293,6 +359,8 @@ std::string_view run_id_of(const HarnessRecord& record) {
                         [](const WriteDeferred& b) { return std::string_view(b.run_id); },
                         [](const RefCreated&) { return std::string_view(); },
                         [](const RefDeleted&) { return std::string_view(); },
+                        [](const InputRequested& b) { return std::string_view(b.run_id); },
+                        [](const InputResolved& b) { return std::string_view(b.run_id); },
                         [](const Damaged& b) { return b.run_id ? std::string_view(*b.run_id) : std::string_view(); },
                     },
                     record.body);

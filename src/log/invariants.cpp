@@ -109,8 +109,15 @@ Status check_invariants(const RecordMeta& stored, const LogStateView& state) {
                                                   record.ref, *slot->open_operation));
       }
       return {};
+    case RecordType::input_resolved:
+      if (!record.target_id || state.type_of_id(*record.target_id) != RecordType::input_requested) {
+        return fail(Errc::invalid_record, fmt::format("seq {}: input_resolved answers '{}', which is no earlier "
+                                                      "input_requested",
+                                                      record.seq, record.target_id.value_or("")));
+      }
+      [[fallthrough]];
     case RecordType::queue_enqueued:
-      if (record.run_id.empty()) return {};  // a next-run item belongs to no operation
+      if (record.type == RecordType::queue_enqueued && record.run_id.empty()) return {};  // a next-run item belongs to no operation
       [[fallthrough]];
     default:
       if (!slot->open_operation || *slot->open_operation != record.run_id) {

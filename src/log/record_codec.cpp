@@ -25,7 +25,7 @@ using detail::ObjectReader;
 
 namespace {
 
-constexpr std::array<std::pair<RecordType, std::string_view>, 22> kTypeNames{{
+constexpr std::array<std::pair<RecordType, std::string_view>, 24> kTypeNames{{
     {RecordType::message, "message"},
     {RecordType::model_change, "model_change"},
     {RecordType::thinking_level_change, "thinking_level_change"},
@@ -47,6 +47,8 @@ constexpr std::array<std::pair<RecordType, std::string_view>, 22> kTypeNames{{
     {RecordType::write_deferred, "write_deferred"},
     {RecordType::ref_created, "ref_created"},
     {RecordType::ref_deleted, "ref_deleted"},
+    {RecordType::input_requested, "input_requested"},
+    {RecordType::input_resolved, "input_resolved"},
     {RecordType::damaged, "damaged"},
 }};
 
@@ -100,7 +102,7 @@ static_assert(std::variant_size_v<TreeBody> == static_cast<std::size_t>(RecordTy
 static_assert(std::variant_size_v<HarnessBody> ==
               static_cast<std::size_t>(RecordType::damaged) - static_cast<std::size_t>(RecordType::operation_started) + 1);
 static_assert(std::is_same_v<std::variant_alternative_t<11, TreeBody>, DamagedEntry>);
-static_assert(std::is_same_v<std::variant_alternative_t<9, HarnessBody>, Damaged>);
+static_assert(std::is_same_v<std::variant_alternative_t<11, HarnessBody>, Damaged>);
 
 // ---- tree entry bodies ------------------------------------------------------
 

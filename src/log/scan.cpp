@@ -29,7 +29,7 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
     std::string_view text;
   };
   RecordMeta meta;
-  Field type, id, parent, ref, run, target, at, name, custom_type, was;
+  Field type, id, parent, ref, run, target, at, name, custom_type, was, request;
   bool has_seq = false, seq_ok = false, ignorable = false;
   std::string_view role;
   std::string_view bad_field;
@@ -66,6 +66,7 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
       case 'r':
         if (key == "ref") take(ref, value, key);
         else if (key == "runId") take(run, value, key);
+        else if (key == "requestId") take(request, value, key);
         break;
       case 'a':
         if (key == "at") take(at, value, key);
@@ -162,6 +163,9 @@ Result<RecordMeta> scan_line(std::string_view line, bool padded) {
       meta.name = name.text;
       meta.target_id = optional_text(at);
       break;
+    case RecordType::input_resolved:
+      meta.target_id = optional_text(request);  // the request it answers
+      [[fallthrough]];
     default:
       if (run.is_null) return fail(Errc::invalid_record, "runId: expected a string, found null");
       meta.run_id = run.text;
@@ -203,6 +207,7 @@ RecordMeta meta_of(const Record& record) {
       meta.target_id = view(created->at);
     }
     if (const auto* deleted = std::get_if<RefDeleted>(&harness->body)) meta.name = deleted->name;
+    if (const auto* resolved = std::get_if<InputResolved>(&harness->body)) meta.target_id = resolved->request_id;
     if (const auto* damaged = std::get_if<Damaged>(&harness->body)) {
       if (damaged->damage.was) meta.custom_type = *damaged->damage.was;
       if (damaged->name) meta.name = *damaged->name;

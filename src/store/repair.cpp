@@ -145,7 +145,8 @@ std::optional<RecordType> infer_type(const Hint& hint) {
   if (has("intent")) return RecordType::operation_started;
   if (has("outcome")) return RecordType::operation_finished;
   if (has("purpose")) return RecordType::generation_started;
-  if (has("toolCallId")) return RecordType::tool_started;
+  if (has("requestId")) return RecordType::input_resolved;
+  if (has("toolCallId")) return has("kind") ? RecordType::input_requested : RecordType::tool_started;
   if (has("queue")) return RecordType::queue_enqueued;
   if (has("target")) return RecordType::write_deferred;
   if (has("reason") && has("runId")) return RecordType::operation_cancelled;

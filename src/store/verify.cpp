@@ -152,6 +152,7 @@ Result<VerifyReport> verify(const Session& session) {
   Check tool_starts{"6 at most one tool_started per (assistantEntryId, toolIndex)"};
   Check attempts{"7 generation attempts count 1, 2, 3... between a ref's entries"};
   Check checksums{"8 every record carries its checksum"};
+  Check inputs{"13 an asked tool call starts only after an allow for it; each input request is resolved at most once"};
   std::vector<std::int64_t> placeholders;  // seqs of records cairn repair replaced
 
   // Every id seen, with its tree entry's node (kNotAnEntry for other records).
@@ -169,6 +170,15 @@ Result<VerifyReport> verify(const Session& session) {
     std::string run;
   };
   std::unordered_map<std::string, AttemptState> attempt_state;
+  struct InputState {
+    std::int64_t seq = 0;
+    std::string run;
+    std::string kind;
+    std::optional<std::string> decision;  // set once resolved
+    std::int64_t resolved_seq = 0;
+  };
+  std::unordered_map<std::string, InputState> input_requests;                       // request id → state
+  std::map<std::pair<std::string, std::int64_t>, std::string> asked_calls;          // (assistant entry, index) → request id
 
   std::int64_t unchecked = 0;  // records of a format-1 session, written before checksums
   // The log a page at a time: a long session's lines are not all held at once.
@@ -314,7 +324,39 @@ Result<VerifyReport> verify(const Session& session) {
         fail(closes, fmt::format("seq {}: {} names run {}, which is not open on ref '{}'", line.seq,
                                 to_string(meta.type), run, harness.ref));
       }
+      if (const auto* asked = std::get_if<InputRequested>(&harness.body)) {
+        input_requests[harness.id] = InputState{.seq = line.seq, .run = asked->run_id, .kind = asked->kind};
+        asked_calls[{asked->assistant_entry_id, asked->tool_index}] = harness.id;
+      }
+      if (const auto* answer = std::get_if<InputResolved>(&harness.body)) {
+        auto it = input_requests.find(answer->request_id);
+        if (it == input_requests.end()) {
+          fail(inputs, fmt::format("seq {}: input_resolved answers '{}', which no earlier input_requested asked",
+                                   line.seq, answer->request_id));
+        } else if (it->second.decision) {
+          fail(inputs, fmt::format("seq {}: input request {} (seq {}) was already resolved ({}) at seq {}", line.seq,
+                                   answer->request_id, it->second.seq, *it->second.decision, it->second.resolved_seq));
+        } else if (it->second.run != answer->run_id) {
+          fail(inputs, fmt::format("seq {}: input request {} belongs to run {}, not {}", line.seq, answer->request_id,
+                                   it->second.run, answer->run_id));
+        } else if ((it->second.kind == "approval") == (answer->decision == "answer")) {
+          fail(inputs, fmt::format("seq {}: decision {} does not answer a {} request", line.seq, answer->decision,
+                                   it->second.kind));
+        } else {
+          it->second.decision = answer->decision;
+          it->second.resolved_seq = line.seq;
+        }
+      }
       if (const auto* tool = std::get_if<ToolStarted>(&harness.body)) {
+        if (auto asked = asked_calls.find({tool->assistant_entry_id, tool->tool_index}); asked != asked_calls.end()) {
+          const InputState& request = input_requests[asked->second];
+          if (request.decision != "allow") {
+            fail(inputs, fmt::format("seq {}: tool {} ({}) started, but input request {} (seq {}) {}", line.seq,
+                                     tool->tool_name, tool->tool_call_id, asked->second, request.seq,
+                                     request.decision ? fmt::format("was resolved {}", *request.decision)
+                                                      : std::string("has no allow before it")));
+          }
+        }
         auto [it, inserted] = started_tools.emplace(std::pair{tool->assistant_entry_id, tool->tool_index}, line.seq);
         if (!inserted) {
           fail(tool_starts, fmt::format("seq {}: tool {} of {} already started at seq {}", line.seq, tool->tool_index,
@@ -361,7 +403,7 @@ Result<VerifyReport> verify(const Session& session) {
   VerifyReport report;
   report.records = records;
   for (Check* check : {&decode, &seqs, &parents, &refs_exist, &one_open, &closes, &results, &tool_starts, &attempts,
-                       &checksums}) {
+                       &checksums, &inputs}) {
     report.checks.push_back(std::move(*check));
   }
   return report;

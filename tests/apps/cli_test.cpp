@@ -379,6 +379,50 @@ TEST_F(CliTest, VerifyFailsOnRepeatedToolStartsAndSkippedAttempts) {
   EXPECT_NE(run.out.find("ok    5"), std::string::npos) << run.out;
 }
 
+TEST_F(CliTest, VerifyFailsWhereAnAskedCallStartedWithoutAnAllow) {
+  auto asked = [](std::string call_id, std::int64_t index) {
+    return InputRequested{.run_id = "run1", .kind = "approval", .assistant_entry_id = "a1", .tool_index = index,
+                          .tool_call_id = std::move(call_id), .tool_name = "ls", .arguments = Json::object(),
+                          .rule = "ls"};
+  };
+  const std::string id = session_with({
+      testing::harness(OperationStarted{std::nullopt, RunIntent{}}, "main", "run1"),
+      testing::user_entry("list files", std::nullopt, "u1"),
+      testing::harness(GenerationStarted{"run1", "step", 1, ModelRef{"faux", "m"}}),
+      testing::assistant_entry("looking", "u1", "a1", {call("call_1", "ls"), call("call_2", "ls")}),
+      testing::harness(asked("call_1", 0), "main", "q1"),
+      testing::harness(asked("call_2", 1), "main", "q2"),
+      testing::harness(InputResolved{.run_id = "run1", .request_id = "q2", .decision = "deny", .by = "ada"}, "main", "d1"),
+      // Started with no answer at all, and the other after its denial.
+      testing::harness(ToolStarted{"run1", "a1", 0, "call_1", "ls", Json::object(), "r1", "safe"}),
+      testing::harness(ToolStarted{"run1", "a1", 1, "call_2", "ls", Json::object(), "r2", "safe"}),
+  });
+  CliRun run = cairn({"verify", id});
+  EXPECT_EQ(run.status, 1) << run.out << run.err;
+  EXPECT_NE(run.out.find("FAIL  13"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("has no allow before it"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("(and 1 more)"), std::string::npos) << run.out;  // call_2, started after its denial
+}
+
+TEST_F(CliTest, VerifyFailsOnAnInputRequestAnsweredTwice) {
+  const std::string id = session_with({
+      testing::harness(OperationStarted{std::nullopt, RunIntent{}}, "main", "run1"),
+      testing::user_entry("list files", std::nullopt, "u1"),
+      testing::harness(GenerationStarted{"run1", "step", 1, ModelRef{"faux", "m"}}),
+      testing::assistant_entry("looking", "u1", "a1", {call("call_1", "ls")}),
+      testing::harness(InputRequested{.run_id = "run1", .kind = "approval", .assistant_entry_id = "a1",
+                                      .tool_index = 0, .tool_call_id = "call_1", .tool_name = "ls",
+                                      .arguments = Json::object(), .rule = "ls"},
+                       "main", "q1"),
+      testing::harness(InputResolved{.run_id = "run1", .request_id = "q1", .decision = "allow", .by = "ada"}, "main", "y1"),
+      testing::harness(InputResolved{.run_id = "run1", .request_id = "q1", .decision = "deny", .by = "bob"}, "main", "n1"),
+  });
+  CliRun run = cairn({"verify", id});
+  EXPECT_EQ(run.status, 1) << run.out << run.err;
+  EXPECT_NE(run.out.find("FAIL  13"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("already resolved (allow)"), std::string::npos) << run.out;
+}
+
 TEST_F(CliTest, VerifyFailsOnAHandBrokenFile) {
   const std::string id = demo_session();
   // An assistant message whose stopReason no reader knows, its checksum

@@ -533,7 +533,7 @@ TEST(RecordTypes, NamesAndKinds) {
     harness += is_harness_type(type);
   }
   EXPECT_EQ(tree, 12);
-  EXPECT_EQ(harness, 10);
+  EXPECT_EQ(harness, 12);
   EXPECT_FALSE(is_tree_type(RecordType::ignorable));
   EXPECT_FALSE(is_harness_type(RecordType::ignorable));
   EXPECT_EQ(parse_record_type("session"), std::nullopt);
@@ -541,6 +541,8 @@ TEST(RecordTypes, NamesAndKinds) {
   EXPECT_EQ(type_of(TreeBody{Leaf{}}), RecordType::leaf);
   EXPECT_EQ(type_of(HarnessBody{WriteDeferred{}}), RecordType::write_deferred);
   EXPECT_EQ(type_of(HarnessBody{OperationStarted{}}), RecordType::operation_started);
+  EXPECT_EQ(type_of(HarnessBody{InputRequested{}}), RecordType::input_requested);
+  EXPECT_EQ(type_of(HarnessBody{InputResolved{}}), RecordType::input_resolved);
 }
 
 HarnessRecord harness_record(HarnessBody body, std::string id = "h1") {
@@ -682,6 +684,58 @@ TEST(CheckFields, IgnorableRecordsMustBeLossless) {
   EXPECT_TRUE(check_fields(Record{0, IgnorableRecord{json}}).has_value());
   json["v"] = std::numeric_limits<double>::infinity();
   expect_fields_error(Record{0, IgnorableRecord{json}}, "v: not lossless JSON (NaN or infinity)");
+}
+
+}  // namespace
+}  // namespace cairn
+
+namespace cairn {
+namespace {
+
+TEST(InputRecords, RoundTripThroughTheCodec) {
+  expect_record_round_trip(
+      R"({"type":"input_requested","seq":7,"id":"q1","ref":"main","timestamp":"2025-01-01T00:00:00Z","runId":"op1","kind":"approval","assistantEntryId":"a1","toolIndex":0,"toolCallId":"c1","toolName":"bash","arguments":{"command":"rm -rf build"},"rule":"bash"})");
+  expect_record_round_trip(
+      R"({"type":"input_requested","seq":7,"id":"q2","ref":"main","timestamp":"2025-01-01T00:00:00Z","runId":"op1","kind":"question","assistantEntryId":"a1","toolIndex":1,"toolCallId":"c2","toolName":"ask_user","arguments":{"question":"Colour?"},"question":"Colour?","choices":["red","blue"]})");
+  expect_record_round_trip(
+      R"j({"type":"input_resolved","seq":8,"id":"r1","ref":"main","timestamp":"2025-01-01T00:00:00Z","runId":"op1","requestId":"q1","decision":"allow","arguments":{"command":"rm -rf out"},"remember":"bash(rm -rf out)","by":"ada"})j");
+  expect_record_round_trip(
+      R"({"type":"input_resolved","seq":9,"id":"r2","ref":"main","timestamp":"2025-01-01T00:00:00Z","runId":"op1","requestId":"q2","decision":"answer","answer":"blue","by":"ada"})");
+  EXPECT_EQ(run_id_of(harness_record(InputResolved{.run_id = "op3", .request_id = "q"})), "op3");
+}
+
+TEST(InputRecords, FieldRules) {
+  InputRequested approval{.run_id = "op1", .kind = "approval", .assistant_entry_id = "a1", .tool_index = 0,
+                          .tool_call_id = "c1", .tool_name = "bash", .arguments = Json::object(), .rule = "bash"};
+  EXPECT_TRUE(check_fields(valid_record(approval)).has_value());
+  auto no_rule = approval;
+  no_rule.rule.reset();
+  expect_fields_error(valid_record(no_rule), "rule: missing (an approval request names the rule that asked)");
+  auto other_kind = approval;
+  other_kind.kind = "vote";
+  expect_fields_error(valid_record(other_kind), "kind: expected one of 'approval', 'question', got 'vote'");
+  auto question = approval;
+  question.kind = "question";
+  expect_fields_error(valid_record(question), "question: missing (a question request asks one)");
+
+  InputResolved allow{.run_id = "op1", .request_id = "q1", .decision = "allow", .by = "ada"};
+  EXPECT_TRUE(check_fields(valid_record(allow)).has_value());
+  auto reason = allow;
+  reason.reason = "why";
+  expect_fields_error(valid_record(reason), "reason: allowed only with decision deny");
+  auto answer = allow;
+  answer.decision = "answer";
+  expect_fields_error(valid_record(answer), "answer: missing (decision answer carries it)");
+  auto remember = allow;
+  remember.decision = "deny";
+  remember.remember = "bash";
+  expect_fields_error(valid_record(remember), "remember: allowed only with decision allow");
+  auto nobody = allow;
+  nobody.by = "";
+  expect_fields_error(valid_record(nobody), "by: must not be empty");
+  auto maybe = allow;
+  maybe.decision = "maybe";
+  expect_fields_error(valid_record(maybe), "decision: expected one of 'allow', 'deny', 'answer', got 'maybe'");
 }
 
 }  // namespace

@@ -48,6 +48,11 @@ enum class EventType {
   navigation_end,
   ref_created,
   ref_deleted,
+  // A run asks a human (seq: input_requested; data: the PendingInput's
+  // fields) and is then parked awaiting input; input_resolved (seq: its
+  // record; data: requestId, decision, by) answers it.
+  input_requested,
+  input_resolved,
   // cairn's own: after each committed response and each compaction or
   // navigation, when someone listens: context {tokens, contextWindow,
   // percent, measured: provider | estimated | provider+estimate,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cairn/error.hpp"
+#include "cairn/harness/approval.hpp"
 #include "cairn/harness/events.hpp"
 #include "cairn/harness/hooks.hpp"
 #include "cairn/harness/results.hpp"
@@ -105,6 +106,9 @@ struct HarnessOptions {
   QueueMode follow_up_mode = QueueMode::one_at_a_time;
   // AgentMessages to provider messages, before each request.
   std::function<std::vector<LlmMessage>(const std::vector<AgentMessage>&)> convert_to_llm;
+  // Which tool calls run unasked, wait for a human's answer, or are refused.
+  // The default allows every call.
+  ApprovalPolicy approval;
   // Values (provider keys) that must reach no record, event or result: the
   // harness redacts them from model responses, streamed partials and tool
   // results before it appends or publishes them.
@@ -148,11 +152,22 @@ class AgentRef {
   // as its parent. While this ref or another runs, only closed history is
   // copied and ForkResult::left_out says what stayed behind.
   Result<ForkResult> fork(Store& store, ForkOptions options = {}) const;
-  // Continues this ref's suspended operation to its durable end.
+  // Continues this ref's suspended operation to its durable end. One that
+  // awaits input continues once every request it waits for is answered;
+  // before that, resume() returns awaiting_input at once and changes nothing.
   ResumeResult resume();
   // Durable the moment it returns: operation_cancelled is in the log, the run
-  // is signalled, and reconciliation goes on in the background.
+  // is signalled, and reconciliation goes on in the background. An operation
+  // awaiting input is ended here: its asked calls get "aborted" results.
   AbortResult abort();
+
+  // The input requests of this ref's open operation that await an answer.
+  std::vector<PendingInput> pending_inputs() const;
+  // Answers one of them: the input_resolved is durable when this returns ok.
+  // It does not continue the operation: resume() does, here or in whichever
+  // process next opens the session. Rejected with unknown_input,
+  // already_resolved or invalid_response; nothing is appended then.
+  InputResult respond(const std::string& request_id, InputResponse response);
 
   QueueResult steer(std::string text, std::vector<ImageContent> images = {});
   QueueResult steer(AgentMessage message);

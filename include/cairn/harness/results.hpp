@@ -17,9 +17,50 @@ namespace cairn {
 // untouched (the "rejected" group there); a failed operation ended in order,
 // durably (the "failed" group); a faulted one stopped because appends stopped
 // working, with the store's own code (io_error, stale_writer, faulted, ...) or
-// internal_error, and restores as suspended.
-enum class Outcome { ok, rejected, failed, aborted, cancelled, faulted };
+// internal_error, and restores as suspended. An operation awaiting input
+// (a tool call the approval policy says to ask about, or a question) is
+// open: durably parked until an answer is given (AgentRef::respond) and
+// resume() continues it; no thread and no lock wait for the human.
+enum class Outcome { ok, rejected, failed, aborted, cancelled, faulted, awaiting_input };
 std::string_view to_string(Outcome outcome);
+
+// An input request no answer has resolved yet (the log's input_requested).
+struct PendingInput {
+  std::string id;  // the request's id: what respond() names
+  std::string ref;
+  std::string run_id;
+  std::string kind;  // "approval" | "question"
+  std::string tool_call_id;
+  std::string tool_name;
+  Json arguments = Json::object();
+  std::optional<std::string> rule;      // approval: the rule that asked
+  std::optional<std::string> question;  // question: its text
+  std::vector<std::string> choices;
+  std::int64_t seq = 0;  // of its input_requested
+  std::string requested_at;
+};
+
+// An answer to an input request. An approval takes allow (optionally with
+// edited arguments, and `remember`: a rule such as "bash(npm run test:*)"
+// after which matching calls of the session no longer ask) or deny (the
+// reason is what the model reads); a question takes answer, or deny to
+// decline it.
+struct InputResponse {
+  enum class Decision { allow, deny, answer };
+  Decision decision = Decision::allow;
+  std::optional<Json> arguments;
+  std::optional<std::string> remember;
+  std::optional<std::string> reason;
+  std::string answer;
+  std::string by = "user";  // who answered, as the log records it
+};
+
+struct [[nodiscard]] InputResult {
+  Outcome outcome = Outcome::ok;
+  std::int64_t seq = -1;  // of the input_resolved appended
+  std::optional<Error> error;
+  bool ok() const { return outcome == Outcome::ok; }
+};
 
 struct [[nodiscard]] RunResult {
   Outcome outcome = Outcome::ok;
@@ -30,6 +71,7 @@ struct [[nodiscard]] RunResult {
   std::optional<TreeEntry> entry;
   std::optional<std::string> new_leaf_id;  // navigation: where the ref's leaf is
   std::optional<std::string> editor_text;  // navigation to a user message: its text, to edit and send again
+  std::vector<PendingInput> awaiting_input;  // outcome awaiting_input: what it waits for
   std::optional<Error> error;
   bool ok() const { return outcome == Outcome::ok; }
 };
@@ -50,7 +92,8 @@ struct [[nodiscard]] AbortResult {
   bool ok() const { return outcome == Outcome::ok; }
 };
 
-enum class OperationStatus { running, suspended, cancelling };
+// awaiting_input: open, parked on unanswered input requests (SuspendedOperation::awaiting_input).
+enum class OperationStatus { running, suspended, cancelling, awaiting_input };
 std::string_view to_string(OperationStatus status);
 
 struct SuspendedOperation {
@@ -77,6 +120,9 @@ struct SuspendedOperation {
     std::vector<std::int64_t> placeholders;
   };
   std::optional<Damaged> damaged;
+  // Its input requests no answer has resolved: resume() waits for them
+  // (returns awaiting_input) instead of asking the model again.
+  std::vector<PendingInput> awaiting_input;
 };
 
 struct RefStatus {

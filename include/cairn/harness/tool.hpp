@@ -64,6 +64,15 @@ struct Tool {
   // as interrupted, so that an "interrupted" result never stands beside a
   // command that is still going. Empty: the tool leaves nothing running.
   std::function<void(const ToolContext& context)> settle;
+  // The argument an approval rule's pattern is matched against ("command"
+  // for bash, "path" for edit and write): `bash(git status)` matches a bash
+  // call whose `command` is "git status". Empty: rules match the name only.
+  std::string approval_subject;
+  // A question to the human rather than an action: a call of it is never
+  // executed. The harness asks its arguments' `question` (with `choices`,
+  // if any) as a durable input request, waits, and the answer is the call's
+  // result (see ask_user_tool in cairn/tools/coding_tools.hpp).
+  bool asks_user = false;
 };
 
 // Checks `args` against a tool's JSON schema (draft 7); the error names the

@@ -199,6 +199,37 @@ struct RefCreated {
 struct RefDeleted {
   std::string name;
 };
+// A durable question to a human about one tool call of a run's batch
+// (DESIGN.md, "Input requests"): approve it (kind "approval": the policy's
+// rule said ask) or answer it (kind "question": the call is the question
+// tool's). The record's id is the request's id. Appended after before_tool
+// and before any tool_started of the call; the operation then waits.
+struct InputRequested {
+  std::string run_id;
+  std::string kind;  // "approval" | "question"
+  std::string assistant_entry_id;
+  std::int64_t tool_index = 0;
+  std::string tool_call_id;
+  std::string tool_name;
+  Json arguments = Json::object();  // the call's arguments as the policy saw them
+  std::optional<std::string> rule;  // approval: the rule that asked ("default" for the policy's default)
+  std::optional<std::string> question;  // question: its text
+  std::vector<std::string> choices;     // question: the offered answers, if any
+};
+// The answer to an input request: "allow" (optionally with edited
+// arguments, and a rule to remember so that matching calls no longer ask),
+// "deny" (with a reason the model reads) or "answer" (a question's). The
+// record's timestamp is when; `by` is who.
+struct InputResolved {
+  std::string run_id;
+  std::string request_id;
+  std::string decision;  // "allow" | "deny" | "answer"
+  std::optional<Json> arguments;       // allow: the edited arguments the call runs with
+  std::optional<std::string> remember;  // allow: a rule, e.g. "bash(npm run test:*)"
+  std::optional<std::string> reason;    // deny
+  std::optional<std::string> answer;    // answer
+  std::string by;
+};
 // The placeholder of a damaged record that was not a tree entry (or whose
 // kind could not be told).
 struct Damaged {
@@ -209,7 +240,8 @@ struct Damaged {
 };
 
 using HarnessBody = std::variant<OperationStarted, OperationCancelled, OperationFinished, GenerationStarted,
-                                 ToolStarted, QueueEnqueued, WriteDeferred, RefCreated, RefDeleted, Damaged>;
+                                 ToolStarted, QueueEnqueued, WriteDeferred, RefCreated, RefDeleted, InputRequested,
+                                 InputResolved, Damaged>;
 
 struct HarnessRecord {
   std::string id;
@@ -237,7 +269,7 @@ enum class RecordType : std::uint8_t {
   message, model_change, thinking_level_change, active_tools_change, compaction, branch_summary, custom,
   custom_message, label, session_info, leaf, damaged_entry,
   operation_started, operation_cancelled, operation_finished, generation_started, tool_started,
-  queue_enqueued, write_deferred, ref_created, ref_deleted, damaged,
+  queue_enqueued, write_deferred, ref_created, ref_deleted, input_requested, input_resolved, damaged,
   ignorable,  // an unknown type marked ignorable
 };
 

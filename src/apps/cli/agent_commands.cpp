@@ -4,6 +4,7 @@
 
 #include "agent_run.hpp"
 #include "agent_setup.hpp"
+#include "approval_cli.hpp"
 #include "cli.hpp"
 #include "tui/utf8_check.hpp"
 
@@ -64,6 +65,8 @@ int run_resume(const OperationOptions& options) {
       return report(kFailure, fmt::format("the operation stopped again and is suspended; `cairn resume {}{}` "
                                           "continues it",
                                           setup->session->id(), ref_flag(ref)));
+    case cairn::Outcome::awaiting_input:
+      return report_awaiting_input(setup->session->id(), ref.name(), result.awaiting_input);
     case cairn::Outcome::failed:
       break;
   }

@@ -22,6 +22,7 @@ enum Exit : int {
   kOk = 0,
   kFailure = 1,  // the command ran and something failed (message on stderr)
   kUsage = 2,    // bad options, unknown session or ref (one line on stderr)
+  kAwaitingInput = 3,  // the run is parked durably on a question to a human (the commands to answer it on stderr)
 };
 
 // A command's result, or the exit status it has already reported.

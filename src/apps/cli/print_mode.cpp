@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "agent_run.hpp"
+#include "approval_cli.hpp"
 #include "tui/utf8_check.hpp"
 
 namespace cairn::cli {
@@ -75,6 +76,9 @@ int run_print_mode(const AgentOptions& options, std::optional<std::string> promp
       // The fault event said what happened; the run stays resumable.
       return report(kFailure, fmt::format("the run stopped and is suspended; `cairn resume {}` continues it",
                                           setup->session->id()));
+    case cairn::Outcome::awaiting_input:
+      // Parked durably: nothing waits in this process, which may exit.
+      return report_awaiting_input(setup->session->id(), ref.name(), result.awaiting_input);
     default:
       return kFailure;  // failed or aborted: run_end said so on stderr
   }

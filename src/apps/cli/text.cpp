@@ -174,6 +174,19 @@ std::string harness_preview(const HarnessRecord& record, std::size_t max_chars) 
             return fmt::format("{} at {}", b.name, b.at ? short_id(*b.at) : std::string("(empty)"));
           },
           [&](const RefDeleted& b) { return b.name; },
+          [&](const InputRequested& b) {
+            const std::string what = b.question ? one_line(*b.question, max_chars)
+                                                : one_line(b.arguments.dump(), max_chars);
+            return fmt::format("{} {} #{} ({}): {}", b.kind, b.tool_name, b.tool_index, b.tool_call_id, what);
+          },
+          [&](const InputResolved& b) {
+            std::string text = fmt::format("{} {} by {}", b.decision, short_id(b.request_id), b.by);
+            if (b.reason) text += fmt::format(": {}", one_line(*b.reason, max_chars));
+            if (b.answer) text += fmt::format(": {}", one_line(*b.answer, max_chars));
+            if (b.remember) text += fmt::format(" (remember {})", b.remember->c_str());
+            if (b.arguments) text += " (edited arguments)";
+            return text;
+          },
           [&](const Damaged& b) { return damage_preview(b.damage, max_chars); },
       },
       record.body);
