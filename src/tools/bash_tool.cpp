@@ -154,6 +154,7 @@ std::string format_seconds(double seconds) {
 Tool make_bash_tool(const CodingToolsOptions& options) {
   Tool tool;
   tool.name = "bash";
+  tool.approval_subject = "command";  // what approval rules match: bash(<command>)
   tool.description = fmt::format(
       "Execute a bash command in the current working directory. Returns stdout and stderr merged; stdin is empty. "
       "Output is cut to the last {} lines or {} (whichever is hit first); when cut, the full output is saved to a file "

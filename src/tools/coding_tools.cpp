@@ -50,9 +50,27 @@ std::vector<Tool> make_coding_tools(const CodingToolsOptions& options) {
     const auto secrets = std::make_shared<const Secrets>(options.secrets);
     for (Tool& tool : tools) redact_everything(secrets, tool);
   }
+  tools.push_back(make_ask_user_tool());  // never executed: the harness asks
   return tools;
 }
 
-std::vector<std::string> coding_tool_names() { return {"read", "bash", "edit", "write", "grep", "find", "ls"}; }
+Tool make_ask_user_tool() {
+  const Json string = {{"type", "string"}};
+  return Tool{.name = "ask_user",
+              .description = "Ask the user a question and wait for the answer. Use it when you need a decision or "
+                             "information only the user has; offer choices when there are a few clear options. The "
+                             "run pauses (durably, across restarts) until the user answers.",
+              .parameters = {{"type", "object"},
+                             {"properties",
+                              {{"question", {{"type", "string"}, {"description", "The question, in one or two sentences"}}},
+                               {"choices", {{"type", "array"}, {"items", string}, {"description", "Answers to offer (optional)"}}}}},
+                             {"required", {"question"}}},
+              .replay = Replay::safe,
+              .asks_user = true};
+}
+
+std::vector<std::string> coding_tool_names() {
+  return {"read", "bash", "edit", "write", "grep", "find", "ls", "ask_user"};
+}
 
 }  // namespace cairn

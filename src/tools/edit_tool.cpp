@@ -210,6 +210,7 @@ DiffResult make_diff(std::string_view original, const std::vector<Edit>& sorted_
 Tool make_edit_tool(const CodingToolsOptions& options) {
   Tool tool;
   tool.name = "edit";
+  tool.approval_subject = "path";  // what approval rules match: edit(<path>)
   tool.description =
       "Edit a file by exact text replacement. Each edit's oldText must match exactly one place in the current file, "
       "including whitespace and indentation (do not include the line numbers read shows); include enough surrounding "

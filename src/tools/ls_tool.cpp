@@ -26,6 +26,7 @@ std::string lowercased(std::string s) {
 Tool make_ls_tool(const CodingToolsOptions& options) {
   Tool tool;
   tool.name = "ls";
+  tool.approval_subject = "path";  // what approval rules match: ls(<path>)
   tool.description = fmt::format(
       "List a directory's contents, sorted alphabetically, with '/' after directory names; dotfiles are included. "
       "Output is cut at {} entries (change with limit) or {}.",

@@ -49,6 +49,7 @@ ToolResult read_image(const fs::path& path, const std::string& shown, const std:
 Tool make_read_tool(const CodingToolsOptions& options) {
   Tool tool;
   tool.name = "read";
+  tool.approval_subject = "path";  // what approval rules match: read(<path>)
   tool.description = fmt::format(
       "Read the contents of a file. Text files come back as numbered lines (line number, tab, text); images (png, "
       "jpeg, gif, webp) are attached as images. Text output is cut at {} lines or {} (whichever comes first) and lines "

@@ -14,6 +14,7 @@ namespace fs = std::filesystem;
 Tool make_write_tool(const CodingToolsOptions& options) {
   Tool tool;
   tool.name = "write";
+  tool.approval_subject = "path";  // what approval rules match: write(<path>)
   tool.description =
       "Write content to a file. Creates the file if it does not exist and overwrites it if it does; creates parent "
       "directories. The file is replaced atomically. Prefer edit for changing part of an existing file.";

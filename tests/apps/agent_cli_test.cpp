@@ -548,7 +548,7 @@ TEST_F(AgentCliTest, AgentCliNoToolsSendsNoToolsAndToolsChoosesThem) {
   };
   EXPECT_EQ(names(request_json(requests[1])), (std::vector<std::string>{"read", "ls"}));
   EXPECT_EQ(names(request_json(requests[2])),
-            (std::vector<std::string>{"read", "bash", "edit", "write", "grep", "find", "ls"}));
+            (std::vector<std::string>{"read", "bash", "edit", "write", "grep", "find", "ls", "ask_user"}));
 }
 
 // ---- durability ------------------------------------------------------------------------
@@ -560,7 +560,7 @@ class AgentCliKillTest : public AgentCliTest {
   void run_until_killed(HttpTestServer& server, const std::string& session) {
     const auto out_file = path("work") / "out.txt";
     auto args = endpoint(server);
-    args.insert(args.begin(), {"-p", "Append the line, then wait", "--session", session, "--store", store()});
+    args.insert(args.begin(), {"--approval", "never-ask", "-p", "Append the line, then wait", "--session", session, "--store", store()});
     const pid_t pid = start(args, path("work"));
     ASSERT_GT(pid, 0);
     const auto deadline = std::chrono::steady_clock::now() + 30s;
@@ -644,7 +644,7 @@ TEST_F(AgentCliKillTest, AgentCliSigintAndSigtermAbortTheRunDurablyAndExitOne) {
                            text_reply("unused")});
     const std::string session = fmt::format("signalled-{}", signal);
     auto args = endpoint(server);
-    args.insert(args.begin(), {"-p", "Append the line, then wait", "--session", session, "--store", store()});
+    args.insert(args.begin(), {"--approval", "never-ask", "-p", "Append the line, then wait", "--session", session, "--store", store()});
     const pid_t pid = start(args, path("work"));
     ASSERT_GT(pid, 0);
     const auto deadline = std::chrono::steady_clock::now() + 30s;
@@ -679,7 +679,7 @@ TEST_F(AgentCliKillTest, AgentCliAKilledAgentTakesEveryProcessOfItsToolsWithIt) 
       out_file.string());
   HttpTestServer server({tool_call_reply("call_nested", "bash", Json{{"command", command}}), text_reply("unused")});
   auto args = endpoint(server);
-  args.insert(args.begin(), {"-p", "Leave processes behind", "--session", "nested", "--store", store()});
+  args.insert(args.begin(), {"--approval", "never-ask", "-p", "Leave processes behind", "--session", "nested", "--store", store()});
   const pid_t pid = start(args, path("work"));
   ASSERT_GT(pid, 0);
   // Every piece runs: bash, the subshell, the job, sh -c and the sleeps (at
@@ -715,7 +715,7 @@ TEST_F(AgentCliTest, AgentCliADamagedSessionIsRefusedUntilRepairedAndThenGoesOn)
   HttpTestServer server({tool_call_reply("call_lost", "bash", Json{{"command", "echo ran >> " + marker.string()}}),
                          text_reply("First answer."), text_reply("Second answer.")});
   auto first = endpoint(server);
-  first.insert(first.begin(), {"-p", "Run it", "--session", "damaged"});
+  first.insert(first.begin(), {"--approval", "never-ask", "-p", "Run it", "--session", "damaged"});
   ASSERT_EQ(cairn(first).status, 0);
   ASSERT_EQ(read_file(marker), "ran\n");
 
@@ -727,7 +727,7 @@ TEST_F(AgentCliTest, AgentCliADamagedSessionIsRefusedUntilRepairedAndThenGoesOn)
   std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
 
   auto next = endpoint(server);
-  next.insert(next.begin(), {"-p", "And now?", "--session", "damaged"});
+  next.insert(next.begin(), {"--approval", "never-ask", "-p", "And now?", "--session", "damaged"});
   Finished refused = cairn(next);
   EXPECT_NE(refused.status, 0);
   EXPECT_NE(refused.err.find("checksum"), std::string::npos) << refused.err;
@@ -820,7 +820,7 @@ TEST_F(AgentCliKillTest, AgentCliAKillMidBatchKeepsFinishedResultsAndRunsNothing
     }
     HttpTestServer server({bash_batch_reply(commands), text_reply("Batch handled.")});
     auto args = endpoint(server);
-    args.insert(args.begin(), {"-p", "Run the batch", "--session", session, "--store", store()});
+    args.insert(args.begin(), {"--approval", "never-ask", "-p", "Run the batch", "--session", session, "--store", store()});
     const pid_t pid = start(args, path("work"));
     ASSERT_GT(pid, 0);
 
@@ -853,7 +853,7 @@ TEST_F(AgentCliKillTest, AgentCliAKillMidBatchKeepsFinishedResultsAndRunsNothing
 
     Finished ended = resume_round ? [&] {
       auto resume = endpoint(server);
-      resume.insert(resume.begin(), {"resume", session});
+      resume.insert(resume.begin(), {"resume", session, "--approval", "never-ask"});
       return cairn(resume);
     }()
                                   : cairn({"abort", session});
@@ -912,7 +912,7 @@ TEST_F(AgentCliTest, AgentCliToolsGetNeitherProviderKeysNorSecretLookingVariable
   const auto env_seen = [&](std::vector<std::string> options) {
     HttpTestServer server({tool_call_reply("call_env", "bash", Json{{"command", "env"}}), text_reply("seen")});
     auto args = endpoint(server);
-    args.insert(args.begin(), {"-p", "Show the environment"});
+    args.insert(args.begin(), {"--approval", "never-ask", "-p", "Show the environment"});
     args.insert(args.end(), options.begin(), options.end());
     Finished run = cairn(args);
     EXPECT_EQ(run.status, 0) << run.err;
@@ -957,7 +957,7 @@ TEST_F(AgentCliTest, AgentCliAKeyReachesNeitherTheLogNorTheJsonOutputNorTheSpill
                   endpoint_key.substr(0, 12), endpoint_key.substr(12));
   HttpTestServer server({tool_call_reply("call_keys", "bash", Json{{"command", command}}), text_reply("done")});
   auto args = endpoint(server);
-  args.insert(args.begin(), {"--json", "-p", "Find the keys", "--session", "leak", "--api-key", endpoint_key});
+  args.insert(args.begin(), {"--approval", "never-ask", "--json", "-p", "Find the keys", "--session", "leak", "--api-key", endpoint_key});
   Finished run = cairn(args);
   EXPECT_EQ(run.status, 0) << run.err;
   Finished log = cairn({"log", "leak", "--json"});
@@ -991,3 +991,168 @@ TEST_F(AgentCliTest, AgentCliDemoTellsTheStory) {
 
 }  // namespace
 }  // namespace cairn
+
+// ---- durable approvals ---------------------------------------------------------------
+
+namespace cairn::testing {
+namespace {
+
+ScriptedResponse question_reply(const std::string& id, const std::string& question) {
+  return tool_call_reply(id, "ask_user", Json{{"question", question}, {"choices", {"red", "blue"}}});
+}
+
+// The seqs of the log's records of `type` (`cairn log --json`).
+std::vector<Json> log_of(const std::string& out, const std::string& type) {
+  std::vector<Json> found;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    Json record = Json::parse(line, nullptr, false);
+    if (record.is_object() && record.value("type", "") == type) found.push_back(record);
+  }
+  return found;
+}
+
+class AgentCliApprovalTest : public AgentCliTest {};
+
+// Print mode parks on the bash call and exits 3; a `cairn resume --wait`
+// killed while it waits changes nothing; `cairn approve` from a third
+// process records the allow; `cairn resume` runs the command, once, after
+// the allow record.
+TEST_F(AgentCliApprovalTest, AgentCliAnApprovalWaitsAcrossProcessesAndTheCommandRunsOnceAfterTheAllow) {
+  const auto marker = path("work") / "marker.txt";
+  HttpTestServer server({tool_call_reply("call_rm", "bash", Json{{"command", "echo ran >> " + marker.string()}}),
+                         text_reply("The command ran.")});
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "Run it", "--session", "asking", "--approval", "ask"});
+  Finished parked = cairn(args);
+  EXPECT_EQ(parked.status, 3) << parked.err;
+  EXPECT_NE(parked.err.find("cairn approve asking"), std::string::npos) << parked.err;
+  EXPECT_NE(parked.err.find("cairn deny asking"), std::string::npos) << parked.err;
+  EXPECT_NE(parked.err.find("cairn resume asking"), std::string::npos) << parked.err;
+  EXPECT_NE(parked.err.find("echo ran"), std::string::npos) << parked.err;  // the call is shown
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  EXPECT_EQ(server.requests().size(), 1u);
+
+  Finished listed = cairn({"sessions"});
+  EXPECT_NE(listed.out.find("waits for input: 1"), std::string::npos) << listed.out;
+
+  // A second process waits for the answer, holding nothing, and is killed.
+  auto waiting = endpoint(server);
+  waiting.insert(waiting.begin(), {"resume", "asking", "--wait", "--store", store()});
+  const pid_t pid = start(waiting, path("work"));
+  ASSERT_GT(pid, 0);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (read_file(err_).find("waiting for the answer") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << read_file(err_);
+    std::this_thread::sleep_for(5ms);
+  }
+  ::kill(pid, SIGKILL);
+  EXPECT_EQ(finish(pid).status, 128 + SIGKILL);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+
+  // Without --wait, resume says what it waits for and asks nothing.
+  auto resume = endpoint(server);
+  resume.insert(resume.begin(), {"resume", "asking"});
+  EXPECT_EQ(cairn(resume).status, 3);
+  EXPECT_EQ(server.requests().size(), 1u);
+
+  Finished approved = cairn({"approve", "asking"});
+  EXPECT_EQ(approved.status, 0) << approved.err;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  Finished again = cairn({"approve", "asking"});
+  EXPECT_EQ(again.status, 2) << again.err;  // nothing waits any more
+
+  Finished resumed = cairn(resume);
+  EXPECT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("The command ran."), std::string::npos) << resumed.out;
+  EXPECT_EQ(count_of(read_file(marker), "ran"), 1);
+
+  Finished log = cairn({"log", "asking", "--json"});
+  const auto allows = log_of(log.out, "input_resolved");
+  const auto starts = log_of(log.out, "tool_started");
+  ASSERT_EQ(allows.size(), 1u);
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(allows[0].value("decision", ""), "allow");
+  EXPECT_LT(allows[0].value("seq", 0), starts[0].value("seq", 0));
+  Finished verified = cairn({"verify", "asking"});
+  EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
+}
+
+TEST_F(AgentCliApprovalTest, AgentCliADenialAndAnAnswerReachTheModel) {
+  const auto marker = path("work") / "marker.txt";
+  HttpTestServer server({tool_call_reply("call_rm", "bash", Json{{"command", "echo ran >> " + marker.string()}}),
+                         question_reply("call_q", "Which colour?"), text_reply("Blue, then.")});
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "Paint it", "--session", "painting"});  // ask is the default
+  EXPECT_EQ(cairn(args).status, 3);
+  EXPECT_EQ(cairn({"answer", "painting", "blue"}).status, 2);  // it asks to approve a call, not a question
+  Finished denied = cairn({"deny", "painting", "--reason", "not on this machine"});
+  EXPECT_EQ(denied.status, 0) << denied.err;
+  // `resume --wait` goes on past the denial, meets the question and waits
+  // for its answer, which another process gives.
+  auto resume = endpoint(server);
+  resume.insert(resume.begin(), {"resume", "painting", "--wait", "--store", store()});
+  const pid_t pid = start(resume, path("work"));
+  ASSERT_GT(pid, 0);
+  const auto waiting_err = err_;
+  const auto waiting_out = out_;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (read_file(waiting_err).find("waiting for the answer") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << read_file(waiting_err);
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_NE(read_file(waiting_err).find("Which colour?"), std::string::npos) << read_file(waiting_err);
+  EXPECT_NE(read_file(waiting_err).find("cairn answer painting"), std::string::npos) << read_file(waiting_err);
+  EXPECT_EQ(cairn({"approve", "painting"}).status, 2);  // a question is answered, not approved
+  EXPECT_EQ(cairn({"answer", "painting", "blue"}).status, 0);
+  Finished done = finish(pid);
+  EXPECT_EQ(done.status, 0) << read_file(waiting_err);
+  EXPECT_NE(read_file(waiting_out).find("Blue, then."), std::string::npos) << read_file(waiting_out);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_NE(requests[1].body.find("not on this machine"), std::string::npos) << requests[1].body;
+  EXPECT_NE(requests[2].body.find("blue"), std::string::npos) << requests[2].body;
+  EXPECT_EQ(cairn({"verify", "painting"}).status, 0);
+}
+
+TEST_F(AgentCliApprovalTest, AgentCliSettingsRulesAndAlwaysDecideBeforeTheMode) {
+  const auto marker = path("work") / "marker.txt";
+  std::filesystem::create_directories(path("work") / ".cairn");
+  std::ofstream(path("work") / ".cairn" / "settings.json")
+      << R"j({"approval": {"allow": ["bash(echo ok*)"], "deny": ["bash(rm -rf *)"]}})j";
+  HttpTestServer server({tool_call_reply("c1", "bash", Json{{"command", "echo ok >> " + marker.string()}}),
+                         tool_call_reply("c2", "bash", Json{{"command", "rm -rf /nothing-here"}}),
+                         tool_call_reply("c3", "bash", Json{{"command", "echo again >> " + marker.string()}}),
+                         text_reply("first run done"),
+                         tool_call_reply("c4", "bash", Json{{"command", "echo again >> " + marker.string()}}),
+                         text_reply("second run done")});
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "Go", "--session", "ruled"});
+  EXPECT_EQ(cairn(args).status, 3);  // c1 allowed by the project, c2 denied, c3 asks
+  EXPECT_EQ(count_of(read_file(marker), "ok"), 1);
+  Finished always = cairn({"approve", "ruled", "--always"});
+  EXPECT_EQ(always.status, 0) << always.err;
+  EXPECT_NE(always.err.find("from now on: bash(echo again >> "), std::string::npos) << always.err;
+  auto resume = endpoint(server);
+  resume.insert(resume.begin(), {"resume", "ruled"});
+  EXPECT_EQ(cairn(resume).status, 0);
+  auto next = endpoint(server);
+  next.insert(next.begin(), {"-p", "Once more", "--session", "ruled"});
+  EXPECT_EQ(cairn(next).status, 0);  // remembered: c4 does not ask
+  EXPECT_EQ(count_of(read_file(marker), "again"), 2);
+  const auto requests = server.requests();
+  ASSERT_GE(requests.size(), 3u);
+  EXPECT_NE(requests[2].body.find("denied by the approval policy (rule bash(rm -rf *))"), std::string::npos)
+      << requests[2].body;
+
+  // A settings file that is not what it should be is named, and nothing runs.
+  std::ofstream(path("work") / ".cairn" / "settings.json") << R"({"approval": {"allow": "bash"}})";
+  Finished bad = cairn(args);
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_NE(bad.err.find(".cairn/settings.json: approval.allow: expected an array of rules"), std::string::npos)
+      << bad.err;
+}
+
+}  // namespace
+}  // namespace cairn::testing

@@ -230,6 +230,14 @@ ScriptedResponse text_then_bash(const std::string& text, const std::string& comm
               tmux_chunk(Json::object(), "tool_calls"), usage_chunk(120, 30), "data: [DONE]\n\n"});
 }
 
+// A bash call alone.
+ScriptedResponse bash_call(const std::string& id, const std::string& command) {
+  const Json call = {{"index", 0}, {"id", id}, {"type", "function"},
+                     {"function", {{"name", "bash"}, {"arguments", Json{{"command", command}}.dump()}}}};
+  return tmux_sse({tmux_chunk({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({call})}}),
+                   tmux_chunk(Json::object(), "tool_calls"), usage_chunk(120, 30), "data: [DONE]\n\n"});
+}
+
 ScriptedResponse answer(const std::string& text) {
   return tmux_sse({tmux_chunk({{"role", "assistant"}, {"content", text}}), tmux_chunk(Json::object(), "stop"), usage_chunk(200, 10),
               "data: [DONE]\n\n"});
@@ -288,6 +296,11 @@ TEST(InteractiveTmux, StreamsSteersAbortsAndNavigatesTheTree) {
   ASSERT_TRUE(tmux.wait_for_text("> list the files please"));
   ASSERT_TRUE(tmux.wait_for_text("Let me check the files."));
   ASSERT_TRUE(tmux.wait_for_text("-> bash {\"command\":\"sleep 8\"}"));
+  // bash asks first (--approval ask is the default): yes.
+  ASSERT_TRUE(tmux.wait_for_text("allow? [y]es [n]o [a]lways [e]dit"));
+  ASSERT_TRUE(tmux.wait_for_text("$ sleep 8"));
+  tmux.type("y");
+  tmux.key("Enter");
   ASSERT_TRUE(tmux.wait_for_text("running bash"));
 
   // While bash sleeps: a steering message.
@@ -446,6 +459,91 @@ TEST(InteractiveTmux, SwitchesRefsForksAndResumesSessions) {
         return s.find(line) != s.rfind(line);
       },
       "the session id on the way out"));
+  EXPECT_EQ(tmux.exit_status(dir.path() / "exit-status"), 0) << tmux.screen();
+}
+
+// The approval question of the interactive mode: a denial with a reason the
+// model reads, and "always" for the session, after which the same command
+// runs unasked.
+TEST(InteractiveTmux, AsksBeforeBashDeniesWithAReasonAndRemembersAlways) {
+  if (!tmux_available()) GTEST_SKIP() << "tmux is not installed";
+  TempDir dir;
+  const std::string store = "jsonl:" + (dir.path() / "sessions").string();
+  const auto work = dir.path() / "work";
+  std::filesystem::create_directories(work);
+  const std::string marker = (work / "marker.txt").string();
+  HttpTestServer server({
+      bash_call("call_a", "echo denied >> " + marker),  // first prompt: denied
+      answer("Skipped it as you asked."),
+      bash_call("call_b", "echo kept >> " + marker),  // second prompt: always
+      bash_call("call_c", "echo kept >> " + marker),  // the same command: not asked again
+      answer("Ran it twice."),
+  });
+  const std::string command = fmt::format(
+      "env HOME={home} XDG_STATE_HOME={home}/state XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data "
+      "XDG_CACHE_HOME={home}/cache {cairn} --store {store} --api openai-completions --base-url {url} --model test; "
+      "echo $? > {status}",
+      fmt::arg("home", shell_quote(dir.str())), fmt::arg("cairn", shell_quote(CAIRN_CLI_PATH)),
+      fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))),
+      fmt::arg("status", shell_quote((dir.path() / "exit-status").string())));
+  TmuxSession tmux(command, work.string());
+  ASSERT_TRUE(tmux.started()) << tmux.start_error();
+  ASSERT_TRUE(tmux.wait_for_text("/help lists commands"));
+  // The approval questions on the screen: each is one "wants to run" header.
+  const auto count_asked = [](const std::string& screen) {
+    std::size_t n = 0;
+    for (std::size_t at = screen.find("bash wants to run"); at != std::string::npos;
+         at = screen.find("bash wants to run", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const auto asked = [&](std::size_t times) {
+    return tmux.wait_for([&](const std::string& screen) { return count_asked(screen) >= times; },
+                         "the approval question");
+  };
+
+  tmux.type("run the first");
+  tmux.key("Enter");
+  ASSERT_TRUE(asked(1));
+  ASSERT_TRUE(tmux.wait_for_text("$ echo denied >> "));
+  tmux.type("n");
+  tmux.key("Enter");
+  ASSERT_TRUE(tmux.wait_for_text("why (for the model; Enter: no reason):"));
+  tmux.type("not now");
+  tmux.key("Enter");
+  ASSERT_TRUE(tmux.wait_for_text("Skipped it as you asked."));
+  ASSERT_TRUE(tmux.wait_for_idle_prompt());
+
+  tmux.type("run the second");
+  tmux.key("Enter");
+  ASSERT_TRUE(asked(2));
+  tmux.type("a");
+  tmux.key("Enter");
+  ASSERT_TRUE(tmux.wait_for_text("always allow bash(echo kept >> "));
+  tmux.type("s");
+  tmux.key("Enter");
+  ASSERT_TRUE(tmux.wait_for_text("Ran it twice.", 40s));
+  ASSERT_TRUE(tmux.wait_for_idle_prompt());
+  EXPECT_EQ(count_asked(tmux.screen()), 2u) << tmux.screen();  // call_c ran unasked
+
+  std::ifstream in(marker);
+  std::stringstream ran;
+  ran << in.rdbuf();
+  EXPECT_EQ(ran.str(), "kept\nkept\n");
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 5u);
+  EXPECT_NE(requests[1].body.find("not now"), std::string::npos) << requests[1].body;
+  std::vector<std::string> decisions;
+  for (const Json& record : log_records(store, only_session(store))) {
+    if (record.value("type", "") == "input_resolved") {
+      decisions.push_back(record.value("decision", "") + ":" + record.value("reason", record.value("remember", "")));
+    }
+  }
+  EXPECT_EQ(decisions, (std::vector<std::string>{"deny:not now", "allow:bash(echo kept >> " + marker + ")"}));
+
+  tmux.key("C-d");
+  ASSERT_TRUE(tmux.wait_for_text("cairn: session "));
   EXPECT_EQ(tmux.exit_status(dir.path() / "exit-status"), 0) << tmux.screen();
 }
 

@@ -14,17 +14,21 @@ namespace {
 using ToolsSet = ToolsFixture;
 
 TEST_F(ToolsSet, NamesOrderSchemasAndReplayPolicies) {
-  ASSERT_EQ(coding_tool_names(), (std::vector<std::string>{"read", "bash", "edit", "write", "grep", "find", "ls"}));
+  ASSERT_EQ(coding_tool_names(), (std::vector<std::string>{"read", "bash", "edit", "write", "grep", "find", "ls", "ask_user"}));
   ASSERT_EQ(tools_.size(), coding_tool_names().size());
   for (std::size_t i = 0; i < tools_.size(); ++i) {
     const Tool& tool = tools_[i];
     EXPECT_EQ(tool.name, coding_tool_names()[i]);
     EXPECT_FALSE(tool.description.empty()) << tool.name;
-    EXPECT_TRUE(tool.execute) << tool.name;
+    EXPECT_NE(static_cast<bool>(tool.execute), tool.asks_user) << tool.name;  // a question is the harness's to ask
     auto validator = ArgumentValidator::compile(tool.parameters);
     ASSERT_TRUE(validator.has_value()) << tool.name << ": " << validator.error().message;
     EXPECT_FALSE(validator->validate(Json::array()).has_value()) << tool.name << " accepts a non-object";
   }
+  EXPECT_TRUE(tool("ask_user").asks_user);
+  EXPECT_EQ(tool("bash").approval_subject, "command");
+  EXPECT_EQ(tool("edit").approval_subject, "path");
+  EXPECT_EQ(tool("write").approval_subject, "path");
   EXPECT_EQ(tool("read").replay, Replay::safe);
   EXPECT_EQ(tool("write").replay, Replay::safe);
   EXPECT_EQ(tool("grep").replay, Replay::safe);

@@ -52,8 +52,12 @@ struct CodingToolsOptions {
   std::function<void(const std::string& message)> report;
 };
 
-// read, bash, edit, write, grep, find, ls — in that order.
+// read, bash, edit, write, grep, find, ls, ask_user — in that order.
 std::vector<Tool> make_coding_tools(const CodingToolsOptions& options);
+
+// ask_user: a question to the user ({"question", "choices"?}), answered
+// through a durable input request (Tool::asks_user): the answer is its result.
+Tool make_ask_user_tool();
 
 // The names make_coding_tools gives, same order.
 std::vector<std::string> coding_tool_names();

@@ -1,5 +1,8 @@
 // `cairn resume`, `cairn abort` and `cairn compact`: operations on a session's
 // ref outside of a prompt.
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "agent_run.hpp"
@@ -16,6 +19,7 @@ struct OperationOptions {
   std::string session;
   bool json = false;
   std::string instructions;  // compact
+  bool wait = false;         // resume --wait
 };
 
 std::string ref_flag(const AgentRef& ref) { return ref.name() == "main" ? "" : " --ref " + ref.name(); }
@@ -31,46 +35,92 @@ int report_rejected(const AgentSetup& setup, const RunResult& result) {
                 fmt::format("session {}: {}", setup.session->id(), error.message));
 }
 
-int run_resume(const OperationOptions& options) {
-  SetupMode mode{
-      .existing_session = options.session, .create_missing_ref = false, .need_model = false, .need_suspended = true};
-  auto setup = setup_agent(options.agent, mode);
-  if (!setup) return setup.error();
-  const SuspendedOperation* waiting = setup->suspended_here();
-  fmt::print(stderr, "cairn: {}\n", describe_suspended(*waiting));
+// Whether every request in `ids` has its answer in the session's log, read
+// without taking the session (the process that answers needs it).
+Outcome<bool> answered(const OperationOptions& options, const std::string& session_id,
+                       const std::vector<std::string>& ids) {
+  auto store = open_store_for(options.agent.store);
+  if (!store) return std::unexpected(store.error());
+  auto session = (*store)->open(session_id, OpenOptions{.read_only = true});
+  if (!session) return std::unexpected(report(kFailure, session.error().message));
+  auto resolved = (*session)->find_harness_entries(HarnessQuery{.type = RecordType::input_resolved});
+  if (!resolved) return std::unexpected(report(kFailure, resolved.error().message));
+  std::size_t found = 0;
+  for (const auto& id : ids) {
+    for (const auto& record : resolved->items) {
+      if (std::get<InputResolved>(record.body).request_id == id) {
+        ++found;
+        break;
+      }
+    }
+  }
+  return found == ids.size();
+}
 
-  AgentRef ref = setup->ref;
-  RunResult result;
-  bool signalled = false;
-  {
-    EventPrinter printer(*setup->harness, ref.name(), options.json ? PrintFormat::json : text_format_for_stdout());
-    // The operation reports how it ended; its result is what is printed.
-    SignalAbort on_signal([ref]() mutable { (void)ref.abort(); });
-    result = ref.resume();
-    signalled = on_signal.fired();
-    printer.finish();
+int run_resume(const OperationOptions& options) {
+  bool first = true;
+  for (;;) {
+    std::string session_id;
+    std::vector<std::string> waiting_for;
+    {
+      SetupMode mode{.existing_session = options.session,
+                     .create_missing_ref = false,
+                     .need_model = false,
+                     .need_suspended = true,
+                     .announce_session = first};
+      auto setup = setup_agent(options.agent, mode);
+      if (!setup) return setup.error();
+      const SuspendedOperation* waiting = setup->suspended_here();
+      if (first) fmt::print(stderr, "cairn: {}\n", describe_suspended(*waiting));
+
+      AgentRef ref = setup->ref;
+      RunResult result;
+      bool signalled = false;
+      {
+        EventPrinter printer(*setup->harness, ref.name(), options.json ? PrintFormat::json : text_format_for_stdout());
+        // The operation reports how it ended; its result is what is printed.
+        SignalAbort on_signal([ref]() mutable { (void)ref.abort(); });
+        result = ref.resume();
+        signalled = on_signal.fired();
+        printer.finish();
+      }
+      switch (result.outcome) {
+        case cairn::Outcome::ok:
+          return kOk;
+        case cairn::Outcome::aborted:
+          // Completing an abort begun before the crash is what resume was for;
+          // an abort asked for now, by a signal, is not.
+          return signalled ? kFailure : kOk;
+        case cairn::Outcome::cancelled:
+          return kOk;
+        case cairn::Outcome::rejected:
+          return report_rejected(*setup, result);
+        case cairn::Outcome::faulted:
+          return report(kFailure, fmt::format("the operation stopped again and is suspended; `cairn resume {}{}` "
+                                              "continues it",
+                                              setup->session->id(), ref_flag(ref)));
+        case cairn::Outcome::awaiting_input:
+          if (!options.wait) return report_awaiting_input(setup->session->id(), ref.name(), result.awaiting_input);
+          if (first) {
+            report_awaiting_input(setup->session->id(), ref.name(), result.awaiting_input);
+            fmt::print(stderr, "cairn: waiting for the answer (this process holds nothing: Ctrl+C leaves it waiting)\n");
+          }
+          session_id = setup->session->id();
+          for (const auto& input : result.awaiting_input) waiting_for.push_back(input.id);
+          break;
+        case cairn::Outcome::failed:
+          return kFailure;
+      }
+    }  // the harness, the session and its lock are released here
+    first = false;
+    // --wait: poll the log until every answer is there, then resume again.
+    for (;;) {
+      auto done = answered(options, session_id, waiting_for);
+      if (!done) return done.error();
+      if (*done) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
   }
-  switch (result.outcome) {
-    case cairn::Outcome::ok:
-      return kOk;
-    case cairn::Outcome::aborted:
-      // Completing an abort begun before the crash is what resume was for;
-      // an abort asked for now, by a signal, is not.
-      return signalled ? kFailure : kOk;
-    case cairn::Outcome::cancelled:
-      return kOk;
-    case cairn::Outcome::rejected:
-      return report_rejected(*setup, result);
-    case cairn::Outcome::faulted:
-      return report(kFailure, fmt::format("the operation stopped again and is suspended; `cairn resume {}{}` "
-                                          "continues it",
-                                          setup->session->id(), ref_flag(ref)));
-    case cairn::Outcome::awaiting_input:
-      return report_awaiting_input(setup->session->id(), ref.name(), result.awaiting_input);
-    case cairn::Outcome::failed:
-      break;
-  }
-  return kFailure;
 }
 
 int run_abort(const OperationOptions& options) {
@@ -143,10 +193,14 @@ void register_agent_commands(CLI::App& app, Commands& commands) {
         "resume",
         "Continue the suspended operation of a session's ref (one a crash or a kill interrupted) to its end, "
         "streaming like -p. A tool call that was running is not run again: it gets an \"interrupted\" result. "
-        "Exit 0 when it completes or ends aborted, 1 when it fails, 2 when nothing is suspended", run_resume);
+        "Exit 0 when it completes or ends aborted, 1 when it fails, 2 when nothing is suspended, 3 when it waits for "
+        "an answer (see cairn approve)", run_resume);
     add_session_argument(sub, options->session);
     add_agent_options(sub, options->agent, kRefChoice | kModelChoice | kAgentShape);
     sub->add_flag("--json", options->json, "Print every event as one JSON line on stdout instead of the text");
+    sub->add_flag("--wait", options->wait,
+                  "When the run waits for an answer (approve, deny, answer), wait for it — holding no lock, so "
+                  "another process can give it — and go on; without it, exit 3 as -p does");
   }
   {
     auto [sub, options] = add_command(app, commands,

@@ -12,6 +12,7 @@
 #include "cairn/llm/model_catalog.hpp"
 #include "cairn/llm/wire_providers.hpp"
 #include "cairn/tools/coding_tools.hpp"
+#include "tui/approval_settings.hpp"
 #include "provider_keys.hpp"
 #include "text.hpp"
 
@@ -250,6 +251,12 @@ void add_agent_options(CLI::App* app, AgentOptions& options, unsigned groups) {
                     "variables and names containing KEY, SECRET or TOKEN) or inherit (everything). Default: filtered")
         ->type_name("MODE")
         ->check(CLI::IsMember({"filtered", "inherit"}));
+    app->add_option("--approval", options.approval,
+                    "Which tool calls wait for your approval: ask (bash, edit and write ask; read, grep, find and ls "
+                    "do not), auto-edit (edit and write inside this directory do not ask either), never-ask. Rules "
+                    "from $XDG_CONFIG_HOME/cairn/settings.json and .cairn/settings.json come first. Default: ask")
+        ->type_name("MODE")
+        ->check(CLI::IsMember({"ask", "auto-edit", "never-ask"}));
     app->add_option("--tool-env-allow", options.tool_env_allow,
                     "Variables the filter lets through after all, comma-separated or repeated (e.g. GITHUB_TOKEN)")
         ->type_name("NAMES")
@@ -399,6 +406,9 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
   prompt_options.context_files = find_context_files(cwd, global_config_dir());
   std::vector<ContextFile> context_files = prompt_options.context_files;
   harness_options.system_prompt = make_system_prompt(std::move(prompt_options), harness_options.tools);
+  auto policy = make_approval_policy(options.approval, cwd, global_config_dir());
+  if (!policy) return std::unexpected(report(kUsage, policy.error().message));
+  harness_options.approval = std::move(*policy);
 
   auto created = AgentHarness::create(std::move(harness_options));
   if (!created) return std::unexpected(report(kFailure, created.error().message));

@@ -49,6 +49,7 @@ struct AgentOptions {
   bool no_tools = false;              // --no-tools
   std::string tool_env = "filtered";  // --tool-env filtered|inherit
   std::vector<std::string> tool_env_allow;  // --tool-env-allow NAME,...: let through the filter
+  std::string approval = "ask";       // --approval ask|auto-edit|never-ask (approval_settings.hpp)
 };
 
 // Which options a command takes. --store is always there.
@@ -56,7 +57,7 @@ enum AgentOptionGroups : unsigned {
   kSessionChoice = 1u << 0,  // --session, -c/--continue, -r/--resume
   kRefChoice = 1u << 1,      // --ref
   kModelChoice = 1u << 2,    // --model, --thinking, --api, --base-url, --api-key, --models-file
-  kAgentShape = 1u << 3,     // --system-prompt, --append-system-prompt, --tools, --no-tools, --tool-env, --tool-env-allow
+  kAgentShape = 1u << 3,     // --system-prompt, --append-system-prompt, --tools, --no-tools, --tool-env, --tool-env-allow, --approval
   kAllAgentOptions = kSessionChoice | kRefChoice | kModelChoice | kAgentShape,
 };
 

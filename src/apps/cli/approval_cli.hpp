@@ -2,6 +2,7 @@
 // run's questions and the commands that answer them.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,11 @@ int report_awaiting_input(const std::string& session_id, const std::string& ref,
 
 // One line naming a pending input: the tool, its call id and what it would do.
 std::string describe_input(const PendingInput& input);
+
+// Who answers, as input_resolved records it: the login name ($USER), else "user".
+std::string answered_by();
+
+// What "always" remembers a rule for: the call's command or path argument.
+std::optional<std::string> input_subject(const PendingInput& input);
 
 }  // namespace cairn::cli

@@ -86,6 +86,7 @@ Outcome<std::string> resolve_entry_id(const Session& session, std::string_view i
 // Every command, in the order `cairn --help` lists them.
 void register_session_commands(CLI::App& app, Commands& commands);  // sessions, new
 void register_log_command(CLI::App& app, Commands& commands);
+void register_approval_commands(CLI::App& app, Commands& commands);  // approve, deny, answer
 void register_tree_command(CLI::App& app, Commands& commands);
 void register_context_command(CLI::App& app, Commands& commands);
 void register_verify_command(CLI::App& app, Commands& commands);

@@ -169,7 +169,13 @@ void InteractiveApp::offer_resume() {
   // Still suspended? (a ref switched to later may have been resumed since.)
   bool still = false;
   for (const RefStatus& ref : setup_.harness->refs()) {
-    if (ref.name == setup_.ref.name() && ref.run && ref.run->status == OperationStatus::suspended) still = true;
+    if (ref.name != setup_.ref.name() || !ref.run) continue;
+    if (ref.run->status == OperationStatus::awaiting_input) {
+      say(fmt::format("this ref's run waits for your answer: {}", describe_suspended(*suspended)));
+      ask_input(setup_.ref.pending_inputs());
+      return;
+    }
+    if (ref.run->status == OperationStatus::suspended) still = true;
   }
   if (!still) return;
   say(fmt::format("this ref has an unfinished operation: {}", describe_suspended(*suspended)));
@@ -215,6 +221,7 @@ void InteractiveApp::on_line(std::optional<std::string> line, bool alt) {
   if (question_) {
     Question question = std::move(*question_);
     question_.reset();
+    asking_input_ = false;  // the answer may ask again (ask_input sets it)
     refresh();
     question.on_answer(*line);
     refresh();
@@ -275,7 +282,14 @@ void InteractiveApp::on_interrupt() {
   if (question_) {
     question_.reset();
     terminal_.set_input("");
-    say("(cancelled)");
+    if (std::exchange(asking_input_, false)) {
+      // The run waits for this answer: Ctrl+C ends it, durably.
+      if (AbortResult aborted = setup_.ref.abort(); !aborted.ok()) {
+        warn(fmt::format("abort failed: {}", aborted.error ? aborted.error->message : "unknown error"));
+      }
+    } else {
+      say("(cancelled)");
+    }
     refresh();
     return;
   }
@@ -369,7 +383,9 @@ void InteractiveApp::finish_work(WorkDone done) {
     warn(fmt::format("the session stopped writing: {}", result.error->message));
   }
   if (done.kind == "navigation" && result.ok() && result.editor_text) terminal_.set_input(*result.editor_text);
-  if (exit_when_idle_) {
+  if (result.outcome == cairn::Outcome::awaiting_input && !exit_when_idle_) {
+    ask_input(result.awaiting_input);
+  } else if (exit_when_idle_) {
     quit_ = true;
   } else if (pending_prompt_) {
     std::string text = std::move(*pending_prompt_);

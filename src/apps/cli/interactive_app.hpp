@@ -83,6 +83,10 @@ class InteractiveApp {
   void show_transcript();
   void offer_resume();
   void ask_resume_or_abort();
+  // interactive_approval.cpp: asks the pending inputs one by one, records
+  // each answer, then resumes the run.
+  void ask_input(std::vector<PendingInput> pending);
+  Result<Json> edit_arguments(const Json& arguments);
 
   // slash commands (interactive_commands.cpp)
   void command(const tui::SlashCommand& command);
@@ -118,6 +122,7 @@ class InteractiveApp {
   std::thread worker_;
   bool busy_ = false;
   std::optional<Question> question_;
+  bool asking_input_ = false;  // question_ asks for a parked run's input: Ctrl+C aborts the run
   std::optional<std::string> pending_prompt_;  // a line sent as the run ended: the next prompt
   tui::TreeView last_tree_;
   bool quit_ = false;

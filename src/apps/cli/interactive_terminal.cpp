@@ -229,6 +229,15 @@ void Terminal::write_out(std::string_view text) {
   std::fflush(stdout);
 }
 
+void Terminal::run_outside(const std::function<void()>& fn) {
+  hide();
+  rl_deprep_terminal();
+  fn();
+  rl_prep_terminal(1);
+  if (prompt_shown_) rl_forced_update_display();
+  show();
+}
+
 void Terminal::hide() {
   if (hidden_) return;
   if (prompt_shown_) rl_clear_visible_line();  // the cursor ends at the input's first row

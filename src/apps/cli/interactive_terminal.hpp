@@ -55,6 +55,9 @@ class Terminal {
   // does not go through print() (another component's stderr), and back.
   void pause() { hide(); }
   void resume() { show(); }
+  // Runs `fn` with the terminal as a child program expects it (an editor):
+  // the footer off the screen and the line editor's terminal modes undone.
+  void run_outside(const std::function<void()>& fn);
 
   // Prints complete lines ("\n"-terminated) above the footer.
   void print(std::string_view lines);

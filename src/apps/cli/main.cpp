@@ -111,6 +111,7 @@ int run(int argc, char** argv) {
 
   Commands commands;
   register_agent_commands(app, commands);
+  register_approval_commands(app, commands);
   register_session_commands(app, commands);
   register_log_command(app, commands);
   register_tree_command(app, commands);

@@ -13,14 +13,36 @@ struct SessionsOptions {
   bool json = false;
 };
 
+// How many input requests of the session's open operations wait for an
+// answer; read-only, and cheap for a session with nothing open.
+std::size_t awaiting_input(Store& store, const std::string& id) {
+  auto session = store.open(id, OpenOptions{.read_only = true});
+  if (!session) return 0;  // `cairn verify` says what is wrong with it
+  std::size_t waiting = 0;
+  for (const RefInfo& ref : (*session)->refs()) {
+    if (!ref.open_operation) continue;
+    HarnessQuery query{.ref = ref.name, .run_id = *ref.open_operation};
+    query.type = RecordType::input_requested;
+    auto asked = (*session)->find_harness_entries(query);
+    query.type = RecordType::input_resolved;
+    auto answered = (*session)->find_harness_entries(query);
+    if (!asked || !answered) continue;
+    if (asked->items.size() > answered->items.size()) waiting += asked->items.size() - answered->items.size();
+  }
+  return waiting;
+}
+
 int run_sessions(const SessionsOptions& options) {
   auto store = open_store_for(options.store);
   if (!store) return store.error();
   auto headers = (*store)->list();
   if (!headers) return report(headers.error());
   for (const SessionHeader& header : *headers) {
+    const std::size_t waiting = awaiting_input(**store, header.id);
     if (options.json) {
-      fmt::print("{}\n", encode(header).dump());
+      Json line = encode(header);
+      if (waiting > 0) line["awaitingInput"] = waiting;
+      fmt::print("{}\n", line.dump());
       continue;
     }
     std::string origin;
@@ -28,6 +50,7 @@ int run_sessions(const SessionsOptions& options) {
     if (auto it = header.extra.find("importedFrom"); it != header.extra.end() && it->is_object()) {
       origin += fmt::format("  (imported from {})", it->value("format", std::string("?")));
     }
+    if (waiting > 0) origin += fmt::format("  (waits for input: {}; see cairn resume {})", waiting, header.id);
     fmt::print("{}  {}  {}{}\n", header.id, header.timestamp, header.cwd, origin);
   }
   return kOk;
@@ -65,7 +88,7 @@ int run_new(const NewOptions& options) {
 
 void register_session_commands(CLI::App& app, Commands& commands) {
   {
-    auto [sub, options] = add_command(app, commands, "sessions", "List the store's sessions, newest first: id, created, cwd", run_sessions);
+    auto [sub, options] = add_command(app, commands, "sessions", "List the store's sessions, newest first: id, created, cwd, and whether a run waits for input", run_sessions);
     add_store_option(sub, options->store);
     sub->add_flag("--json", options->json, "Print each session's header as one JSON object per line");
   }

@@ -25,6 +25,7 @@ const std::map<std::string, std::string, std::less<>>& tool_lines() {
       {"grep", "Search file contents for a pattern (respects .gitignore)"},
       {"find", "Find files by glob pattern (respects .gitignore)"},
       {"ls", "List a directory's contents"},
+      {"ask_user", "Ask the user a question and wait for the answer"},
   };
   return lines;
 }

@@ -1,0 +1,128 @@
+#include "approval_settings.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cairn/json.hpp"
+
+namespace cairn::cli {
+namespace {
+
+// The rules of one settings file, deny first: a file that both allows and
+// denies a call means to deny it.
+Status read_rules(const std::filesystem::path& file, bool keep_ask_and_allow, std::vector<ApprovalRule>& rules) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return {};
+  std::ifstream in(file);
+  if (!in) return fail(Errc::invalid_config, fmt::format("{}: cannot be read", file.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  const Json settings = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (settings.is_discarded() || !settings.is_object()) {
+    return fail(Errc::invalid_config, fmt::format("{}: not a JSON object", file.string()));
+  }
+  auto approval = settings.find("approval");
+  if (approval == settings.end()) return {};
+  if (!approval->is_object()) return fail(Errc::invalid_config, fmt::format("{}: approval: expected an object", file.string()));
+  for (const auto& [key, value] : approval->items()) {
+    if (key != "allow" && key != "ask" && key != "deny") {
+      return fail(Errc::invalid_config,
+                  fmt::format("{}: approval.{}: unknown (allow, ask and deny hold rules)", file.string(), key));
+    }
+    if (!value.is_array()) {
+      return fail(Errc::invalid_config, fmt::format("{}: approval.{}: expected an array of rules", file.string(), key));
+    }
+  }
+  const std::pair<const char*, ApprovalDecision> lists[] = {
+      {"deny", ApprovalDecision::deny}, {"ask", ApprovalDecision::ask}, {"allow", ApprovalDecision::allow}};
+  for (const auto& [key, decision] : lists) {
+    auto list = approval->find(key);
+    if (list == approval->end()) continue;
+    if (decision != ApprovalDecision::deny && !keep_ask_and_allow) continue;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const Json& text_rule = (*list)[i];
+      if (!text_rule.is_string()) {
+        return fail(Errc::invalid_config, fmt::format("{}: approval.{}[{}]: expected a rule such as \"bash(git status)\"",
+                                                      file.string(), key, i));
+      }
+      auto rule = ApprovalRule::parse(text_rule.get<std::string>(), decision);
+      if (!rule) return fail(Errc::invalid_config, fmt::format("{}: {}", file.string(), rule.error().message));
+      rules.push_back(std::move(*rule));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+bool inside_directory(const std::filesystem::path& cwd, std::string_view path) {
+  if (path.empty()) return false;
+  std::error_code ec;
+  const std::filesystem::path given(path);
+  const std::filesystem::path full = given.is_absolute() ? given : cwd / given;
+  const std::filesystem::path target = std::filesystem::weakly_canonical(full, ec);
+  if (ec) return false;
+  const std::filesystem::path root = std::filesystem::weakly_canonical(cwd, ec);
+  if (ec) return false;
+  const std::filesystem::path relative = target.lexically_relative(root);
+  if (relative.empty()) return false;
+  const std::string first = relative.begin()->string();
+  return first != ".." && first != ".";
+}
+
+std::string always_rule(std::string_view tool_name, const std::optional<std::string>& subject) {
+  if (!subject) return std::string(tool_name);
+  std::string escaped;
+  for (char c : *subject) {
+    if (c == '*' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return fmt::format("{}({})", tool_name, escaped);
+}
+
+Result<ApprovalPolicy> make_approval_policy(std::string_view mode, const std::filesystem::path& cwd,
+                                            const std::optional<std::filesystem::path>& user_config_dir) {
+  const bool never_ask = mode == "never-ask";
+  if (!never_ask && mode != "ask" && mode != "auto-edit") {
+    return fail(Errc::invalid_argument, fmt::format("--approval {}: expected ask, auto-edit or never-ask", mode));
+  }
+  std::vector<ApprovalRule> file_rules;
+  if (user_config_dir) {
+    if (auto read = read_rules(*user_config_dir / "settings.json", !never_ask, file_rules); !read) {
+      return std::unexpected(read.error());
+    }
+  }
+  if (auto read = read_rules(cwd / ".cairn" / "settings.json", !never_ask, file_rules); !read) {
+    return std::unexpected(read.error());
+  }
+  ApprovalPolicy policy;
+  if (never_ask) {
+    policy.rules = std::move(file_rules);  // deny rules only
+    policy.fallback = ApprovalDecision::allow;
+    return policy;
+  }
+  const bool auto_edit = mode == "auto-edit";
+  // The files' rules decide first; then, in auto-edit, edits inside the
+  // working directory; then the mode's rules below.
+  policy.decide = [file_rules = std::move(file_rules), auto_edit, cwd](const ApprovalCall& call) -> std::optional<ApprovalVerdict> {
+    for (const auto& rule : file_rules) {
+      if (rule.matches(call.tool_name, call.subject)) return ApprovalVerdict{rule.decision, rule.text()};
+    }
+    if (auto_edit && (call.tool_name == "edit" || call.tool_name == "write") && call.subject &&
+        inside_directory(cwd, *call.subject)) {
+      return ApprovalVerdict{ApprovalDecision::allow, "auto-edit"};
+    }
+    return std::nullopt;
+  };
+  for (const char* tool : {"read", "grep", "find", "ls"}) {
+    policy.rules.push_back(ApprovalRule{.tool = tool, .decision = ApprovalDecision::allow});
+  }
+  policy.fallback = ApprovalDecision::ask;
+  return policy;
+}
+
+}  // namespace cairn::cli
