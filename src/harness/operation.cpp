@@ -269,6 +269,17 @@ std::optional<RunResult> Operation::finish(Outcome outcome, std::optional<Error>
   return result;
 }
 
+void Operation::stop_running(OperationStatus status, std::vector<std::function<void()>>& callbacks) {
+  core_.mu.assert_held();
+  rt_->active = false;
+  rt_->finishing = false;
+  rt_->status = status;
+  rt_->streaming.reset();
+  rt_->running_tools.clear();
+  rt_->retry.reset();
+  core_.became_idle(*rt_, callbacks);
+}
+
 std::optional<RunResult> Operation::park() {
   RunResult result{.outcome = Outcome::awaiting_input, .kind = std::string(cairn::to_string(kind())), .run_id = run_id_};
   std::vector<std::function<void()>> callbacks;
@@ -283,12 +294,7 @@ std::optional<RunResult> Operation::park() {
     SuspendedOperation s{.ref = rt_->name, .kind = result.kind, .id = run_id_, .started_at = rt_->op->started_at};
     s.awaiting_input = result.awaiting_input;
     rt_->suspended = std::move(s);
-    rt_->active = false;
-    rt_->status = OperationStatus::awaiting_input;
-    rt_->streaming.reset();
-    rt_->running_tools.clear();
-    rt_->retry.reset();
-    core_.became_idle(*rt_, callbacks);
+    stop_running(OperationStatus::awaiting_input, callbacks);
   }
   for (auto& callback : callbacks) callback();
   core_.bus.flush();
@@ -301,13 +307,7 @@ RunResult Operation::fault(Error error) {
   std::vector<std::function<void()>> callbacks;
   {
     std::lock_guard lock(core_.mu);
-    rt_->active = false;
-    rt_->finishing = false;
-    rt_->status = OperationStatus::suspended;
-    rt_->streaming.reset();
-    rt_->running_tools.clear();
-    rt_->retry.reset();
-    core_.became_idle(*rt_, callbacks);
+    stop_running(OperationStatus::suspended, callbacks);
   }
   for (auto& callback : callbacks) callback();
   core_.bus.flush();

@@ -224,6 +224,9 @@ class Operation {
   // requests; a cancellation that came meanwhile takes the cancellation
   // path instead.
   std::optional<RunResult> park();
+  // No thread runs the operation any more, which stays open in `status`;
+  // the ref is idle. Called with mu held; `callbacks` are run_when_idle's.
+  void stop_running(OperationStatus status, std::vector<std::function<void()>>& callbacks);
 
   HarnessCore& core_;
   std::shared_ptr<RefRuntime> rt_;

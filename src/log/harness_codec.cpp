@@ -250,19 +250,7 @@ InputRequested decode_input_requested(ObjectReader& r) {
   b.arguments = r.object("arguments");
   b.rule = r.optional_string("rule");
   b.question = r.optional_string("question");
-  if (const Json* choices = r.optional("choices")) {
-    if (!choices->is_array()) {
-      r.fail_at("choices", "expected an array of strings");
-    } else {
-      for (const Json& choice : *choices) {
-        if (!choice.is_string()) {
-          r.fail_at("choices", "expected an array of strings");
-          break;
-        }
-        b.choices.push_back(choice.get<std::string>());
-      }
-    }
-  }
+  b.choices = detail::read_strings(r, "choices", /*required=*/false);
   return b;
 }
 

@@ -168,9 +168,11 @@ void encode_body(Json& out, const TreeBody& body) {
       body);
 }
 
-std::vector<std::string> read_names(ObjectReader& r, std::string_view key) {
+}  // namespace
+
+std::vector<std::string> detail::read_strings(ObjectReader& r, std::string_view key, bool required) {
   std::vector<std::string> names;
-  const Json* list = r.required(key);
+  const Json* list = required ? r.required(key) : r.optional(key);
   if (list == nullptr) return names;
   if (!list->is_array()) {
     r.fail_at(key, "expected an array");
@@ -186,6 +188,8 @@ std::vector<std::string> read_names(ObjectReader& r, std::string_view key) {
   }
   return names;
 }
+
+namespace {
 
 TreeBody decode_body(RecordType type, ObjectReader& r) {
   switch (type) {
@@ -203,7 +207,7 @@ TreeBody decode_body(RecordType type, ObjectReader& r) {
     case RecordType::thinking_level_change:
       return ThinkingLevelChange{r.string("thinkingLevel")};
     case RecordType::active_tools_change:
-      return ActiveToolsChange{read_names(r, "activeToolNames")};
+      return ActiveToolsChange{detail::read_strings(r, "activeToolNames")};
     case RecordType::compaction: {
       Compaction b;
       b.summary = r.string("summary");

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "cairn/log/record.hpp"
 
@@ -19,5 +22,8 @@ class ObjectReader;
 // "original"?, "repairedAt"}, shared by damaged_entry and damaged.
 void encode_damage(Json& out, const DamageReport& damage);
 DamageReport decode_damage(ObjectReader& r);
+// An array of strings at `key` (activeToolNames, choices); an optional one
+// that is absent is empty.
+std::vector<std::string> read_strings(ObjectReader& r, std::string_view key, bool required = true);
 
 }  // namespace cairn::detail
