@@ -26,7 +26,11 @@ RunResult run_operation(HarnessCore& core, const std::shared_ptr<RefRuntime>& rt
     case OperationKind::compaction: operation = make_compaction_procedure(core, rt, recovery); break;
     case OperationKind::navigation: operation = make_navigation_procedure(core, rt, recovery); break;
   }
-  return operation->run();
+  RunResult result = operation->run();
+  // Parked, but every answer came while it was parking (respond() from
+  // another thread): nothing to wait for, so it goes on.
+  if (result.outcome == Outcome::awaiting_input && result.awaiting_input.empty()) return core.resume(rt);
+  return result;
 }
 
 Operation::Operation(HarnessCore& core, std::shared_ptr<RefRuntime> rt, bool recovery)

@@ -316,6 +316,10 @@ std::string describe_suspended(const SuspendedOperation& operation) {
   std::string what = fmt::format("{} {} on ref {}, started {}", operation.cancelled ? "a cancelled" : "a suspended",
                                  operation.kind, operation.ref, operation.started_at);
   if (!prompt.empty()) what += fmt::format(" (\"{}\")", one_line(prompt, 50));
+  if (!operation.awaiting_input.empty()) {
+    what += fmt::format(", waiting for {} answer{} (cairn approve, deny or answer)", operation.awaiting_input.size(),
+                        operation.awaiting_input.size() == 1 ? "" : "s");
+  }
   return what;
 }
 
