@@ -463,9 +463,9 @@ TEST(InteractiveTmux, SwitchesRefsForksAndResumesSessions) {
 }
 
 // The approval question of the interactive mode: a denial with a reason the
-// model reads, and "always" for the session, after which the same command
-// runs unasked.
-TEST(InteractiveTmux, AsksBeforeBashDeniesWithAReasonAndRemembersAlways) {
+// model reads, "always" for the session (the same command then runs
+// unasked), arguments edited in $EDITOR, and Ctrl+C while it asks.
+TEST(InteractiveTmux, AsksBeforeBashDeniesRemembersEditsAndAborts) {
   if (!tmux_available()) GTEST_SKIP() << "tmux is not installed";
   TempDir dir;
   const std::string store = "jsonl:" + (dir.path() / "sessions").string();
@@ -478,11 +478,14 @@ TEST(InteractiveTmux, AsksBeforeBashDeniesWithAReasonAndRemembersAlways) {
       bash_call("call_b", "echo kept >> " + marker),  // second prompt: always
       bash_call("call_c", "echo kept >> " + marker),  // the same command: not asked again
       answer("Ran it twice."),
+      bash_call("call_d", "echo one >> " + marker),  // third prompt: edited in $EDITOR
+      answer("Ran the edited one."),
+      bash_call("call_e", "echo never >> " + marker),  // fourth prompt: Ctrl+C while it asks
   });
   const std::string command = fmt::format(
       "env HOME={home} XDG_STATE_HOME={home}/state XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data "
-      "XDG_CACHE_HOME={home}/cache {cairn} --store {store} --api openai-completions --base-url {url} --model test; "
-      "echo $? > {status}",
+      "XDG_CACHE_HOME={home}/cache EDITOR='sed -i s/one/two/' {cairn} --store {store} --api openai-completions "
+      "--base-url {url} --model test; echo $? > {status}",
       fmt::arg("home", shell_quote(dir.str())), fmt::arg("cairn", shell_quote(CAIRN_CLI_PATH)),
       fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))),
       fmt::arg("status", shell_quote((dir.path() / "exit-status").string())));
@@ -527,12 +530,30 @@ TEST(InteractiveTmux, AsksBeforeBashDeniesWithAReasonAndRemembersAlways) {
   ASSERT_TRUE(tmux.wait_for_idle_prompt());
   EXPECT_EQ(count_asked(tmux.screen()), 2u) << tmux.screen();  // call_c ran unasked
 
+  // [e]dit: the arguments go through $EDITOR (here a sed that edits the
+  // file), and what it saved is what runs.
+  tmux.type("run the third");
+  tmux.key("Enter");
+  ASSERT_TRUE(asked(3));
+  tmux.type("e");
+  tmux.key("Enter");
+  ASSERT_TRUE(tmux.wait_for_text("Ran the edited one.", 40s));
+  ASSERT_TRUE(tmux.wait_for_idle_prompt());
+
+  // Ctrl+C while it asks: the run ends aborted, durably, and the call never runs.
+  tmux.type("run the fourth");
+  tmux.key("Enter");
+  ASSERT_TRUE(asked(4));
+  tmux.key("C-c");
+  ASSERT_TRUE(tmux.wait_for_text("(run aborted)"));
+  ASSERT_TRUE(tmux.wait_for_idle_prompt());
+
   std::ifstream in(marker);
   std::stringstream ran;
   ran << in.rdbuf();
-  EXPECT_EQ(ran.str(), "kept\nkept\n");
+  EXPECT_EQ(ran.str(), "kept\nkept\ntwo\n");
   const auto requests = server.requests();
-  ASSERT_EQ(requests.size(), 5u);
+  ASSERT_EQ(requests.size(), 8u);
   EXPECT_NE(requests[1].body.find("not now"), std::string::npos) << requests[1].body;
   std::vector<std::string> decisions;
   for (const Json& record : log_records(store, only_session(store))) {
@@ -540,7 +561,16 @@ TEST(InteractiveTmux, AsksBeforeBashDeniesWithAReasonAndRemembersAlways) {
       decisions.push_back(record.value("decision", "") + ":" + record.value("reason", record.value("remember", "")));
     }
   }
-  EXPECT_EQ(decisions, (std::vector<std::string>{"deny:not now", "allow:bash(echo kept >> " + marker + ")"}));
+  EXPECT_EQ(decisions, (std::vector<std::string>{"deny:not now", "allow:bash(echo kept >> " + marker + ")", "allow:"}));
+  bool aborted = false;
+  for (const Json& record : log_records(store, only_session(store))) {
+    if (record.value("type", "") == "tool_started" && record.value("toolCallId", "") == "call_d") {
+      EXPECT_EQ(record["effectiveArgs"].value("command", ""), "echo two >> " + marker);
+    }
+    if (record.value("type", "") == "operation_finished" && record.value("outcome", "") == "aborted") aborted = true;
+  }
+  EXPECT_TRUE(aborted);
+  EXPECT_EQ(run_process({CAIRN_CLI_PATH, "verify", "--store", store, only_session(store)}).status, 0);
 
   tmux.key("C-d");
   ASSERT_TRUE(tmux.wait_for_text("cairn: session "));
