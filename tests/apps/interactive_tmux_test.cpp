@@ -260,6 +260,20 @@ std::vector<Json> log_records(const std::string& store, const std::string& sessi
   return records;
 }
 
+// The shell command tmux runs: cairn's interactive mode on `store`, talking
+// to `server`, with this test's HOME and XDG directories (and `env`, more
+// variables), its exit status written to DIR/exit-status.
+std::string interactive_command(const TempDir& dir, const std::string& store, const HttpTestServer& server,
+                                std::string_view env = "", std::string_view args = "") {
+  return fmt::format(
+      "env HOME={home} XDG_STATE_HOME={home}/state XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data "
+      "XDG_CACHE_HOME={home}/cache {env} {cairn} --store {store} --api openai-completions --base-url {url} "
+      "--model test {args}; echo $? > {status}",
+      fmt::arg("home", shell_quote(dir.str())), fmt::arg("env", env), fmt::arg("cairn", shell_quote(CAIRN_CLI_PATH)),
+      fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))), fmt::arg("args", args),
+      fmt::arg("status", shell_quote((dir.path() / "exit-status").string())));
+}
+
 std::string only_session(const std::string& store) {
   Process sessions = run_process({CAIRN_CLI_PATH, "sessions", "--store", store});
   EXPECT_EQ(sessions.status, 0) << sessions.out;
@@ -278,13 +292,7 @@ TEST(InteractiveTmux, StreamsSteersAbortsAndNavigatesTheTree) {
       stalls_after("Thinking very slowly"),                      // the run Ctrl+C aborts
   });
 
-  const std::string command = fmt::format(
-      "env HOME={home} XDG_STATE_HOME={home}/state XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data "
-      "XDG_CACHE_HOME={home}/cache {cairn} --store {store} --api openai-completions "
-      "--base-url {url} --model test --api-key sk-test; echo $? > {status}",
-      fmt::arg("home", shell_quote(dir.str())), fmt::arg("cairn", shell_quote(CAIRN_CLI_PATH)),
-      fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))),
-      fmt::arg("status", shell_quote((dir.path() / "exit-status").string())));
+  const std::string command = interactive_command(dir, store, server, "", "--api-key sk-test");
   TmuxSession tmux(command, work.string());
   ASSERT_TRUE(tmux.started()) << tmux.start_error();
   ASSERT_TRUE(tmux.wait_for_text("/help lists commands"));
@@ -394,13 +402,7 @@ TEST(InteractiveTmux, SwitchesRefsForksAndResumesSessions) {
   const auto work = dir.path() / "work";
   std::filesystem::create_directories(work);
   HttpTestServer server(answer("Hello from the model."));
-  const std::string command = fmt::format(
-      "env HOME={home} XDG_STATE_HOME={home}/state XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data "
-      "XDG_CACHE_HOME={home}/cache {cairn} --store {store} --api openai-completions --base-url {url} --model test; "
-      "echo $? > {status}",
-      fmt::arg("home", shell_quote(dir.str())), fmt::arg("cairn", shell_quote(CAIRN_CLI_PATH)),
-      fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))),
-      fmt::arg("status", shell_quote((dir.path() / "exit-status").string())));
+  const std::string command = interactive_command(dir, store, server);
   TmuxSession tmux(command, work.string());
   ASSERT_TRUE(tmux.started()) << tmux.start_error();
   ASSERT_TRUE(tmux.wait_for_text("/help lists commands"));
@@ -482,13 +484,7 @@ TEST(InteractiveTmux, AsksBeforeBashDeniesRemembersEditsAndAborts) {
       answer("Ran the edited one."),
       bash_call("call_e", "echo never >> " + marker),  // fourth prompt: Ctrl+C while it asks
   });
-  const std::string command = fmt::format(
-      "env HOME={home} XDG_STATE_HOME={home}/state XDG_CONFIG_HOME={home}/config XDG_DATA_HOME={home}/data "
-      "XDG_CACHE_HOME={home}/cache EDITOR='sed -i s/one/two/' {cairn} --store {store} --api openai-completions "
-      "--base-url {url} --model test; echo $? > {status}",
-      fmt::arg("home", shell_quote(dir.str())), fmt::arg("cairn", shell_quote(CAIRN_CLI_PATH)),
-      fmt::arg("store", shell_quote(store)), fmt::arg("url", shell_quote(server.url("/v1"))),
-      fmt::arg("status", shell_quote((dir.path() / "exit-status").string())));
+  const std::string command = interactive_command(dir, store, server, "EDITOR='sed -i s/one/two/'");
   TmuxSession tmux(command, work.string());
   ASSERT_TRUE(tmux.started()) << tmux.start_error();
   ASSERT_TRUE(tmux.wait_for_text("/help lists commands"));

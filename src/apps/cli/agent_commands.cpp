@@ -100,11 +100,10 @@ int run_resume(const OperationOptions& options) {
                                               "continues it",
                                               setup->session->id(), ref_flag(ref)));
         case cairn::Outcome::awaiting_input:
-          if (!options.wait) return report_awaiting_input(setup->session->id(), ref.name(), result.awaiting_input);
-          if (first) {
-            report_awaiting_input(setup->session->id(), ref.name(), result.awaiting_input);
-            fmt::print(stderr, "cairn: waiting for the answer (this process holds nothing: Ctrl+C leaves it waiting)\n");
-          }
+          report_awaiting_input(setup->session->id(), ref.name(), result.awaiting_input);
+          if (!options.wait) return kAwaitingInput;
+          // Each round waits for new requests: they are said each time.
+          fmt::print(stderr, "cairn: waiting for the answer (this process holds nothing: Ctrl+C leaves it waiting)\n");
           session_id = setup->session->id();
           for (const auto& input : result.awaiting_input) waiting_for.push_back(input.id);
           break;
