@@ -36,7 +36,7 @@ std::optional<std::string> env(const char* name) {
 }
 
 // The tools --tools / --no-tools leave, checked against the known names.
-Outcome<std::vector<std::string>> chosen_tools(const AgentOptions& options) {
+Outcome<std::vector<std::string>> chosen_tools_of(const AgentOptions& options) {
   const auto known = coding_tool_names();
   if (options.no_tools) {
     if (options.tools) return std::unexpected(report(kUsage, "--tools and --no-tools exclude each other"));
@@ -142,7 +142,7 @@ Outcome<OpenedSession> choose_session(Store& store, const AgentOptions& options,
 
 // The model named on the command line, if any: an ad-hoc endpoint or a
 // registry model. nullopt: none was named.
-Outcome<std::optional<ConfiguredModel>> named_model(const ModelRegistry& registry, const AgentOptions& options) {
+Outcome<std::optional<ConfiguredModel>> named_model_of(const ModelRegistry& registry, const AgentOptions& options) {
   if (!options.api.empty() || !options.base_url.empty()) {
     if (options.api.empty() || options.base_url.empty() || options.model.empty()) {
       return std::unexpected(
@@ -192,6 +192,11 @@ std::optional<std::filesystem::path> global_config_dir() {
 }
 
 }  // namespace
+
+Outcome<std::vector<std::string>> chosen_tools(const AgentOptions& options) { return chosen_tools_of(options); }
+Outcome<std::optional<ConfiguredModel>> named_model(const ModelRegistry& registry, const AgentOptions& options) {
+  return named_model_of(registry, options);
+}
 
 void add_agent_options(CLI::App* app, AgentOptions& options, unsigned groups) {
   add_store_option(app, options.store);
@@ -323,19 +328,59 @@ std::string describe_suspended(const SuspendedOperation& operation) {
   return what;
 }
 
+Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options, const ModelRegistry& registry,
+                                                    const std::optional<ConfiguredModel>& model,
+                                                    const std::vector<std::string>& tool_names,
+                                                    std::shared_ptr<Session> session, const std::filesystem::path& cwd) {
+  HarnessOptions harness_options;
+  harness_options.session = session;
+  harness_options.models = make_models(registry, make_wire_provider);
+  if (model) {
+    if (auto added = add_model(harness_options.models, *model, make_wire_provider); !added) {
+      return std::unexpected(added.error());
+    }
+    harness_options.model = model->model;
+  }
+  if (!options.thinking.empty()) harness_options.thinking_level = options.thinking;
+  // Keys reach neither the tools' processes nor anything cairn writes.
+  ProviderKeys keys = provider_keys(registry, model, process_environment());
+  harness_options.secrets = keys.values;
+  CodingToolsOptions tool_options{.cwd = cwd, .spill_dir = spill_dir_for(session->id())};
+  tool_options.environment = tool_environment_policy(options, std::move(keys.variables));
+  tool_options.secrets = std::move(keys.values);
+  tool_options.report = [](const std::string& message) { fmt::print(stderr, "cairn: warning: {}\n", message); };
+  std::vector<Tool> all_tools = make_coding_tools(tool_options);
+  for (auto& tool : all_tools) {
+    if (std::find(tool_names.begin(), tool_names.end(), tool.name) != tool_names.end()) {
+      harness_options.tools.push_back(std::move(tool));
+    }
+  }
+  SystemPromptOptions prompt_options;
+  prompt_options.cwd = cwd;
+  if (options.system_prompt) prompt_options.replace = prompt_text_or_file(*options.system_prompt);
+  if (options.append_system_prompt) prompt_options.append = prompt_text_or_file(*options.append_system_prompt);
+  prompt_options.context_files = find_context_files(cwd, global_config_dir());
+  std::vector<ContextFile> context_files = prompt_options.context_files;
+  harness_options.system_prompt = make_system_prompt(std::move(prompt_options), harness_options.tools);
+  auto policy = make_approval_policy(options.approval, cwd, global_config_dir());
+  if (!policy) return std::unexpected(policy.error());
+  harness_options.approval = std::move(*policy);
+  return CodingHarnessOptions{std::move(harness_options), std::move(context_files)};
+}
+
 Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mode) {
   std::error_code ec;
   const std::filesystem::path cwd = std::filesystem::current_path(ec);
   if (ec) return std::unexpected(report(kFailure, fmt::format("cannot read the current directory: {}", ec.message())));
 
   // Everything the options alone decide, before anything is opened.
-  auto tool_names = chosen_tools(options);
+  auto tool_names = chosen_tools_of(options);
   if (!tool_names) return std::unexpected(tool_names.error());
   std::optional<std::filesystem::path> models_file;
   if (!options.models_file.empty()) models_file = options.models_file;
   auto registry = ModelRegistry::load(models_file, process_environment());
   if (!registry) return std::unexpected(report(kUsage, registry.error().message));
-  auto named = named_model(*registry, options);
+  auto named = named_model_of(*registry, options);
   if (!named) return std::unexpected(named.error());
   if (mode.need_model && !*named && registry->available().empty() && !mode.existing_session) {
     // Nothing could be called, whatever the session's branch names: say how
@@ -380,41 +425,11 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
     return std::unexpected(kUsage);
   }
 
-  HarnessOptions harness_options;
-  harness_options.session = session;
-  harness_options.models = make_models(*registry, make_wire_provider);
-  if (model) {
-    if (auto added = add_model(harness_options.models, *model, make_wire_provider); !added) {
-      return std::unexpected(report(kUsage, added.error().message));
-    }
-    harness_options.model = model->model;
-  }
-  if (!options.thinking.empty()) harness_options.thinking_level = options.thinking;
-  // Keys reach neither the tools' processes nor anything cairn writes.
-  ProviderKeys keys = provider_keys(*registry, model, process_environment());
-  harness_options.secrets = keys.values;
-  CodingToolsOptions tool_options{.cwd = cwd, .spill_dir = spill_dir_for(session->id())};
-  tool_options.environment = tool_environment_policy(options, std::move(keys.variables));
-  tool_options.secrets = std::move(keys.values);
-  tool_options.report = [](const std::string& message) { fmt::print(stderr, "cairn: warning: {}\n", message); };
-  std::vector<Tool> all_tools = make_coding_tools(tool_options);
-  for (auto& tool : all_tools) {
-    if (std::find(tool_names->begin(), tool_names->end(), tool.name) != tool_names->end()) {
-      harness_options.tools.push_back(std::move(tool));
-    }
-  }
-  SystemPromptOptions prompt_options;
-  prompt_options.cwd = cwd;
-  if (options.system_prompt) prompt_options.replace = prompt_text_or_file(*options.system_prompt);
-  if (options.append_system_prompt) prompt_options.append = prompt_text_or_file(*options.append_system_prompt);
-  prompt_options.context_files = find_context_files(cwd, global_config_dir());
-  std::vector<ContextFile> context_files = prompt_options.context_files;
-  harness_options.system_prompt = make_system_prompt(std::move(prompt_options), harness_options.tools);
-  auto policy = make_approval_policy(options.approval, cwd, global_config_dir());
-  if (!policy) return std::unexpected(report(kUsage, policy.error().message));
-  harness_options.approval = std::move(*policy);
+  auto harness_options = coding_harness_options(options, *registry, model, *tool_names, session, cwd);
+  if (!harness_options) return std::unexpected(report(kUsage, harness_options.error().message));
+  std::vector<ContextFile> context_files = std::move(harness_options->context_files);
 
-  auto created = AgentHarness::create(std::move(harness_options));
+  auto created = AgentHarness::create(std::move(harness_options->harness));
   if (!created) return std::unexpected(report(kFailure, created.error().message));
   auto harness = std::make_unique<AgentHarness>(std::move(created->harness));
 

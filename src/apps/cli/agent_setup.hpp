@@ -123,6 +123,24 @@ struct AgentSetup {
 // model configured), 1 for the rest.
 Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mode = {});
 
+// The harness options of the coding agent over `session`, its tools working
+// in `cwd`: the models (with `model` first), the chosen coding tools, the
+// system prompt with the context files found from `cwd`, the approval
+// policy, and the keys kept out of everything written. Errors: a bad
+// approval setting or model (the message says which).
+struct CodingHarnessOptions {
+  HarnessOptions harness;
+  std::vector<ContextFile> context_files;  // what the system prompt includes
+};
+Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options, const ModelRegistry& registry,
+                                                    const std::optional<ConfiguredModel>& model,
+                                                    const std::vector<std::string>& tool_names,
+                                                    std::shared_ptr<Session> session, const std::filesystem::path& cwd);
+// The tools --tools / --no-tools leave (reported: an unknown name).
+Outcome<std::vector<std::string>> chosen_tools(const AgentOptions& options);
+// The model --model or the ad-hoc endpoint options name; nullopt when none is (reported: a bad one).
+Outcome<std::optional<ConfiguredModel>> named_model(const ModelRegistry& registry, const AgentOptions& options);
+
 // The text shown when no model is configured: the key variables, models.json
 // with an example, a local server on the command line.
 std::string no_model_help(const ModelRegistry& registry);

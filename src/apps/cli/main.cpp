@@ -120,6 +120,7 @@ int run(int argc, char** argv) {
   register_fork_command(app, commands);
   register_import_command(app, commands);
   register_repair_command(app, commands);
+  register_serve_command(app, commands);
   register_agent_demo_command(app, commands);
   register_demo_command(app, commands);
   register_models_command(app, commands);

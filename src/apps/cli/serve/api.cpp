@@ -1,0 +1,788 @@
+#include "api.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "event_stream.hpp"
+#include "json_views.hpp"
+
+namespace cairn::serve {
+
+// ---- responses ----------------------------------------------------------------------
+
+namespace {
+
+int status_for(std::string_view code) {
+  static const std::map<std::string_view, int> statuses = {
+      {"invalid_argument", 400},  {"invalid_message", 400},  {"invalid_entry", 400},     {"invalid_response", 400},
+      {"invalid_arguments", 400}, {"bad_request", 400},      {"unauthorized", 401},      {"forbidden", 403},
+      {"not_found", 404},         {"unknown_ref", 404},      {"unknown_input", 404},     {"unknown_entry", 404},
+      {"unknown_model", 404},     {"unknown_tool", 404},     {"unknown_skill", 404},     {"unknown_template", 404},
+      {"no_route", 404},          {"method_not_allowed", 405}, {"already_exists", 409},  {"ref_exists", 409},
+      {"locked", 409},            {"busy", 409},             {"operation_open", 409},    {"already_resolved", 409},
+      {"ref_active", 409},        {"main_ref", 409},         {"not_suspended", 409},     {"no_active_run", 409},
+      {"missing_identities", 409}, {"damaged_log", 409},     {"ambiguous_id", 409},      {"ambiguous_model", 409},
+      {"body_too_large", 413},    {"unsupported_media_type", 415}, {"faulted", 503},     {"closed", 503},
+      {"read_only", 409},         {"stale_writer", 409},     {"corrupt_log", 500},       {"newer_version", 500},
+  };
+  auto it = statuses.find(code);
+  return it == statuses.end() ? 500 : it->second;
+}
+
+}  // namespace
+
+HttpResponse json_response(int status, const Json& body) {
+  return HttpResponse{.status = status, .body = body.dump(-1, ' ', false, Json::error_handler_t::replace)};
+}
+
+HttpResponse error_response(int status, std::string_view code, std::string_view message) {
+  return json_response(status, Json{{"error", {{"code", code}, {"message", message}}}});
+}
+
+HttpResponse error_response(const Error& error) {
+  return error_response(status_for(error.code), error.code, error.message);
+}
+
+std::string sse_frame(const Json& data, std::optional<std::int64_t> id) {
+  std::string frame;
+  if (id) frame = fmt::format("id: {}\n", *id);
+  frame += "data: ";
+  frame += data.dump(-1, ' ', false, Json::error_handler_t::replace);
+  frame += "\n\n";
+  return frame;
+}
+
+// ---- tokens -------------------------------------------------------------------------
+
+Result<std::vector<std::string>> load_tokens(const std::filesystem::path& file, bool& created) {
+  created = false;
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) {
+    if (errno != ENOENT) return fail(Errc::io_error, fmt::format("token file {}: {}", file.string(), std::strerror(errno)));
+    std::error_code ec;
+    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
+    std::random_device random;
+    std::string token;
+    for (int i = 0; i < 8; ++i) token += fmt::format("{:08x}", random());
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return fail(Errc::io_error, fmt::format("cannot create token file {}: {}", file.string(), std::strerror(errno)));
+    const std::string line = token + "\n";
+    const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!written) return fail(Errc::io_error, fmt::format("cannot write token file {}", file.string()));
+    created = true;
+    return std::vector<std::string>{token};
+  }
+  if ((st.st_mode & 077) != 0) {
+    return fail(Errc::invalid_argument,
+                fmt::format("token file {} may be read by others (mode {:o}); chmod 600 it", file.string(), st.st_mode & 0777));
+  }
+  std::ifstream in(file);
+  if (!in) return fail(Errc::io_error, fmt::format("cannot read token file {}", file.string()));
+  std::vector<std::string> tokens;
+  for (std::string line; std::getline(in, line);) {
+    line.erase(0, line.find_first_not_of(" \t\r"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty() || line.front() == '#') continue;
+    if (line.size() < 16) return fail(Errc::invalid_argument, fmt::format("token file {}: a token is shorter than 16 characters", file.string()));
+    tokens.push_back(line);
+  }
+  if (tokens.empty()) return fail(Errc::invalid_argument, fmt::format("token file {} holds no token", file.string()));
+  return tokens;
+}
+
+namespace {
+
+// Equal in time that depends on neither string's content.
+bool same_secret(std::string_view given, std::string_view token) {
+  unsigned char diff = given.size() == token.size() ? 0 : 1;
+  for (std::size_t i = 0; i < given.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ token[i % std::max<std::size_t>(token.size(), 1)]);
+  return diff == 0;
+}
+
+// ---- request bodies -----------------------------------------------------------------
+
+struct Body {
+  Json json = Json::object();
+
+  Result<std::optional<std::string>> string(const char* key) const {
+    auto it = json.find(key);
+    if (it == json.end() || it->is_null()) return std::optional<std::string>();
+    if (!it->is_string()) return fail(Errc::invalid_argument, fmt::format("field '{}' must be a string", key));
+    return std::optional<std::string>(it->get<std::string>());
+  }
+  Result<std::string> required_string(const char* key) const {
+    auto value = string(key);
+    if (!value) return std::unexpected(value.error());
+    if (!*value) return fail(Errc::invalid_argument, fmt::format("field '{}' is required", key));
+    return **value;
+  }
+  Result<bool> boolean(const char* key, bool fallback = false) const {
+    auto it = json.find(key);
+    if (it == json.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) return fail(Errc::invalid_argument, fmt::format("field '{}' must be true or false", key));
+    return it->get<bool>();
+  }
+};
+
+Result<Body> parse_body(const HttpRequest& request, std::initializer_list<std::string_view> allowed,
+                        std::size_t max_depth) {
+  Body body;
+  if (request.body.empty()) return body;
+  if (auto type = request.header("content-type"); type && type->find("application/json") == std::string::npos) {
+    return std::unexpected(Error::recorded("unsupported_media_type", "the body must be application/json"));
+  }
+  std::size_t deepest = 0;
+  Json::parser_callback_t depth_check = [&](int depth, Json::parse_event_t, Json&) {
+    deepest = std::max(deepest, static_cast<std::size_t>(depth));
+    return depth <= static_cast<int>(max_depth);
+  };
+  try {
+    body.json = Json::parse(request.body, depth_check);
+  } catch (const Json::exception& error) {
+    return fail(Errc::invalid_argument, fmt::format("the body is not JSON: {}", error.what()));
+  }
+  if (deepest > max_depth) return fail(Errc::invalid_argument, fmt::format("the body nests deeper than {} levels", max_depth));
+  if (!body.json.is_object()) return fail(Errc::invalid_argument, "the body must be a JSON object");
+  for (const auto& [key, value] : body.json.items()) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string known;
+      for (auto name : allowed) known += (known.empty() ? "" : ", ") + std::string(name);
+      return fail(Errc::invalid_argument, fmt::format("unknown field '{}' (this route takes: {})", key,
+                                                      known.empty() ? "nothing" : known));
+    }
+  }
+  return body;
+}
+
+Result<std::optional<std::int64_t>> query_int(const HttpRequest& request, const std::string& key) {
+  auto it = request.query.find(key);
+  if (it == request.query.end()) return std::optional<std::int64_t>();
+  std::int64_t value = 0;
+  const auto& text = it->second;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return fail(Errc::invalid_argument, fmt::format("query parameter '{}' must be an integer", key));
+  }
+  return std::optional<std::int64_t>(value);
+}
+
+}  // namespace
+
+std::string percent_decode(std::string_view text, bool& ok) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  ok = true;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    if (i + 2 >= text.size()) {
+      ok = false;
+      return out;
+    }
+    const int high = hex(text[i + 1]), low = hex(text[i + 2]);
+    if (high < 0 || low < 0) {
+      ok = false;
+      return out;
+    }
+    out.push_back(static_cast<char>(high * 16 + low));
+    i += 2;
+  }
+  return out;
+}
+
+namespace {
+
+// A path segment naming a session, ref, entry or request: no separators,
+// no control characters, no "." or "..", at most 256 bytes.
+Result<std::string> segment(std::string_view raw, std::string_view what) {
+  bool ok = false;
+  std::string text = percent_decode(raw, ok);
+  if (!ok) return fail(Errc::invalid_argument, fmt::format("bad percent-encoding in the {} id", what));
+  if (text.empty() || text.size() > 256 || text == "." || text == "..") {
+    return fail(Errc::invalid_argument, fmt::format("bad {} id", what));
+  }
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f || c == '/' || c == '\\') {
+      return fail(Errc::invalid_argument, fmt::format("bad {} id: it holds a separator or control character", what));
+    }
+  }
+  return text;
+}
+
+// ---- operations ---------------------------------------------------------------------
+
+// Runs an operation (prompt, resume, compact, navigate) on a thread of its
+// own and answers once it has started durably (202: its run id and the seq
+// of its operation_started), or, when it ended before starting, with its
+// result (an error for a rejection).
+struct StartWait {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<Event> started;
+  std::optional<RunResult> done;
+};
+
+Reply start_operation(SessionPool& pool, Metrics& metrics, const std::shared_ptr<SessionHost>& host, AgentRef ref,
+                      std::vector<EventType> start_types, std::function<RunResult(AgentRef&)> operation) {
+  auto wait = std::make_shared<StartWait>();
+  std::unique_lock start_lock(host->start_mu);
+  Subscription subscription = ref.on_event([wait, start_types](const Event& event) {
+    if (std::find(start_types.begin(), start_types.end(), event.type) == start_types.end()) return;
+    std::lock_guard lock(wait->mu);
+    if (!wait->started) wait->started = event;
+    wait->cv.notify_all();
+  });
+  pool.run_detached(host, [wait, ref, operation = std::move(operation), &metrics]() mutable {
+    RunResult result = operation(ref);
+    {
+      std::lock_guard lock(metrics.mu);
+      ++metrics.runs[std::string(to_string(result.outcome))];
+    }
+    if (result.final_message) {
+      metrics.input_tokens += result.final_message->usage.input;
+      metrics.output_tokens += result.final_message->usage.output;
+      metrics.cost_microdollars += static_cast<std::int64_t>(result.final_message->usage.cost.total * 1e6);
+    }
+    std::lock_guard lock(wait->mu);
+    wait->done = std::move(result);
+    wait->cv.notify_all();
+  });
+  std::unique_lock lock(wait->mu);
+  wait->cv.wait(lock, [&] { return wait->started || wait->done; });
+  subscription.reset();
+  if (wait->started) {
+    Json body = {{"runId", wait->started->run_id ? Json(*wait->started->run_id) : Json(nullptr)},
+                 {"event", to_string(wait->started->type)}};
+    body["seq"] = wait->started->seq ? Json(*wait->started->seq) : Json(nullptr);
+    return Reply{json_response(202, body)};
+  }
+  const RunResult& result = *wait->done;
+  if (result.outcome == Outcome::rejected && result.error) return Reply{error_response(*result.error)};
+  return Reply{json_response(200, to_json(result))};
+}
+
+}  // namespace
+
+// ---- the routes ---------------------------------------------------------------------
+
+Api::Api(SessionPool& pool, std::vector<std::string> tokens, ApiLimits limits)
+    : pool_(pool), tokens_(std::move(tokens)), limits_(limits) {}
+
+bool Api::authorized(const HttpRequest& request, HttpResponse& refusal) const {
+  auto header = request.header("authorization");
+  constexpr std::string_view kScheme = "Bearer ";
+  if (!header || header->size() <= kScheme.size() || !std::equal(kScheme.begin(), kScheme.end(), header->begin(),
+                                                                  [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+    refusal = error_response(401, "unauthorized", "this route needs an Authorization: Bearer token");
+    refusal.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"cairn\"");
+    return false;
+  }
+  const std::string_view given = std::string_view(*header).substr(kScheme.size());
+  bool match = false;
+  for (const auto& token : tokens_) match |= same_secret(given, token);
+  if (!match) {
+    refusal = error_response(403, "forbidden", "the bearer token is not one this server accepts");
+    return false;
+  }
+  return true;
+}
+
+Reply Api::handle(const HttpRequest& request) {
+  std::string route_name = "unmatched";
+  Reply reply;
+  HttpResponse refusal;
+  if (request.path == "/healthz") {
+    route_name = "/healthz";
+    reply = Reply{json_response(200, Json{{"status", "ok"}})};
+  } else if (!authorized(request, refusal)) {
+    route_name = "auth";
+    reply = Reply{std::move(refusal)};
+  } else {
+    try {
+      reply = route(request, route_name);
+    } catch (const std::exception& error) {
+      // A bug, not the client's fault: said without the request's content.
+      reply = Reply{error_response(500, "internal_error", fmt::format("the server failed: {}", error.what()))};
+    }
+  }
+  {
+    std::lock_guard lock(metrics_.mu);
+    ++metrics_.requests[{route_name, reply.stream ? 200 : reply.response.status}];
+  }
+  return reply;
+}
+
+Reply Api::route(const HttpRequest& request, std::string& route_name) {
+  const std::string& method = request.method;
+  std::vector<std::string_view> parts;
+  {
+    std::string_view path = request.path;
+    if (path.empty() || path.front() != '/') return Reply{error_response(404, "no_route", "no such route")};
+    path.remove_prefix(1);
+    while (!path.empty()) {
+      auto slash = path.find('/');
+      parts.push_back(path.substr(0, slash));
+      if (slash == std::string_view::npos) break;
+      path.remove_prefix(slash + 1);
+    }
+  }
+  auto error = [](const Error& e) { return Reply{error_response(e)}; };
+  auto ok = [](const Json& body, int status = 200) { return Reply{json_response(status, body)}; };
+  auto not_allowed = [&] {
+    return Reply{error_response(405, "method_not_allowed", fmt::format("{} is not allowed on {}", method, request.path))};
+  };
+  auto body_of = [&](std::initializer_list<std::string_view> allowed) { return parse_body(request, allowed, limits_.max_json_depth); };
+
+  if (parts.size() == 1 && parts[0] == "metrics") {
+    route_name = "/metrics";
+    if (method != "GET") return not_allowed();
+    std::string text;
+    text += "# TYPE cairn_http_requests_total counter\n";
+    {
+      std::lock_guard lock(metrics_.mu);
+      for (const auto& [key, count] : metrics_.requests) {
+        text += fmt::format("cairn_http_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, count);
+      }
+      text += "# TYPE cairn_runs_total counter\n";
+      for (const auto& [outcome, count] : metrics_.runs) text += fmt::format("cairn_runs_total{{outcome=\"{}\"}} {}\n", outcome, count);
+    }
+    text += fmt::format("# TYPE cairn_streams_open gauge\ncairn_streams_open {}\n", metrics_.streams_open.load());
+    text += fmt::format("# TYPE cairn_streams_total counter\ncairn_streams_total {}\n", metrics_.streams_total.load());
+    text += fmt::format("# TYPE cairn_sessions_open gauge\ncairn_sessions_open {}\n", pool_.open_count());
+    text += fmt::format("# TYPE cairn_tokens_total counter\ncairn_tokens_total{{kind=\"input\"}} {}\ncairn_tokens_total{{kind=\"output\"}} {}\n",
+                        metrics_.input_tokens.load(), metrics_.output_tokens.load());
+    text += fmt::format("# TYPE cairn_cost_dollars_total counter\ncairn_cost_dollars_total {:.6f}\n",
+                        static_cast<double>(metrics_.cost_microdollars.load()) / 1e6);
+    return Reply{HttpResponse{.status = 200, .content_type = "text/plain; version=0.0.4", .body = std::move(text)}};
+  }
+  if (parts.empty() || parts[0] != "v1") return Reply{error_response(404, "no_route", fmt::format("no route {}", request.path))};
+
+  // /v1/models
+  if (parts.size() == 2 && parts[1] == "models") {
+    route_name = "/v1/models";
+    if (method != "GET") return not_allowed();
+    Json models = Json::array();
+    for (const auto& model : pool_.config().registry.models()) {
+      models.push_back({{"id", model.qualified_id()}, {"provider", model.model.provider}, {"model", model.model.id},
+                        {"api", model.model.api}, {"contextWindow", model.model.context_window},
+                        {"reasoning", model.model.reasoning}, {"available", model.available()}});
+    }
+    Json body = {{"models", std::move(models)}};
+    body["default"] = pool_.config().default_model ? Json(pool_.config().default_model->qualified_id()) : Json(nullptr);
+    return ok(body);
+  }
+  if (parts.size() < 2 || parts[1] != "sessions") return Reply{error_response(404, "no_route", fmt::format("no route {}", request.path))};
+
+  // /v1/sessions
+  if (parts.size() == 2) {
+    route_name = "/v1/sessions";
+    if (method == "GET") {
+      auto limit = query_int(request, "limit");
+      if (!limit) return error(limit.error());
+      const std::int64_t page = limit->value_or(100);
+      if (page < 1 || page > 1000) return error(Error{Errc::invalid_argument, "limit must be 1 to 1000"});
+      auto headers = pool_.list();
+      if (!headers) return error(headers.error());
+      auto after = request.query.find("after");
+      std::size_t start = 0;
+      if (after != request.query.end()) {
+        start = headers->size();
+        for (std::size_t i = 0; i < headers->size(); ++i) {
+          if ((*headers)[i].id == after->second) start = i + 1;
+        }
+      }
+      Json sessions = Json::array();
+      std::size_t i = start;
+      for (; i < headers->size() && sessions.size() < static_cast<std::size_t>(page); ++i) sessions.push_back(encode((*headers)[i]));
+      Json body = {{"sessions", std::move(sessions)}};
+      body["next"] = i < headers->size() ? Json((*headers)[i - 1].id) : Json(nullptr);
+      return ok(body);
+    }
+    if (method == "POST") {
+      auto body = body_of({"id", "cwd"});
+      if (!body) return error(body.error());
+      CreateOptions create;
+      auto id = body->string("id");
+      auto cwd = body->string("cwd");
+      if (!id) return error(id.error());
+      if (!cwd) return error(cwd.error());
+      if (*id) {
+        auto valid = segment(**id, "session");
+        if (!valid) return error(valid.error());
+        create.id = **id;
+      }
+      create.cwd = cwd->value_or(pool_.config().cwd.string());
+      auto host = pool_.create(create);
+      if (!host) return error(host.error());
+      return ok(Json{{"session", encode((*host)->session->header())}}, 201);
+    }
+    return not_allowed();
+  }
+
+  auto session_id = segment(parts[2], "session");
+  if (!session_id) return error(session_id.error());
+
+  if (parts.size() == 3 && method == "DELETE") {
+    route_name = "/v1/sessions/{id}";
+    if (auto removed = pool_.remove(*session_id); !removed) return error(removed.error());
+    return ok(Json{{"deleted", *session_id}});
+  }
+  auto host_result = pool_.get(*session_id);
+  if (!host_result) return error(host_result.error());
+  std::shared_ptr<SessionHost> host = std::move(*host_result);
+  AgentHarness& harness = *host->harness;
+  Session& session = *host->session;
+
+  auto refs_json = [&] {
+    Json refs = Json::array();
+    std::vector<SuspendedOperation> suspended = host->suspended_at_open;
+    for (const auto& status : harness.refs()) {
+      Json item = to_json(status, {});
+      if (status.run && (status.run->status == OperationStatus::suspended || status.run->status == OperationStatus::awaiting_input)) {
+        if (auto ref = harness.ref(status.name)) {
+          Json pending = Json::array();
+          for (const auto& input : ref->pending_inputs()) pending.push_back(to_json(input));
+          item["run"]["awaitingInput"] = std::move(pending);
+        }
+      }
+      refs.push_back(std::move(item));
+    }
+    return refs;
+  };
+
+  if (parts.size() == 3) {
+    route_name = "/v1/sessions/{id}";
+    if (method != "GET") return not_allowed();
+    return ok(Json{{"session", encode(session.header())}, {"refs", refs_json()}, {"cursor", session.size() - 1},
+                   {"faulted", harness.faulted()}});
+  }
+  const std::string_view what = parts[3];
+  if (parts.size() == 4 && what == "records") {
+    route_name = "/v1/sessions/{id}/records";
+    if (method != "GET") return not_allowed();
+    auto after = query_int(request, "after");
+    auto limit = query_int(request, "limit");
+    if (!after) return error(after.error());
+    if (!limit) return error(limit.error());
+    const std::int64_t count = limit->value_or(1000);
+    if (count < 1 || count > static_cast<std::int64_t>(limits_.max_page)) {
+      return error(Error{Errc::invalid_argument, fmt::format("limit must be 1 to {}", limits_.max_page)});
+    }
+    auto lines = session.get_log(after->value_or(-1), static_cast<std::size_t>(count));
+    if (!lines) return error(lines.error());
+    Json records = Json::array();
+    for (const auto& line : *lines) records.push_back(Json::parse(line.json, nullptr, false));
+    Json body = {{"records", std::move(records)}};
+    body["next"] = lines->empty() || lines->back().seq >= session.size() - 1 ? Json(nullptr) : Json(lines->back().seq);
+    return ok(body);
+  }
+  if (parts.size() == 4 && what == "tree") {
+    route_name = "/v1/sessions/{id}/tree";
+    if (method != "GET") return not_allowed();
+    Json entries = Json::array();
+    EntryQuery query{.order = Order::oldest_first, .limit = 4096};
+    for (;;) {
+      auto page = session.find_entries(query);
+      if (!page) return error(page.error());
+      for (const auto& entry : page->items) {
+        Json full = encode(entry);
+        Json item = {{"id", full.value("id", "")}, {"parentId", full.contains("parentId") ? full["parentId"] : Json(nullptr)},
+                     {"type", full.value("type", "")}, {"timestamp", full.value("timestamp", "")}};
+        if (full.contains("message") && full["message"].is_object()) item["role"] = full["message"].value("role", "");
+        if (auto label = session.label(item["id"].get<std::string>()); label && *label) item["label"] = **label;
+        entries.push_back(std::move(item));
+      }
+      if (!page->next_cursor) break;
+      query.cursor = page->next_cursor;
+    }
+    Json refs = Json::array();
+    for (const auto& info : session.refs()) refs.push_back({{"name", info.name}, {"leafId", info.leaf_id ? Json(*info.leaf_id) : Json(nullptr)}});
+    return ok(Json{{"entries", std::move(entries)}, {"refs", std::move(refs)}});
+  }
+  auto open_stream = [&](std::optional<std::string> ref) -> Reply {
+    std::optional<std::int64_t> after;
+    if (auto last = request.header("last-event-id"); last && !last->empty()) {
+      std::int64_t value = 0;
+      auto [end, ec] = std::from_chars(last->data(), last->data() + last->size(), value);
+      if (ec != std::errc() || end != last->data() + last->size()) {
+        return error(Error{Errc::invalid_argument, "Last-Event-ID must be a seq"});
+      }
+      after = value;
+    } else {
+      auto query = query_int(request, "after");
+      if (!query) return error(query.error());
+      after = *query;
+    }
+    auto stream = EventStream::open(host, std::move(ref), after, limits_.max_stream_queue);
+    if (!stream) return error(stream.error());
+    return Reply{.stream = std::move(*stream)};
+  };
+  if (parts.size() == 4 && what == "events") {
+    route_name = "/v1/sessions/{id}/events";
+    if (method != "GET") return not_allowed();
+    return open_stream(std::nullopt);
+  }
+  if (parts.size() == 4 && what == "fork") {
+    route_name = "/v1/sessions/{id}/fork";
+    if (method != "POST") return not_allowed();
+    auto body = body_of({"ref", "entryId", "scope", "position", "id"});
+    if (!body) return error(body.error());
+    ForkOptions fork;
+    auto ref = body->string("ref");
+    auto entry = body->string("entryId");
+    auto scope = body->string("scope");
+    auto position = body->string("position");
+    auto id = body->string("id");
+    for (const auto* field : {&ref, &entry, &scope, &position, &id}) {
+      if (!*field) return error(field->error());
+    }
+    fork.ref = ref->value_or("main");
+    fork.entry_id = *entry;
+    if (*scope && **scope != "branch" && **scope != "tree") return error(Error{Errc::invalid_argument, "scope must be branch or tree"});
+    if (*scope == "tree") fork.scope = ForkOptions::Scope::tree;
+    if (*position && **position != "at" && **position != "before") return error(Error{Errc::invalid_argument, "position must be at or before"});
+    if (*position == "before") fork.position = ForkOptions::Position::before;
+    if (*id) {
+      auto valid = segment(**id, "session");
+      if (!valid) return error(valid.error());
+      fork.id = **id;
+    }
+    auto forked = pool_.fork(host, fork.ref, fork);
+    if (!forked) return error(forked.error());
+    return ok(Json{{"session", encode(forked->session->header())}, {"copied", forked->copied}, {"leftOut", forked->left_out}}, 201);
+  }
+  if (what != "refs") return Reply{error_response(404, "no_route", fmt::format("no route {}", request.path))};
+
+  // /v1/sessions/{id}/refs
+  if (parts.size() == 4) {
+    route_name = "/v1/sessions/{id}/refs";
+    if (method == "GET") return ok(Json{{"refs", refs_json()}});
+    if (method == "POST") {
+      auto body = body_of({"name", "at"});
+      if (!body) return error(body.error());
+      auto name = body->required_string("name");
+      if (!name) return error(name.error());
+      auto valid = segment(*name, "ref");
+      if (!valid) return error(valid.error());
+      std::optional<std::string> at = session.leaf("main");
+      if (body->json.contains("at")) {
+        auto given = body->string("at");
+        if (!given) return error(given.error());
+        at = *given;
+      }
+      auto made = harness.create_ref(*name, at);
+      if (!made) return error(made.error());
+      return ok(Json{{"ref", {{"name", made->name()}, {"leafId", made->leaf_id() ? Json(*made->leaf_id()) : Json(nullptr)}}}}, 201);
+    }
+    return not_allowed();
+  }
+  auto ref_name = segment(parts[4], "ref");
+  if (!ref_name) return error(ref_name.error());
+  auto found = harness.ref(*ref_name);
+  if (!found) return error(Error{Errc::unknown_ref, fmt::format("session {} has no ref '{}'", *session_id, *ref_name)});
+  AgentRef ref = *found;
+
+  if (parts.size() == 5) {
+    route_name = "/v1/sessions/{id}/refs/{ref}";
+    if (method == "DELETE") {
+      if (auto deleted = harness.delete_ref(*ref_name); !deleted) return error(deleted.error());
+      return ok(Json{{"deleted", *ref_name}});
+    }
+    if (method != "GET") return not_allowed();
+    for (const auto& status : harness.refs()) {
+      if (status.name != *ref_name) continue;
+      Json item = to_json(status, {});
+      Json pending = Json::array();
+      for (const auto& input : ref.pending_inputs()) pending.push_back(to_json(input));
+      item["awaitingInput"] = std::move(pending);
+      return ok(Json{{"ref", std::move(item)}});
+    }
+    return error(Error{Errc::unknown_ref, fmt::format("session {} has no ref '{}'", *session_id, *ref_name)});
+  }
+  const std::string_view action = parts[5];
+  const std::string action_route = fmt::format("/v1/sessions/{{id}}/refs/{{ref}}/{}", action);
+  if (parts.size() == 6 && action == "events") {
+    route_name = action_route;
+    if (method != "GET") return not_allowed();
+    return open_stream(*ref_name);
+  }
+  if (parts.size() == 6 && action == "context") {
+    route_name = action_route;
+    if (method != "GET") return not_allowed();
+    auto context = session.build_context(*ref_name);
+    if (!context) return error(context.error());
+    Json body = {{"messages", messages_json(context->messages)}, {"entryIds", context->entry_ids},
+                 {"thinkingLevel", context->thinking_level}};
+    body["model"] = context->model ? Json{{"provider", context->model->provider}, {"id", context->model->model_id}} : Json(nullptr);
+    body["activeTools"] = context->active_tool_names ? Json(*context->active_tool_names) : Json(nullptr);
+    return ok(body);
+  }
+  if (parts.size() == 6 && action == "config") {
+    route_name = action_route;
+    auto config_json = [&] {
+      Model model = ref.model();
+      return Json{{"model", {{"provider", model.provider}, {"id", model.id}}},
+                  {"thinkingLevel", ref.thinking_level()},
+                  {"activeTools", ref.active_tools()},
+                  {"tools", harness.tool_names()}};
+    };
+    if (method == "GET") return ok(config_json());
+    if (method != "PATCH" && method != "POST") return not_allowed();
+    auto body = body_of({"model", "thinkingLevel", "activeTools"});
+    if (!body) return error(body.error());
+    auto model = body->string("model");
+    auto thinking = body->string("thinkingLevel");
+    if (!model) return error(model.error());
+    if (!thinking) return error(thinking.error());
+    std::optional<std::vector<std::string>> tools;
+    if (auto it = body->json.find("activeTools"); it != body->json.end()) {
+      if (!it->is_array()) return error(Error{Errc::invalid_argument, "field 'activeTools' must be an array of names"});
+      tools.emplace();
+      for (const auto& name : *it) {
+        if (!name.is_string()) return error(Error{Errc::invalid_argument, "field 'activeTools' must be an array of names"});
+        tools->push_back(name.get<std::string>());
+      }
+    }
+    if (*model) {
+      const auto slash = (*model)->find('/');
+      if (slash == std::string::npos) return error(Error{Errc::invalid_argument, "field 'model' must be PROVIDER/ID"});
+      if (auto set = ref.set_model((*model)->substr(0, slash), (*model)->substr(slash + 1)); !set) return error(set.error());
+    }
+    if (*thinking) {
+      if (auto set = ref.set_thinking_level(**thinking); !set) return error(set.error());
+    }
+    if (tools) {
+      if (auto set = ref.set_active_tools(*tools); !set) return error(set.error());
+    }
+    return ok(config_json());
+  }
+  if (parts.size() == 6 && action == "inputs") {
+    route_name = action_route;
+    if (method != "GET") return not_allowed();
+    Json pending = Json::array();
+    for (const auto& input : ref.pending_inputs()) pending.push_back(to_json(input));
+    return ok(Json{{"inputs", std::move(pending)}});
+  }
+  if (parts.size() == 7 && action == "inputs") {
+    route_name = "/v1/sessions/{id}/refs/{ref}/inputs/{input}";
+    if (method != "POST") return not_allowed();
+    auto input_id = segment(parts[6], "input");
+    if (!input_id) return error(input_id.error());
+    auto body = body_of({"decision", "arguments", "remember", "reason", "answer", "by"});
+    if (!body) return error(body.error());
+    auto decision = body->required_string("decision");
+    if (!decision) return error(decision.error());
+    InputResponse response;
+    if (*decision == "allow") {
+      response.decision = InputResponse::Decision::allow;
+    } else if (*decision == "deny") {
+      response.decision = InputResponse::Decision::deny;
+    } else if (*decision == "answer") {
+      response.decision = InputResponse::Decision::answer;
+    } else {
+      return error(Error{Errc::invalid_argument, "field 'decision' must be allow, deny or answer"});
+    }
+    if (auto it = body->json.find("arguments"); it != body->json.end() && !it->is_null()) response.arguments = *it;
+    auto remember = body->string("remember");
+    auto reason = body->string("reason");
+    auto answer = body->string("answer");
+    auto by = body->string("by");
+    for (const auto* field : {&remember, &reason, &answer, &by}) {
+      if (!*field) return error(field->error());
+    }
+    response.remember = *remember;
+    response.reason = *reason;
+    response.answer = answer->value_or("");
+    response.by = by->value_or("api");
+    auto answered = ref.respond(*input_id, std::move(response));
+    if (!answered.ok()) {
+      return error(answered.error.value_or(Error{Errc::internal_error, "the answer was not taken"}));
+    }
+    Json body_out = {{"seq", answered.seq}, {"resumed", false}};
+    // Every question of the operation answered: it goes on, here.
+    if (ref.pending_inputs().empty()) {
+      for (const auto& status : harness.refs()) {
+        if (status.name == *ref_name && status.run && status.run->status != OperationStatus::running) {
+          pool_.run_detached(host, [ref]() mutable { (void)ref.resume(); });
+          body_out["resumed"] = true;
+        }
+      }
+    }
+    return ok(body_out);
+  }
+  if (parts.size() != 6) return Reply{error_response(404, "no_route", fmt::format("no route {}", request.path))};
+  route_name = action_route;
+  if (method != "POST") return not_allowed();
+
+  if (action == "prompt") {
+    auto body = body_of({"text"});
+    if (!body) return error(body.error());
+    auto text = body->required_string("text");
+    if (!text) return error(text.error());
+    return start_operation(pool_, metrics_, host, ref, {EventType::run_start},
+                           [text = *text](AgentRef& r) { return r.prompt(text); });
+  }
+  if (action == "steer" || action == "follow-up" || action == "next-run") {
+    auto body = body_of({"text"});
+    if (!body) return error(body.error());
+    auto text = body->required_string("text");
+    if (!text) return error(text.error());
+    QueueResult queued = action == "steer" ? ref.steer(*text) : action == "follow-up" ? ref.follow_up(*text) : ref.next_run(*text);
+    if (!queued.ok()) return error(queued.error.value_or(Error{Errc::internal_error, "not queued"}));
+    return ok(Json{{"queued", action}});
+  }
+  if (action == "abort") {
+    auto body = body_of({});
+    if (!body) return error(body.error());
+    AbortResult aborted = ref.abort();
+    if (!aborted.ok() && aborted.error) return error(*aborted.error);
+    return ok(to_json(aborted));
+  }
+  if (action == "resume") {
+    auto body = body_of({});
+    if (!body) return error(body.error());
+    return start_operation(pool_, metrics_, host, ref, {EventType::run_resume}, [](AgentRef& r) { return r.resume(); });
+  }
+  if (action == "compact") {
+    auto body = body_of({"instructions"});
+    if (!body) return error(body.error());
+    auto instructions = body->string("instructions");
+    if (!instructions) return error(instructions.error());
+    return start_operation(pool_, metrics_, host, ref, {EventType::compaction_start},
+                           [instructions = *instructions](AgentRef& r) { return r.compact(instructions); });
+  }
+  if (action == "navigate") {
+    auto body = body_of({"targetId", "summarize", "instructions", "label"});
+    if (!body) return error(body.error());
+    auto target = body->required_string("targetId");
+    auto summarize = body->boolean("summarize");
+    auto instructions = body->string("instructions");
+    auto label = body->string("label");
+    if (!target) return error(target.error());
+    if (!summarize) return error(summarize.error());
+    if (!instructions) return error(instructions.error());
+    if (!label) return error(label.error());
+    NavigateOptions options{.summarize = *summarize, .custom_instructions = *instructions, .label = *label};
+    // Waits for the end: a navigation without a summary takes an append.
+    return start_operation(pool_, metrics_, host, ref, {},
+                           [target = *target, options](AgentRef& r) { return r.navigate_tree(target, options); });
+  }
+  return Reply{error_response(404, "no_route", fmt::format("no route {}", request.path))};
+}
+
+}  // namespace cairn::serve

@@ -1,0 +1,58 @@
+// cairn serve's HTTP API: every route, its body's fields, its errors. The
+// routes are listed in the README ("cairn serve"); each answers JSON, errors
+// as {"error": {"code", "message"}} with the harness's codes.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "http_types.hpp"
+#include "session_pool.hpp"
+
+namespace cairn::serve {
+
+struct ApiLimits {
+  std::size_t max_json_depth = 64;
+  std::size_t max_stream_queue = 4096;  // events a stream may hold for a slow client
+  std::size_t max_page = 10000;         // records per GET …/records
+};
+
+// Counters for GET /metrics (Prometheus text).
+struct Metrics {
+  std::mutex mu;
+  std::map<std::pair<std::string, int>, std::int64_t> requests;  // (route, status) → count
+  std::map<std::string, std::int64_t> runs;                      // outcome → count
+  std::atomic<std::int64_t> streams_open{0};
+  std::atomic<std::int64_t> streams_total{0};
+  std::atomic<std::int64_t> input_tokens{0}, output_tokens{0};
+  std::atomic<std::int64_t> cost_microdollars{0};
+};
+
+class Api {
+ public:
+  Api(SessionPool& pool, std::vector<std::string> tokens, ApiLimits limits);
+  // Any thread; blocks no longer than an operation's acceptance.
+  Reply handle(const HttpRequest& request);
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  struct Route;
+  Reply route(const HttpRequest& request, std::string& route_name);
+  bool authorized(const HttpRequest& request, HttpResponse& refusal) const;
+
+  SessionPool& pool_;
+  std::vector<std::string> tokens_;
+  ApiLimits limits_;
+  Metrics metrics_;
+};
+
+// Reads a token file: one token per line, blank lines and # comments
+// skipped. Created with one random token (mode 0600) when missing; refused
+// when others than its owner may read it.
+Result<std::vector<std::string>> load_tokens(const std::filesystem::path& file, bool& created);
+
+}  // namespace cairn::serve

@@ -1,0 +1,74 @@
+// What the server's HTTP layer hands the API and gets back: plain values, no
+// Beast, so that everything but http_server.cpp compiles without it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cairn/error.hpp"
+#include "cairn/json.hpp"
+
+namespace cairn::serve {
+
+struct HttpRequest {
+  std::string method;
+  std::string path;  // percent-decoded per segment by the router, not here
+  std::map<std::string, std::string> query;  // decoded
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+
+  std::optional<std::string> header(const std::string& name) const {
+    auto it = headers.find(name);
+    if (it == headers.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// {"error": {"code", "message"}} with the HTTP status the code maps to.
+HttpResponse error_response(int status, std::string_view code, std::string_view message);
+HttpResponse error_response(const Error& error);
+HttpResponse json_response(int status, const Json& body);
+
+// A Server-Sent Events stream the API opens instead of a response. The HTTP
+// layer writes what take() returns, waits for the wakeup (or a heartbeat's
+// time), and takes again until a batch says done. take() runs on one thread
+// at a time; wakeup may be called from any thread, often.
+class LiveStream {
+ public:
+  virtual ~LiveStream() = default;
+  struct Batch {
+    std::string bytes;  // whole SSE frames
+    bool done = false;  // end the stream once these are written
+  };
+  // Called once, before the first take(): how the stream says it has more.
+  virtual void set_wakeup(std::function<void()> wakeup) = 0;
+  virtual Batch take() = 0;
+  // The server stops: the last frame to write.
+  virtual std::string final_frame() = 0;
+};
+
+// What a route answers: a response, or a stream.
+struct Reply {
+  HttpResponse response;
+  std::shared_ptr<LiveStream> stream;  // set: the response is ignored
+};
+
+// %XX decoded; ok is false on a bad escape.
+std::string percent_decode(std::string_view text, bool& ok);
+
+// One SSE frame: optional id, one data line (the JSON has no newline).
+std::string sse_frame(const Json& data, std::optional<std::int64_t> id = std::nullopt);
+
+}  // namespace cairn::serve

@@ -1,0 +1,187 @@
+#include "session_pool.hpp"
+
+#include <fmt/format.h>
+
+namespace cairn::serve {
+
+namespace {
+std::int64_t now_ticks() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+}  // namespace
+
+SessionPool::SessionPool(std::unique_ptr<Store> store, AgentConfig config, std::chrono::milliseconds idle_close)
+    : store_(std::move(store)), config_(std::move(config)), idle_close_(idle_close) {}
+
+SessionPool::~SessionPool() = default;
+
+void SessionPool::touch(SessionHost& host) { host.last_used.store(now_ticks()); }
+
+Result<std::shared_ptr<SessionHost>> SessionPool::host_for(std::shared_ptr<Session> session) {
+  // The model: the one the main branch last used when it is here, else the server's.
+  std::optional<ConfiguredModel> model = config_.default_model;
+  if (auto settings = session->branch_settings("main"); settings && settings->model) {
+    auto found = config_.registry.find(fmt::format("{}/{}", settings->model->provider, settings->model->model_id));
+    if (found && (*found)->available()) model = **found;
+  }
+  std::filesystem::path cwd = config_.cwd;
+  std::error_code ec;
+  if (!session->header().cwd.empty() && std::filesystem::is_directory(session->header().cwd, ec)) {
+    cwd = session->header().cwd;
+  }
+  auto options = cli::coding_harness_options(config_.options, config_.registry, model, config_.tool_names, session, cwd);
+  if (!options) return std::unexpected(options.error());
+  auto created = AgentHarness::create(std::move(options->harness));
+  if (!created) return std::unexpected(created.error());
+  auto host = std::make_shared<SessionHost>();
+  host->session = std::move(session);
+  host->harness = std::make_unique<AgentHarness>(std::move(created->harness));
+  host->suspended_at_open = std::move(created->suspended);
+  touch(*host);
+  return host;
+}
+
+Result<std::shared_ptr<SessionHost>> SessionPool::get(const std::string& id) {
+  std::lock_guard lock(mu_);
+  if (auto it = hosts_.find(id); it != hosts_.end()) {
+    touch(*it->second);
+    return it->second;
+  }
+  auto session = store_->open(id);
+  if (!session) return std::unexpected(session.error());
+  auto host = host_for(std::move(*session));
+  if (!host) return host;
+  hosts_[id] = *host;
+  return host;
+}
+
+Result<std::shared_ptr<SessionHost>> SessionPool::create(const CreateOptions& options) {
+  std::lock_guard lock(mu_);
+  auto session = store_->create(options);
+  if (!session) return std::unexpected(session.error());
+  const std::string id = (*session)->id();
+  auto host = host_for(std::move(*session));
+  if (!host) return host;
+  hosts_[id] = *host;
+  return host;
+}
+
+Status SessionPool::remove(const std::string& id) {
+  std::lock_guard lock(mu_);
+  if (auto it = hosts_.find(id); it != hosts_.end()) {
+    SessionHost& host = *it->second;
+    for (const auto& ref : host.harness->refs()) {
+      if (ref.run && ref.run->status != OperationStatus::suspended && ref.run->status != OperationStatus::awaiting_input) {
+        return fail(Errc::operation_open, fmt::format("session {}: ref {} is running {}; abort it first", id, ref.name,
+                                                      ref.run->id));
+      }
+    }
+    if (host.running.load() > 0) return fail(Errc::operation_open, fmt::format("session {} is still running", id));
+    host.harness->close();
+    hosts_.erase(it);
+  }
+  return store_->remove(id);
+}
+
+Result<std::vector<SessionHeader>> SessionPool::list() {
+  std::lock_guard lock(mu_);
+  return store_->list();
+}
+
+Result<ForkResult> SessionPool::fork(const std::shared_ptr<SessionHost>& host, const std::string& ref,
+                                     ForkOptions options) {
+  auto agent_ref = host->harness->ref(ref);
+  if (!agent_ref) return std::unexpected(Error{Errc::unknown_ref, fmt::format("no ref '{}'", ref)});
+  std::lock_guard lock(mu_);
+  return agent_ref->fork(*store_, std::move(options));
+}
+
+void SessionPool::run_detached(const std::shared_ptr<SessionHost>& host, std::function<void()> work) {
+  host->running.fetch_add(1);
+  // Detached: a server that stops leaves its operations to their log
+  // (durable at every step, resumed at the next start) rather than wait.
+  std::thread([host, work = std::move(work)] {
+    work();
+    touch(*host);
+    host->running.fetch_sub(1);
+  }).detach();
+}
+
+void SessionPool::resume_suspended() {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(mu_);
+    auto headers = store_->list();
+    if (!headers) {
+      fmt::print(stderr, "cairn serve: cannot list the store's sessions: {}\n", headers.error().message);
+      return;
+    }
+    for (const auto& header : *headers) {
+      // Read-only and cheap: only sessions with an open operation are opened for writing.
+      auto session = store_->open(header.id, OpenOptions{.read_only = true});
+      if (!session) continue;
+      for (const RefInfo& ref : (*session)->refs()) {
+        if (ref.open_operation) {
+          ids.push_back(header.id);
+          break;
+        }
+      }
+    }
+  }
+  for (const auto& id : ids) {
+    auto host = get(id);
+    if (!host) {
+      fmt::print(stderr, "cairn serve: session {} not resumed: {}\n", id, host.error().message);
+      continue;
+    }
+    for (const auto& operation : (*host)->suspended_at_open) {
+      if (!operation.awaiting_input.empty()) {
+        fmt::print(stderr, "cairn serve: session {} ref {}: {} waits for {} answer(s)\n", id, operation.ref,
+                   operation.kind, operation.awaiting_input.size());
+        continue;
+      }
+      if (operation.damaged) {
+        fmt::print(stderr, "cairn serve: session {} ref {}: {} is damaged; abort it\n", id, operation.ref, operation.kind);
+        continue;
+      }
+      auto ref = (*host)->harness->ref(operation.ref);
+      if (!ref) continue;
+      fmt::print(stderr, "cairn serve: session {} ref {}: resuming {} {}\n", id, operation.ref, operation.kind,
+                 operation.id);
+      run_detached(*host, [ref = *ref]() mutable { (void)ref.resume(); });
+    }
+  }
+}
+
+void SessionPool::close_idle() {
+  std::vector<std::shared_ptr<SessionHost>> closing;
+  {
+    std::lock_guard lock(mu_);
+    const auto limit = now_ticks() - std::chrono::duration_cast<std::chrono::steady_clock::duration>(idle_close_).count();
+    for (auto it = hosts_.begin(); it != hosts_.end();) {
+      SessionHost& host = *it->second;
+      // Held by nothing else (no request, stream or operation thread).
+      const bool idle = it->second.use_count() == 1 && host.running.load() == 0 && host.last_used.load() < limit;
+      bool busy = false;
+      if (idle) {
+        for (const auto& ref : host.harness->refs()) {
+          if (ref.run && ref.run->status == OperationStatus::running) busy = true;
+        }
+      }
+      if (idle && !busy) {
+        closing.push_back(std::move(it->second));
+        it = hosts_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Destroyed outside the lock: closing a harness waits for nothing, but a
+  // session's close flushes and unlocks its file.
+  closing.clear();
+}
+
+std::size_t SessionPool::open_count() const {
+  std::lock_guard lock(mu_);
+  return hosts_.size();
+}
+
+}  // namespace cairn::serve

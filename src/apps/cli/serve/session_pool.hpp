@@ -1,0 +1,87 @@
+// The sessions `cairn serve` has open: each with its harness, opened on the
+// first request that names it and closed once it has been idle a while (no
+// operation running, no stream watching, no request using it). A session
+// another process holds for writing is reported (locked, naming the holder),
+// never opened twice.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../agent_setup.hpp"
+#include "cairn/harness/harness.hpp"
+#include "cairn/llm/model_registry.hpp"
+#include "cairn/store/store.hpp"
+
+namespace cairn::serve {
+
+// What every session's harness is made from: the CLI's agent options.
+struct AgentConfig {
+  cli::AgentOptions options;
+  ModelRegistry registry;
+  std::optional<ConfiguredModel> default_model;  // --model, else the first available
+  std::vector<std::string> tool_names;
+  std::filesystem::path cwd;  // for sessions whose header names no directory that exists
+};
+
+// One open session. Members go in reverse: the harness before the session.
+struct SessionHost {
+  std::shared_ptr<Session> session;
+  std::unique_ptr<AgentHarness> harness;
+  std::vector<SuspendedOperation> suspended_at_open;
+  // Operation starts on this session one at a time, so that the run_start a
+  // request waits for is its own.
+  std::mutex start_mu;
+  std::atomic<int> running{0};  // operation threads still going
+  std::atomic<std::int64_t> last_used{0};  // steady_clock ticks
+};
+
+class SessionPool {
+ public:
+  SessionPool(std::unique_ptr<Store> store, AgentConfig config, std::chrono::milliseconds idle_close);
+  ~SessionPool();  // closes what is idle; running operations are left to their log
+  SessionPool(const SessionPool&) = delete;
+  SessionPool& operator=(const SessionPool&) = delete;
+
+  // The open session, opened now when it is not.
+  Result<std::shared_ptr<SessionHost>> get(const std::string& id);
+  // Creates a session (and opens it here).
+  Result<std::shared_ptr<SessionHost>> create(const CreateOptions& options);
+  // Closes and removes a session; refused (operation_open) while an operation runs on it.
+  Status remove(const std::string& id);
+  // Headers, newest first (under the store's lock).
+  Result<std::vector<SessionHeader>> list();
+  // Runs `work` on a thread of its own that holds `host` open until it returns.
+  void run_detached(const std::shared_ptr<SessionHost>& host, std::function<void()> work);
+  // Resumes every suspended operation of the store's sessions that waits for
+  // no answer; says on stderr what it resumed and what it left.
+  void resume_suspended();
+  // Closes sessions idle for longer than the pool's idle time.
+  void close_idle();
+  std::size_t open_count() const;
+  const AgentConfig& config() const { return config_; }
+  // Forks under the store's lock.
+  Result<ForkResult> fork(const std::shared_ptr<SessionHost>& host, const std::string& ref, ForkOptions options);
+
+ private:
+  Result<std::shared_ptr<SessionHost>> host_for(std::shared_ptr<Session> session);
+  static void touch(SessionHost& host);
+
+  std::unique_ptr<Store> store_;
+  AgentConfig config_;
+  std::chrono::milliseconds idle_close_;
+  mutable std::mutex mu_;  // guards hosts_ and every call into store_
+  std::map<std::string, std::shared_ptr<SessionHost>> hosts_;
+};
+
+}  // namespace cairn::serve

@@ -1,0 +1,139 @@
+// `cairn serve`: every session of one store over HTTP (serve/api.hpp), with
+// the agent options of the CLI applied to the sessions it runs.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "agent_setup.hpp"
+#include "cairn/llm/model_registry.hpp"
+#include "cli.hpp"
+#include "serve/api.hpp"
+#include "serve/http_server.hpp"
+#include "serve/session_pool.hpp"
+
+namespace cairn::cli {
+namespace {
+
+struct ServeOptions {
+  AgentOptions agent;
+  std::string listen = "127.0.0.1:8420";
+  std::string token_file;
+  bool no_resume = false;
+  double idle_close_seconds = 300;
+  std::size_t max_body = 16u << 20;
+  int workers = 16;
+};
+
+std::filesystem::path default_token_file() {
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "cairn" / "serve-tokens";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".config" / "cairn" / "serve-tokens";
+  return "serve-tokens";
+}
+
+int run_serve(const ServeOptions& options) {
+  serve::ServerOptions server;
+  {
+    const auto colon = options.listen.rfind(':');
+    if (colon == std::string::npos) return report(kUsage, "--listen takes HOST:PORT, e.g. 127.0.0.1:8420");
+    server.host = options.listen.substr(0, colon);
+    if (server.host.size() > 2 && server.host.front() == '[' && server.host.back() == ']') {
+      server.host = server.host.substr(1, server.host.size() - 2);
+    }
+    const std::string port = options.listen.substr(colon + 1);
+    unsigned value = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || end != port.data() + port.size() || value > 65535) {
+      return report(kUsage, fmt::format("--listen: bad port '{}'", port));
+    }
+    server.port = static_cast<std::uint16_t>(value);
+  }
+  server.max_body = options.max_body;
+  server.worker_threads = options.workers;
+
+  const std::filesystem::path token_file =
+      options.token_file.empty() ? default_token_file() : std::filesystem::path(options.token_file);
+  bool created = false;
+  auto tokens = serve::load_tokens(token_file, created);
+  if (!tokens) return report(kUsage, tokens.error().message);
+  if (created) fmt::print(stderr, "cairn serve: created {} with a new token (mode 0600)\n", token_file.string());
+
+  // The agent: as the CLI would set it up, once for every session.
+  auto tool_names = chosen_tools(options.agent);
+  if (!tool_names) return tool_names.error();
+  std::optional<std::filesystem::path> models_file;
+  if (!options.agent.models_file.empty()) models_file = options.agent.models_file;
+  auto registry = ModelRegistry::load(models_file, process_environment());
+  if (!registry) return report(kUsage, registry.error().message);
+  auto named = named_model(*registry, options.agent);
+  if (!named) return named.error();
+  std::optional<ConfiguredModel> model = std::move(*named);
+  if (!model && !registry->available().empty()) model = *registry->available().front();
+  if (!model) fmt::print(stderr, "cairn serve: warning: no model is configured; runs will be refused (see cairn models)\n");
+
+  auto store = open_store_for(options.agent.store);
+  if (!store) return store.error();
+  std::error_code ec;
+  serve::AgentConfig config{.options = options.agent, .registry = std::move(*registry), .default_model = std::move(model),
+                            .tool_names = std::move(*tool_names), .cwd = std::filesystem::current_path(ec)};
+  const auto idle = std::chrono::milliseconds(static_cast<std::int64_t>(options.idle_close_seconds * 1000));
+  serve::SessionPool pool(std::move(*store), std::move(config), idle);
+  serve::Api api(pool, std::move(*tokens), serve::ApiLimits{});
+  serve::HttpServer http(api, server);
+  auto port = http.listen();
+  if (!port) return report(kFailure, port.error().message);
+  if (!options.no_resume) pool.resume_suspended();
+  const std::string shown_host = server.host.find(':') != std::string::npos ? "[" + server.host + "]" : server.host;
+  fmt::print(stderr, "cairn serve: listening on http://{}:{}\n", shown_host, *port);
+  std::fflush(stderr);
+
+  std::atomic<bool> done{false};
+  std::thread sweeper([&] {
+    while (!done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      pool.close_idle();
+    }
+  });
+  http.run();
+  done = true;
+  sweeper.join();
+  fmt::print(stderr, "cairn serve: stopped\n");
+  std::fflush(stderr);
+  std::fflush(stdout);
+  // Operations still running are left to their log: every step they took is
+  // durable, and the next start resumes them. Nothing waits for them.
+  ::_exit(kOk);
+}
+
+}  // namespace
+
+void register_serve_command(CLI::App& app, Commands& commands) {
+  auto [sub, options] = add_command(app, commands, "serve",
+                                    "Serve every session of the store over HTTP: a JSON API, live event streams, "
+                                    "bearer-token auth (see the README's `cairn serve`)",
+                                    run_serve);
+  add_agent_options(sub, options->agent, kModelChoice | kAgentShape);
+  sub->add_option("--listen", options->listen, "Where to listen, HOST:PORT (port 0 picks a free one). Default: 127.0.0.1:8420")
+      ->type_name("HOST:PORT");
+  sub->add_option("--token-file", options->token_file,
+                  "The bearer tokens, one per line (mode 0600); created with a random token when missing. "
+                  "Default: $XDG_CONFIG_HOME/cairn/serve-tokens")
+      ->type_name("FILE");
+  sub->add_flag("--no-resume", options->no_resume, "Leave the store's suspended operations suspended at start");
+  sub->add_option("--idle-close", options->idle_close_seconds,
+                  "Close a session this many seconds after its last use (nothing running or watching). Default: 300")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.0, 1e9));
+  sub->add_option("--max-body", options->max_body, "The largest request body taken, in bytes. Default: 16777216")
+      ->type_name("BYTES")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
+  sub->add_option("--workers", options->workers, "Threads that handle requests. Default: 16")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1024));
+}
+
+}  // namespace cairn::cli
