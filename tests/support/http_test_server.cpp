@@ -70,8 +70,16 @@ std::optional<std::string> ReceivedRequest::header(const std::string& name) cons
 HttpTestServer::HttpTestServer(ScriptedResponse response)
     : HttpTestServer(std::vector<ScriptedResponse>{std::move(response)}) {}
 
+HttpTestServer::HttpTestServer(Responder responder) : responses_{ScriptedResponse{}}, responder_(std::move(responder)) {
+  start();
+}
+
 HttpTestServer::HttpTestServer(std::vector<ScriptedResponse> responses) : responses_(std::move(responses)) {
   if (responses_.empty()) std::abort();
+  start();
+}
+
+void HttpTestServer::start() {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) std::abort();
   wake_read_ = pipe_fds[0];
@@ -85,7 +93,7 @@ HttpTestServer::HttpTestServer(std::vector<ScriptedResponse> responses) : respon
   address.sin_port = 0;
   socklen_t length = sizeof(address);
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::listen(listen_fd_, 16) != 0 ||
+      ::listen(listen_fd_, 128) != 0 ||
       ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     std::abort();
   }
@@ -226,7 +234,7 @@ void HttpTestServer::serve(int fd) {
   }
   changed_.notify_all();
 
-  const ScriptedResponse& script = responses_[index];
+  const ScriptedResponse script = responder_ ? responder_(*request) : responses_[index];
   if (script.close_before_response) {
     ::close(fd);
     return;

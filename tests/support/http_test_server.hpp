@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -53,6 +54,10 @@ class HttpTestServer {
   explicit HttpTestServer(ScriptedResponse response);
   // The n-th request gets responses[n]; requests past the end get the last.
   explicit HttpTestServer(std::vector<ScriptedResponse> responses);
+  // Each request gets what `responder` makes of it (called on the
+  // connection's thread, concurrently for concurrent requests).
+  using Responder = std::function<ScriptedResponse(const ReceivedRequest& request)>;
+  explicit HttpTestServer(Responder responder);
   ~HttpTestServer();  // closes every connection and joins every thread
   HttpTestServer(const HttpTestServer&) = delete;
   HttpTestServer& operator=(const HttpTestServer&) = delete;
@@ -73,6 +78,7 @@ class HttpTestServer {
   static int closed_port();
 
  private:
+  void start();  // listens and starts accepting
   void accept_loop();
   void serve(int fd);
   bool wait_readable(int fd, std::chrono::milliseconds timeout) const;  // false when stopping
@@ -80,6 +86,7 @@ class HttpTestServer {
   void wait_for_close(int fd);
 
   std::vector<ScriptedResponse> responses_;  // never empty
+  Responder responder_;
   int listen_fd_ = -1;
   int wake_read_ = -1, wake_write_ = -1;  // a pipe written once, on shutdown
   int port_ = 0;

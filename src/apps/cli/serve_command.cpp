@@ -27,6 +27,7 @@ struct ServeOptions {
   double idle_close_seconds = 300;
   std::size_t max_body = 16u << 20;
   int workers = 16;
+  double request_timeout_seconds = 30;
 };
 
 std::filesystem::path default_token_file() {
@@ -54,6 +55,7 @@ int run_serve(const ServeOptions& options) {
   }
   server.max_body = options.max_body;
   server.worker_threads = options.workers;
+  server.request_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.request_timeout_seconds * 1000));
 
   const std::filesystem::path token_file =
       options.token_file.empty() ? default_token_file() : std::filesystem::path(options.token_file);
@@ -131,6 +133,10 @@ void register_serve_command(CLI::App& app, Commands& commands) {
   sub->add_option("--max-body", options->max_body, "The largest request body taken, in bytes. Default: 16777216")
       ->type_name("BYTES")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
+  sub->add_option("--request-timeout", options->request_timeout_seconds,
+                  "Seconds a client has to send a whole request (and a kept-alive connection may idle). Default: 30")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.1, 86400.0));
   sub->add_option("--workers", options->workers, "Threads that handle requests. Default: 16")
       ->type_name("N")
       ->check(CLI::Range(1, 1024));

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -377,7 +378,12 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     route_name = "/v1/models";
     if (method != "GET") return not_allowed();
     Json models = Json::array();
-    for (const auto& model : pool_.config().registry.models()) {
+    std::vector<ConfiguredModel> listed = pool_.config().registry.models();
+    if (const auto& chosen = pool_.config().default_model;
+        chosen && std::none_of(listed.begin(), listed.end(), [&](const ConfiguredModel& m) { return m.qualified_id() == chosen->qualified_id(); })) {
+      listed.insert(listed.begin(), *chosen);  // an ad-hoc endpoint from the command line
+    }
+    for (const auto& model : listed) {
       models.push_back({{"id", model.qualified_id()}, {"provider", model.model.provider}, {"model", model.model.id},
                         {"api", model.model.api}, {"contextWindow", model.model.context_window},
                         {"reasoning", model.model.reasoning}, {"available", model.available()}});
@@ -725,7 +731,11 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     }
     return ok(body_out);
   }
-  if (parts.size() != 6) return Reply{error_response(404, "no_route", fmt::format("no route {}", request.path))};
+  static const std::set<std::string_view> kActions = {"prompt", "steer", "follow-up", "next-run",
+                                                      "abort", "resume", "compact", "navigate"};
+  if (parts.size() != 6 || !kActions.contains(action)) {
+    return Reply{error_response(404, "no_route", fmt::format("no route {}", request.path))};
+  }
   route_name = action_route;
   if (method != "POST") return not_allowed();
 

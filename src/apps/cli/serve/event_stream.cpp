@@ -57,7 +57,7 @@ Result<std::shared_ptr<EventStream>> EventStream::open(std::shared_ptr<SessionHo
     }
     stream->last_sent_ = std::max(stream->last_sent_, cursor);
   } else {
-    stream->initial_ = sse_frame(snapshot, cursor);
+    stream->initial_ = sse_frame(snapshot, cursor >= 0 ? std::optional(cursor) : std::nullopt);
     stream->last_sent_ = cursor;
   }
   if (stream->ref_watch_) {

@@ -1,0 +1,923 @@
+// `cairn serve` as a process, over loopback with a plain socket client: auth,
+// every route and its errors, the live streams and their reconnection by
+// Last-Event-ID at random cut points, approvals answered over HTTP, hostile
+// requests, SIGTERM, and a SIGKILL during twenty concurrent runs with tools.
+// The model is the local HTTP server speaking openai-completions, answering
+// each request from the conversation it carries, so concurrent runs each get
+// their own script.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cairn/json.hpp"
+#include "support/http_test_server.hpp"
+#include "support/test_support.hpp"
+
+namespace cairn {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::HttpTestServer;
+using testing::ReceivedRequest;
+using testing::ScriptedResponse;
+
+// ---- the scripted model ------------------------------------------------------------
+
+std::string serve_chunk(const Json& delta, const Json& finish_reason = nullptr) {
+  Json body = {{"id", "chatcmpl-serve"},
+               {"object", "chat.completion.chunk"},
+               {"model", "test"},
+               {"choices", Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish_reason}}})}};
+  return "data: " + body.dump() + "\n\n";
+}
+
+ScriptedResponse serve_sse(std::vector<std::string> events) {
+  ScriptedResponse response;
+  response.headers = {{"Content-Type", "text/event-stream"}};
+  events.push_back("data: [DONE]\n\n");
+  for (auto& event : events) response.body.push_back({.delay = 1ms, .bytes = std::move(event)});
+  return response;
+}
+
+ScriptedResponse serve_text_reply(const std::string& text) {
+  return serve_sse({serve_chunk({{"role", "assistant"}, {"content", ""}}),
+                    serve_chunk({{"content", text.substr(0, text.size() / 2)}}),
+                    serve_chunk({{"content", text.substr(text.size() / 2)}}), serve_chunk(Json::object(), "stop")});
+}
+
+ScriptedResponse serve_tool_reply(const std::string& id, const std::string& name, const Json& args) {
+  Json call = {{"index", 0}, {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args.dump()}}}};
+  return serve_sse({serve_chunk({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({call})}}),
+                    serve_chunk(Json::object(), "tool_calls")});
+}
+
+std::string serve_content_text(const Json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  std::string text;
+  if (content.is_array()) {
+    for (const auto& part : content) {
+      if (part.is_object() && part.value("type", "") == "text") text += part.value("text", "");
+    }
+  }
+  return text;
+}
+
+// The last user message says what to do:
+//   "say TEXT"    answer TEXT
+//   "loop N"      call ls N times, then answer "looped"
+//   "touch NAME"  call bash once to append NAME to ran.txt (beside the work
+//                 directory), then answer "touched"
+//   "ask"         call ask_user once, then answer with what came back
+ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
+  const Json body = Json::parse(request.body, nullptr, false);
+  if (body.is_discarded() || !body.contains("messages")) return serve_text_reply("?");
+  const Json& messages = body["messages"];
+  std::string prompt;
+  int results_since = 0;
+  std::string last_result;
+  for (const auto& message : messages) {
+    const std::string role = message.value("role", "");
+    if (role == "user") {
+      prompt = serve_content_text(message["content"]);
+      results_since = 0;
+    } else if (role == "tool") {
+      ++results_since;
+      last_result = serve_content_text(message["content"]);
+    }
+  }
+  const std::string call_id = fmt::format("call_{}_{}", std::hash<std::string>{}(prompt) % 100000, results_since);
+  if (prompt.rfind("say ", 0) == 0) return serve_text_reply(prompt.substr(4));
+  if (prompt.rfind("loop ", 0) == 0) {
+    const int wanted = std::stoi(prompt.substr(5));
+    if (results_since < wanted) return serve_tool_reply(call_id, "ls", {{"path", "."}});
+    return serve_text_reply("looped");
+  }
+  if (prompt.rfind("touch ", 0) == 0) {
+    if (results_since == 0) {
+      return serve_tool_reply(call_id, "bash", {{"command", fmt::format("echo {} >> ../ran.txt", prompt.substr(6))}});
+    }
+    return serve_text_reply("touched");
+  }
+  if (prompt == "ask") {
+    if (results_since == 0) return serve_tool_reply(call_id, "ask_user", {{"question", "which colour?"}});
+    return serve_text_reply("got " + last_result);
+  }
+  return serve_text_reply("ok");
+}
+
+// ---- a plain HTTP client -----------------------------------------------------------
+
+int serve_connect(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool serve_send(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (sent <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(sent));
+  }
+  return true;
+}
+
+// Reads until the peer closes or `timeout` passes.
+std::string serve_read_all(int fd, std::chrono::milliseconds timeout) {
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buffer[8192];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t got = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (got <= 0) break;
+    out.append(buffer, static_cast<std::size_t>(got));
+  }
+  return out;
+}
+
+struct ServeReply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  Json json() const { return Json::parse(body, nullptr, false); }
+};
+
+ServeReply serve_parse_reply(const std::string& raw) {
+  ServeReply reply;
+  const auto head_end = raw.find("\r\n\r\n");
+  if (raw.size() < 12 || head_end == std::string::npos) return reply;
+  reply.status = std::stoi(raw.substr(9, 3));
+  std::istringstream head(raw.substr(0, head_end));
+  std::string line;
+  std::getline(head, line);
+  while (std::getline(head, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(' '));
+    if (!value.empty() && value.back() == '\r') value.pop_back();
+    reply.headers[name] = value;
+  }
+  reply.body = raw.substr(head_end + 4);
+  return reply;
+}
+
+// Sends `raw` as is and reads the whole answer.
+ServeReply serve_raw(int port, const std::string& raw, std::chrono::milliseconds timeout = 30s) {
+  const int fd = serve_connect(port);
+  if (fd < 0) return {};
+  serve_send(fd, raw);
+  ServeReply reply = serve_parse_reply(serve_read_all(fd, timeout));
+  ::close(fd);
+  return reply;
+}
+
+std::string serve_request_text(const std::string& method, const std::string& path, const std::string& body,
+                         const std::vector<std::string>& headers) {
+  std::string raw = fmt::format("{} {} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n", method, path);
+  for (const auto& header : headers) raw += header + "\r\n";
+  if (!body.empty() || method == "POST" || method == "PATCH") raw += fmt::format("Content-Length: {}\r\n", body.size());
+  raw += "\r\n" + body;
+  return raw;
+}
+
+// One SSE frame: its id, if any, and its data as JSON.
+struct ServeFrame {
+  std::optional<std::int64_t> id;
+  Json data;
+};
+
+class ServeStreamClient {
+ public:
+  ServeStreamClient(int port, const std::string& path, const std::string& token, std::optional<std::int64_t> last_id = {}) {
+    fd_ = serve_connect(port);
+    std::vector<std::string> headers = {"Authorization: Bearer " + token, "Accept: text/event-stream"};
+    if (last_id) headers.push_back(fmt::format("Last-Event-ID: {}", *last_id));
+    std::string raw = fmt::format("GET {} HTTP/1.1\r\nHost: 127.0.0.1\r\n", path);
+    for (const auto& header : headers) raw += header + "\r\n";
+    raw += "\r\n";
+    if (fd_ >= 0) serve_send(fd_, raw);
+  }
+  ~ServeStreamClient() { close(); }
+  ServeStreamClient(const ServeStreamClient&) = delete;
+  ServeStreamClient& operator=(const ServeStreamClient&) = delete;
+
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  int status() {
+    fill_head();
+    return status_;
+  }
+  bool ended() const { return eof_; }
+
+  // The next whole frame; nullopt on timeout or when the server ended the stream.
+  std::optional<ServeFrame> next(std::chrono::milliseconds timeout = 20s) {
+    fill_head();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (auto end = buffer_.find("\n\n"); end != std::string::npos) {
+        std::string block = buffer_.substr(0, end);
+        buffer_.erase(0, end + 2);
+        ServeFrame frame;
+        bool has_data = false;
+        for (const auto& line : testing::lines_of(block)) {
+          if (line.rfind("id: ", 0) == 0) frame.id = std::stoll(line.substr(4));
+          if (line.rfind("data: ", 0) == 0) {
+            frame.data = Json::parse(line.substr(6), nullptr, false);
+            has_data = true;
+          }
+        }
+        if (has_data) return frame;
+        continue;  // a comment (heartbeat)
+      }
+      if (!read_some(deadline)) return std::nullopt;
+    }
+  }
+
+ private:
+  bool read_some(std::chrono::steady_clock::time_point deadline) {
+    if (fd_ < 0 || eof_) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char chunk[8192];
+    const ssize_t got = ::recv(fd_, chunk, sizeof(chunk), 0);
+    if (got <= 0) {
+      eof_ = true;
+      return false;
+    }
+    buffer_.append(chunk, static_cast<std::size_t>(got));
+    return true;
+  }
+  void fill_head() {
+    if (status_ != 0) return;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    std::size_t end;
+    while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) {
+      if (!read_some(deadline)) {
+        status_ = -1;
+        return;
+      }
+    }
+    status_ = std::stoi(buffer_.substr(9, 3));
+    buffer_.erase(0, end + 4);
+  }
+
+  int fd_ = -1;
+  int status_ = 0;
+  bool eof_ = false;
+  std::string buffer_;
+};
+
+// ---- the server process ------------------------------------------------------------
+
+std::string serve_slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class ServeTest : public ::testing::Test {
+ protected:
+  ServeTest() {
+    for (const char* sub : {"home", "config", "data", "cache", "work"}) std::filesystem::create_directories(path(sub));
+  }
+  ~ServeTest() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  std::filesystem::path path(const std::string& sub) const { return dir_.path() / sub; }
+  std::string store() const { return "sqlite:" + (dir_.path() / "store.db").string(); }
+  std::filesystem::path token_file() const { return path("tokens"); }
+
+  pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& err) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, (err.string() + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addchdir_np(&actions, path("work").c_str());
+    std::vector<std::string> argv_strings{CAIRN_CLI_PATH};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& arg : argv_strings) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env = {"HOME=" + path("home").string(), "XDG_CONFIG_HOME=" + path("config").string(),
+                                    "XDG_DATA_HOME=" + path("data").string(), "XDG_CACHE_HOME=" + path("cache").string(),
+                                    "LANG=C.UTF-8", "USER=tester"};
+    if (const char* system_path = std::getenv("PATH")) env.push_back(std::string("PATH=") + system_path);
+    std::vector<char*> envp;
+    for (auto& variable : env) envp.push_back(variable.data());
+    envp.push_back(nullptr);
+    pid_t pid = -1;
+    EXPECT_EQ(posix_spawn(&pid, CAIRN_CLI_PATH, &actions, nullptr, argv.data(), envp.data()), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    return pid;
+  }
+
+  // Starts `cairn serve` and waits until it listens.
+  void start_server(std::vector<std::string> extra = {}) {
+    ++starts_;
+    err_ = path(fmt::format("serve-{}.err", starts_));
+    std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0", "--store", store(), "--token-file",
+                                     token_file().string(), "--api", "openai-completions", "--base-url",
+                                     model_.url("/v1"), "--model", "test"};
+    if (std::find(extra.begin(), extra.end(), "--approval") == extra.end()) {
+      args.insert(args.end(), {"--approval", "never-ask"});
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = spawn(args, err_);
+    const std::string marker = "listening on http://127.0.0.1:";
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    for (;;) {
+      const std::string err = serve_slurp(err_);
+      if (auto at = err.find(marker); at != std::string::npos && err.find('\n', at) != std::string::npos) {
+        port_ = std::stoi(err.substr(at + marker.size()));
+        break;
+      }
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "cairn serve did not start: " << err;
+      int status = 0;
+      ASSERT_EQ(::waitpid(pid_, &status, WNOHANG), 0) << "cairn serve exited: " << err;
+      std::this_thread::sleep_for(10ms);
+    }
+    token_ = testing::lines_of(serve_slurp(token_file())).at(0);
+  }
+
+  // SIGKILL: nothing of the server's own goes to the disk after this.
+  void kill_server() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  ServeReply call(const std::string& method, const std::string& target, const std::string& body = "",
+                 std::vector<std::string> headers = {}) {
+    headers.push_back("Authorization: Bearer " + token_);
+    if (!body.empty()) headers.push_back("Content-Type: application/json");
+    return serve_raw(port_, serve_request_text(method, target, body, headers));
+  }
+  ServeReply call(const std::string& method, const std::string& target, const Json& body) {
+    return call(method, target, body.dump());
+  }
+
+  void create_session(const std::string& id) {
+    auto reply = call("POST", "/v1/sessions", Json{{"id", id}, {"cwd", path("work").string()}});
+    ASSERT_EQ(reply.status, 201) << reply.body;
+  }
+
+  Json ref_status(const std::string& session, const std::string& ref) {
+    return call("GET", fmt::format("/v1/sessions/{}/refs/{}", session, ref)).json();
+  }
+
+  // Waits until the ref has no operation, or its operation waits for an answer.
+  std::string wait_settled(const std::string& session, const std::string& ref, std::chrono::seconds timeout = 60s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const Json status = ref_status(session, ref);
+      const std::string state = status.contains("ref") ? status["ref"].value("status", "") : "";
+      if (state == "idle" || state == "awaiting_input") return state;
+      if (std::chrono::steady_clock::now() > deadline) return "timeout: " + status.dump();
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  std::vector<Json> records(const std::string& session) {
+    std::vector<Json> out;
+    std::int64_t after = -1;
+    for (;;) {
+      const Json page = call("GET", fmt::format("/v1/sessions/{}/records?after={}&limit=500", session, after)).json();
+      for (const auto& record : page["records"]) out.push_back(record);
+      if (page["next"].is_null()) return out;
+      after = page["next"].get<std::int64_t>();
+    }
+  }
+
+  testing::TempDir dir_;
+  HttpTestServer model_{HttpTestServer::Responder(serve_scripted_model)};
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int starts_ = 0;
+  std::string token_;
+  std::filesystem::path err_;
+};
+
+std::string serve_error_code(const ServeReply& reply) {
+  const Json body = reply.json();
+  if (!body.is_object() || !body.contains("error")) return "(no error: " + reply.body + ")";
+  return body["error"].value("code", "");
+}
+
+// ---- auth --------------------------------------------------------------------------
+
+TEST_F(ServeTest, EveryRouteButHealthzNeedsTheBearerToken) {
+  start_server();
+  struct stat st {};
+  ASSERT_EQ(::stat(token_file().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_GE(token_.size(), 32u);
+
+  EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/healthz", "", {})).status, 200);
+  const ServeReply missing = serve_raw(port_, serve_request_text("GET", "/v1/sessions", "", {}));
+  EXPECT_EQ(missing.status, 401);
+  EXPECT_EQ(serve_error_code(missing), "unauthorized");
+  const ServeReply wrong = serve_raw(port_, serve_request_text("GET", "/v1/sessions", "", {"Authorization: Bearer " + std::string(token_.size(), 'x')}));
+  EXPECT_EQ(wrong.status, 403);
+  EXPECT_EQ(serve_error_code(wrong), "forbidden");
+  EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/metrics", "", {})).status, 401);
+  EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/v1/sessions/x/refs/main/events", "", {"Authorization: Basic abc"})).status, 401);
+  EXPECT_EQ(call("GET", "/v1/sessions").status, 200);
+  // No token in any response or in the server's output.
+  EXPECT_EQ(wrong.body.find(token_), std::string::npos);
+  EXPECT_EQ(serve_slurp(err_).find(token_), std::string::npos);
+}
+
+TEST_F(ServeTest, SeveralTokensMayBeListedAndAFileOthersCanReadIsRefused) {
+  {
+    std::ofstream out(token_file());
+    out << "# the operators\n0123456789abcdef0123\n\nfedcba9876543210fedc\n";
+  }
+  ::chmod(token_file().c_str(), 0644);
+  err_ = path("refused.err");
+  const pid_t refused = spawn({"serve", "--listen", "127.0.0.1:0", "--store", store(), "--token-file", token_file().string()}, err_);
+  int status = 0;
+  ::waitpid(refused, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(serve_slurp(err_).find("chmod 600"), std::string::npos) << serve_slurp(err_);
+
+  ::chmod(token_file().c_str(), 0600);
+  start_server();
+  for (const std::string token : {"0123456789abcdef0123", "fedcba9876543210fedc"}) {
+    EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/v1/sessions", "", {"Authorization: Bearer " + token})).status, 200);
+  }
+  EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/v1/sessions", "", {"Authorization: Bearer 0123456789abcdef012"})).status, 403);
+}
+
+// ---- routes ------------------------------------------------------------------------
+
+TEST_F(ServeTest, SessionsRefsAndRunsThroughTheApi) {
+  start_server();
+  create_session("s1");
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions", Json{{"id", "s1"}})), "already_exists");
+  EXPECT_EQ(call("POST", "/v1/sessions", Json{{"id", "s1"}}).status, 409);
+  EXPECT_EQ(call("GET", "/v1/sessions/nope").status, 404);
+  EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/nope")), "not_found");
+
+  // A prompt is accepted durably: 202 with the run id and the seq of its operation_started.
+  ServeReply accepted = call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say hello there"}});
+  ASSERT_EQ(accepted.status, 202) << accepted.body;
+  const std::string run_id = accepted.json()["runId"];
+  const std::int64_t seq = accepted.json()["seq"];
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  auto log = records("s1");
+  ASSERT_GT(log.size(), static_cast<std::size_t>(seq));
+  EXPECT_EQ(log[seq]["type"], "operation_started");
+  EXPECT_EQ(log[seq]["id"], run_id);
+  EXPECT_EQ(log.back()["type"], "operation_finished");
+
+  const Json context = call("GET", "/v1/sessions/s1/refs/main/context").json();
+  ASSERT_EQ(context["messages"].size(), 2u) << context.dump();
+  EXPECT_EQ(context["messages"][1]["content"][0]["text"], "hello there");
+
+  // Records after a seq, with a limit.
+  const Json page = call("GET", "/v1/sessions/s1/records?after=0&limit=2").json();
+  ASSERT_EQ(page["records"].size(), 2u);
+  EXPECT_EQ(page["records"][0]["seq"], 1);
+  EXPECT_EQ(page["next"], 2);
+  EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/records?limit=0")), "invalid_argument");
+  EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/records?after=x")), "invalid_argument");
+
+  // Refs: create at an entry, list, run on it, delete.
+  const std::string leaf = context["entryIds"][0];
+  ServeReply made = call("POST", "/v1/sessions/s1/refs", Json{{"name", "side"}, {"at", leaf}});
+  ASSERT_EQ(made.status, 201) << made.body;
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs", Json{{"name", "side"}})), "ref_exists");
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs", Json{{"name", "x"}, {"at", "nope"}})), "unknown_entry");
+  EXPECT_EQ(call("GET", "/v1/sessions/s1/refs").json()["refs"].size(), 2u);
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/side/prompt", Json{{"text", "say aside"}}).status, 202);
+  EXPECT_EQ(wait_settled("s1", "side"), "idle");
+  EXPECT_EQ(serve_error_code(call("DELETE", "/v1/sessions/s1/refs/main")), "main_ref");
+  EXPECT_EQ(call("DELETE", "/v1/sessions/s1/refs/side").status, 200);
+  EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/refs/side")), "unknown_ref");
+  EXPECT_EQ(call("POST", "/v1/sessions/s1/refs/side/prompt", Json{{"text", "say x"}}).status, 404);
+
+  // Queues: nothing runs, so a steer is refused; next-run waits for the next run.
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/steer", Json{{"text", "faster"}})), "no_active_run");
+  EXPECT_EQ(call("POST", "/v1/sessions/s1/refs/main/next-run", Json{{"text", "later"}}).status, 200);
+  // Abort of an idle ref is a no-op, resume of one is refused.
+  const Json aborted = call("POST", "/v1/sessions/s1/refs/main/abort").json();
+  EXPECT_EQ(aborted["outcome"], "ok");
+  EXPECT_TRUE(aborted["runId"].is_null());
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/resume")), "not_suspended");
+
+  // Config: read, change, refuse what is unknown.
+  const Json config = call("GET", "/v1/sessions/s1/refs/main/config").json();
+  EXPECT_EQ(config["model"]["id"], "test");
+  const ServeReply changed = call("PATCH", "/v1/sessions/s1/refs/main/config", Json{{"thinkingLevel", "high"}, {"activeTools", {"ls", "read"}}});
+  ASSERT_EQ(changed.status, 200) << changed.body;
+  EXPECT_EQ(changed.json()["thinkingLevel"], "high");
+  EXPECT_EQ(changed.json()["activeTools"], Json({"ls", "read"}));
+  EXPECT_EQ(serve_error_code(call("PATCH", "/v1/sessions/s1/refs/main/config", Json{{"activeTools", {"nope"}}})), "unknown_tool");
+  EXPECT_EQ(serve_error_code(call("PATCH", "/v1/sessions/s1/refs/main/config", Json{{"model", "nope"}})), "invalid_argument");
+
+  // Navigate back to the first user message: the leaf goes to its parent, its text comes back.
+  const ServeReply navigated = call("POST", "/v1/sessions/s1/refs/main/navigate", Json{{"targetId", leaf}});
+  ASSERT_EQ(navigated.status, 200) << navigated.body;
+  EXPECT_EQ(navigated.json()["editorText"], "say hello there");
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/navigate", Json{{"targetId", "nope"}})), "unknown_entry");
+
+  // The tree, the session, the models, a fork.
+  const Json tree = call("GET", "/v1/sessions/s1/tree").json();
+  EXPECT_GE(tree["entries"].size(), 4u);
+  const Json session = call("GET", "/v1/sessions/s1").json();
+  EXPECT_EQ(session["session"]["id"], "s1");
+  EXPECT_EQ(session["cursor"], static_cast<std::int64_t>(records("s1").size()) - 1);
+  const Json models = call("GET", "/v1/models").json();
+  bool listed = false;
+  for (const auto& model : models["models"]) listed |= model["id"] == models["default"] && model["available"] == true;
+  EXPECT_TRUE(listed) << models.dump();
+  EXPECT_EQ(models["default"], "custom/test");
+  ServeReply forked = call("POST", "/v1/sessions/s1/fork", Json{{"id", "s2"}, {"entryId", leaf}});
+  ASSERT_EQ(forked.status, 201) << forked.body;
+  EXPECT_EQ(forked.json()["session"]["parentSession"], "s1");
+
+  // Paging through the sessions, newest first.
+  const Json first = call("GET", "/v1/sessions?limit=1").json();
+  ASSERT_EQ(first["sessions"].size(), 1u);
+  const Json second = call("GET", fmt::format("/v1/sessions?limit=1&after={}", first["next"].get<std::string>())).json();
+  ASSERT_EQ(second["sessions"].size(), 1u);
+  EXPECT_NE(first["sessions"][0]["id"], second["sessions"][0]["id"]);
+  EXPECT_TRUE(second["next"].is_null());
+
+  // Deleting a session.
+  EXPECT_EQ(call("DELETE", "/v1/sessions/s2").status, 200);
+  EXPECT_EQ(call("GET", "/v1/sessions/s2").status, 404);
+
+  // Metrics count what happened.
+  const ServeReply metrics = call("GET", "/metrics");
+  EXPECT_NE(metrics.body.find("cairn_runs_total{outcome=\"ok\"}"), std::string::npos) << metrics.body;
+}
+
+TEST_F(ServeTest, BadRequestsAreRefusedWithTheirReason) {
+  start_server();
+  create_session("s1");
+  const std::string prompt = "/v1/sessions/s1/refs/main/prompt";
+  EXPECT_EQ(serve_error_code(call("POST", prompt, Json{{"text", "say x"}, {"color", "red"}})), "invalid_argument");
+  EXPECT_NE(call("POST", prompt, Json{{"text", "say x"}, {"color", "red"}}).body.find("'color'"), std::string::npos);
+  EXPECT_NE(call("POST", prompt, Json{{"text", 5}}).body.find("'text' must be a string"), std::string::npos);
+  EXPECT_NE(call("POST", prompt, Json::object()).body.find("'text' is required"), std::string::npos);
+  EXPECT_EQ(call("POST", prompt, std::string("{\"text\":")).status, 400);
+  EXPECT_EQ(call("POST", prompt, std::string("[1]")).status, 400);
+  EXPECT_EQ(call("POST", prompt, std::string("{\"text\":\"\xff\xfe\"}")).status, 400);
+  EXPECT_EQ(call("POST", prompt, std::string(100000, '[') + std::string(100000, ']')).status, 400);
+  EXPECT_EQ(serve_raw(port_, serve_request_text("POST", prompt, "text=x", {"Authorization: Bearer " + token_,
+                                                                   "Content-Type: application/x-www-form-urlencoded"})).status, 415);
+  EXPECT_EQ(call("PUT", prompt, Json{{"text", "x"}}).status, 405);
+  EXPECT_EQ(call("GET", "/v1/nothing").status, 404);
+  EXPECT_EQ(call("GET", "/v1/sessions/s1/refs/main/nothing").status, 404);
+  for (const std::string bad : {"/v1/sessions/..", "/v1/sessions/%2e%2e", "/v1/sessions/a%2Fb", "/v1/sessions/%00x",
+                                "/v1/sessions/%zz", "/v1/sessions/s1/refs/%0a"}) {
+    const ServeReply reply = call("GET", bad);
+    EXPECT_EQ(reply.status, 400) << bad << ": " << reply.body;
+    EXPECT_EQ(serve_error_code(reply), "invalid_argument") << bad;
+  }
+  EXPECT_EQ(call("GET", "/v1/sessions/" + std::string(300, 'a')).status, 400);
+  // Nothing of that reached the log.
+  EXPECT_TRUE(records("s1").empty());
+}
+
+// ---- approvals ---------------------------------------------------------------------
+
+TEST_F(ServeTest, AnApprovalWaitsDurablyAndIsAnsweredOverHttp) {
+  start_server({"--approval", "ask"});
+  create_session("s1");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "touch one"}}).status, 202);
+  ASSERT_EQ(wait_settled("s1", "main"), "awaiting_input");
+  Json inputs = call("GET", "/v1/sessions/s1/refs/main/inputs").json()["inputs"];
+  ASSERT_EQ(inputs.size(), 1u) << inputs.dump();
+  EXPECT_EQ(inputs[0]["toolName"], "bash");
+  EXPECT_FALSE(std::filesystem::exists(path("ran.txt")));
+  const std::string request_id = inputs[0]["id"];
+
+  // A restart between the question and its answer loses nothing.
+  kill_server();
+  start_server({"--approval", "ask"});
+  inputs = call("GET", "/v1/sessions/s1/refs/main/inputs").json()["inputs"];
+  ASSERT_EQ(inputs.size(), 1u);
+  EXPECT_EQ(inputs[0]["id"], request_id);
+  EXPECT_EQ(ref_status("s1", "main")["ref"]["status"], "awaiting_input");
+
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/inputs/nope", Json{{"decision", "allow"}})), "unknown_input");
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/inputs/" + request_id, Json{{"decision", "maybe"}})), "invalid_argument");
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/inputs/" + request_id, Json{{"decision", "answer"}, {"answer", "x"}})), "invalid_response");
+  const ServeReply allowed = call("POST", "/v1/sessions/s1/refs/main/inputs/" + request_id, Json{{"decision", "allow"}});
+  ASSERT_EQ(allowed.status, 200) << allowed.body;
+  EXPECT_TRUE(allowed.json()["resumed"].get<bool>());
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  EXPECT_EQ(serve_slurp(path("ran.txt")), "one\n");
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/inputs/" + request_id, Json{{"decision", "allow"}})), "unknown_input");
+
+  // A question, answered.
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "ask"}}).status, 202);
+  ASSERT_EQ(wait_settled("s1", "main"), "awaiting_input");
+  inputs = call("GET", "/v1/sessions/s1/refs/main/inputs").json()["inputs"];
+  ASSERT_EQ(inputs.size(), 1u);
+  EXPECT_EQ(inputs[0]["kind"], "question");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/inputs/" + inputs[0]["id"].get<std::string>(),
+                 Json{{"decision", "answer"}, {"answer", "green"}}).status, 200);
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  const Json context = call("GET", "/v1/sessions/s1/refs/main/context").json();
+  EXPECT_NE(context["messages"].back().dump().find("got "), std::string::npos);
+  EXPECT_NE(context["messages"].back().dump().find("green"), std::string::npos) << context["messages"].back().dump();
+}
+
+// ---- live streams ------------------------------------------------------------------
+
+// The frames of a stream that carry a record: their seqs, and the records.
+void serve_take_records(const ServeFrame& frame, std::vector<std::int64_t>& seqs, std::optional<std::int64_t>& last_id) {
+  if (!frame.id) return;
+  last_id = frame.id;
+  if (frame.data.contains("record")) {
+    EXPECT_EQ(frame.data["record"]["seq"], *frame.id);
+    seqs.push_back(*frame.id);
+  }
+}
+
+TEST_F(ServeTest, AStreamCutAtRandomPointsAndResumedByLastEventIdMissesNothingAndRepeatsNothing) {
+  start_server();
+  create_session("s1");
+  std::mt19937 random(20261203);
+  const int runs = testing::scaled(6);
+  for (int run = 0; run < runs; ++run) {
+    SCOPED_TRACE(fmt::format("run {}", run));
+    auto stream = std::make_unique<ServeStreamClient>(port_, "/v1/sessions/s1/refs/main/events", token_);
+    ASSERT_EQ(stream->status(), 200);
+    auto snapshot = stream->next();
+    ASSERT_TRUE(snapshot);
+    ASSERT_EQ(snapshot->data["type"], "snapshot");
+    const std::int64_t cursor = snapshot->data["cursor"];
+    std::optional<std::int64_t> last_id = snapshot->id;
+    std::vector<std::int64_t> seqs;
+    ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "loop 4"}}).status, 202);
+    bool ended = false;
+    int cuts = 0;
+    while (!ended) {
+      // Read a random number of frames, then cut the connection.
+      const int frames = std::uniform_int_distribution<int>(0, 6)(random);
+      for (int i = 0; i < frames && !ended; ++i) {
+        auto frame = stream->next();
+        ASSERT_TRUE(frame) << "the stream stalled";
+        serve_take_records(*frame, seqs, last_id);
+        // The run's end: its operation_finished, whether announced live
+        // (run_end) or replayed from the log after a reconnect.
+        ended = frame->data.contains("record") && frame->data["record"]["type"] == "operation_finished";
+      }
+      if (ended) break;
+      stream->close();
+      ++cuts;
+      stream = std::make_unique<ServeStreamClient>(port_, "/v1/sessions/s1/refs/main/events", token_, last_id);
+      ASSERT_EQ(stream->status(), 200);
+    }
+    // Exactly the log's records of the ref after the snapshot, in order, once each.
+    std::vector<std::int64_t> expected;
+    for (const auto& record : records("s1")) {
+      if (record["seq"].get<std::int64_t>() > cursor && record.value("ref", "main") == "main") expected.push_back(record["seq"]);
+    }
+    EXPECT_EQ(seqs, expected) << "after " << cuts << " cuts";
+    EXPECT_GT(cuts, 0);
+  }
+}
+
+TEST_F(ServeTest, TheSessionStreamCarriesEveryRefsRecordsAndEphemeralEventsHaveNoId) {
+  start_server();
+  create_session("s1");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs", Json{{"name", "b"}}).status, 201);
+  ServeStreamClient stream(port_, "/v1/sessions/s1/events", token_);
+  ASSERT_EQ(stream.status(), 200);
+  auto snapshot = stream.next();
+  ASSERT_TRUE(snapshot);
+  EXPECT_EQ(snapshot->data["refs"].size(), 2u);
+  const std::int64_t cursor = snapshot->data["cursor"];
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say one two three"}}).status, 202);
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/b/prompt", Json{{"text", "say four five six"}}).status, 202);
+  std::vector<std::int64_t> seqs;
+  std::optional<std::int64_t> last_id;
+  int run_ends = 0;
+  bool saw_update = false;
+  while (run_ends < 2) {
+    auto frame = stream.next();
+    ASSERT_TRUE(frame);
+    serve_take_records(*frame, seqs, last_id);
+    const std::string type = frame->data.value("type", "");
+    if (type == "message_update") {
+      saw_update = true;
+      EXPECT_FALSE(frame->id);
+    }
+    if (type == "run_end") ++run_ends;
+  }
+  EXPECT_TRUE(saw_update);
+  std::vector<std::int64_t> expected;
+  for (const auto& record : records("s1")) {
+    if (record["seq"].get<std::int64_t>() > cursor) expected.push_back(record["seq"]);
+  }
+  EXPECT_EQ(seqs, expected);
+  // ?after= does what Last-Event-ID does.
+  ServeStreamClient replay(port_, fmt::format("/v1/sessions/s1/events?after={}", cursor), token_);
+  std::vector<std::int64_t> replayed;
+  while (replayed.size() < expected.size()) {
+    auto frame = replay.next(5s);
+    ASSERT_TRUE(frame);
+    EXPECT_EQ(frame->data["type"], "record");
+    serve_take_records(*frame, replayed, last_id);
+  }
+  EXPECT_EQ(replayed, expected);
+}
+
+TEST_F(ServeTest, SigtermEndsEveryStreamWithAFinalEventAndExitsPromptly) {
+  start_server();
+  create_session("s1");
+  ServeStreamClient stream(port_, "/v1/sessions/s1/refs/main/events", token_);
+  ASSERT_TRUE(stream.next());
+  const auto sent = std::chrono::steady_clock::now();
+  ::kill(pid_, SIGTERM);
+  auto frame = stream.next(5s);
+  ASSERT_TRUE(frame);
+  EXPECT_EQ(frame->data["type"], "server_shutdown");
+  EXPECT_FALSE(stream.next(5s));
+  EXPECT_TRUE(stream.ended());
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    ASSERT_LT(std::chrono::steady_clock::now() - sent, 5s);
+    std::this_thread::sleep_for(10ms);
+  }
+  pid_ = -1;
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(ServeTest, ASessionAnotherProcessWritesIsReportedNotOpenedTwice) {
+  start_server();
+  create_session("s1");
+  const int first_port = port_;
+  const pid_t first = pid_;
+  pid_ = -1;
+  start_server();  // a second server on the same store
+  const ServeReply reply = call("GET", "/v1/sessions/s1");
+  EXPECT_EQ(reply.status, 409) << reply.body;
+  EXPECT_EQ(serve_error_code(reply), "locked");
+  EXPECT_NE(reply.body.find(std::to_string(first)), std::string::npos) << reply.body;  // names the holder
+  EXPECT_EQ(serve_raw(first_port, serve_request_text("GET", "/v1/sessions/s1", "", {"Authorization: Bearer " + token_})).status, 200);
+  ::kill(first, SIGKILL);
+  ::waitpid(first, nullptr, 0);
+}
+
+// ---- hostile clients ---------------------------------------------------------------
+
+TEST_F(ServeTest, HostileRequestsNeverCrashTheServerNorChangeASession) {
+  start_server({"--request-timeout", "1", "--max-body", "100000"});
+  create_session("s1");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say a"}}).status, 202);
+  ASSERT_EQ(wait_settled("s1", "main"), "idle");
+  const std::size_t before = records("s1").size();
+  const std::string auth = "Authorization: Bearer " + token_;
+
+  EXPECT_EQ(serve_raw(port_, "GARBAGE\r\n\r\n").status, 400);
+  EXPECT_EQ(serve_raw(port_, "GET / HTTP/9.9\r\n\r\n").status, 400);
+  EXPECT_EQ(serve_raw(port_, serve_request_text("POST", "/v1/sessions/s1/refs/main/prompt", std::string(200000, 'x'), {auth})).status, 413);
+  EXPECT_EQ(serve_raw(port_, fmt::format("GET /healthz HTTP/1.1\r\nX-Big: {}\r\n\r\n", std::string(40000, 'a'))).status, 431);
+  // Truncated: a body shorter than its length, then silence; the server gives up.
+  const auto t0 = std::chrono::steady_clock::now();
+  const ServeReply truncated = serve_raw(port_, fmt::format("POST /v1/sessions/s1/refs/main/prompt HTTP/1.1\r\n{}\r\n"
+                                                             "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"text\"", auth), 10s);
+  EXPECT_EQ(truncated.status, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 8s);
+
+  // Slowloris: a header trickling in is cut off at the request timeout
+  // while other clients are served.
+  const int slow = serve_connect(port_);
+  ASSERT_GE(slow, 0);
+  serve_send(slow, "GET /healthz HTTP/1.1\r\n");
+  bool cut = false;
+  for (int i = 0; i < 40 && !cut; ++i) {
+    cut = !serve_send(slow, "X-A: b\r\n");
+    EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/healthz", "", {})).status, 200);
+    std::this_thread::sleep_for(100ms);
+    pollfd p{slow, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) {
+      char byte;
+      cut = ::recv(slow, &byte, 1, MSG_DONTWAIT) == 0 || cut;
+    }
+  }
+  ::close(slow);
+  EXPECT_TRUE(cut) << "the slow client was never cut off";
+
+  // Random damage to a valid request: whatever comes back, no 2xx means no change.
+  std::mt19937 random(7);
+  const std::string valid = serve_request_text("POST", "/v1/sessions/s1/refs/main/steer", Json{{"text", "x"}}.dump(),
+                                         {auth, "Content-Type: application/json"});
+  const int rounds = testing::scaled(300);
+  for (int i = 0; i < rounds; ++i) {
+    std::string mutated = valid;
+    const int edits = std::uniform_int_distribution<int>(1, 4)(random);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, mutated.size() - 1)(random);
+      switch (std::uniform_int_distribution<int>(0, 2)(random)) {
+        case 0: mutated[at] = static_cast<char>(random()); break;
+        case 1: mutated.erase(at, 1); break;
+        default: mutated.insert(at, 1, static_cast<char>(random())); break;
+      }
+    }
+    const ServeReply reply = serve_raw(port_, mutated, 3s);
+    EXPECT_FALSE(reply.status >= 200 && reply.status < 300 && reply.status != 0 && records("s1").size() != before);
+  }
+  EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/healthz", "", {})).status, 200);
+  EXPECT_EQ(records("s1").size(), before);
+}
+
+// ---- crash -------------------------------------------------------------------------
+
+TEST_F(ServeTest, AKilledServerResumesEveryRunAndRunsNoToolTwice) {
+  start_server();
+  create_session("s1");
+  const int runs = std::max(4, testing::scaled(20));
+  for (int i = 0; i < runs; ++i) {
+    if (i > 0) {
+      ASSERT_EQ(call("POST", "/v1/sessions/s1/refs", Json{{"name", fmt::format("r{}", i)}}).status, 201);
+    }
+  }
+  for (int i = 0; i < runs; ++i) {
+    const std::string ref = i == 0 ? "main" : fmt::format("r{}", i);
+    ASSERT_EQ(call("POST", fmt::format("/v1/sessions/s1/refs/{}/prompt", ref), Json{{"text", fmt::format("touch t{}", i)}}).status, 202);
+  }
+  // Killed while the runs are at different points of their batches.
+  std::mt19937 random(static_cast<unsigned>(std::random_device{}()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 300)(random)));
+  kill_server();
+  start_server();
+  for (int i = 0; i < runs; ++i) {
+    const std::string ref = i == 0 ? "main" : fmt::format("r{}", i);
+    EXPECT_EQ(wait_settled("s1", ref), "idle") << ref;
+  }
+  // Each command ran at most once; the ones killed mid-call were not run
+  // again (their result says so), and every run finished.
+  std::map<std::string, int> ran;
+  for (const auto& line : testing::lines_of(serve_slurp(path("ran.txt")))) ++ran[line];
+  for (const auto& [name, count] : ran) EXPECT_EQ(count, 1) << name;
+  std::map<std::string, int> open;
+  for (const auto& record : records("s1")) {
+    if (record["type"] == "operation_started") ++open[record["id"]];
+    if (record["type"] == "operation_finished") --open[record["runId"]];
+  }
+  for (const auto& [run, count] : open) EXPECT_EQ(count, 0) << run;
+  kill_server();
+  err_ = path("verify.err");
+  const pid_t verify = spawn({"verify", "--store", store(), "s1"}, err_);
+  int status = 0;
+  ::waitpid(verify, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << serve_slurp(err_) << serve_slurp(err_.string() + ".out");
+}
+
+}  // namespace
+}  // namespace cairn
