@@ -816,7 +816,7 @@ TEST_F(ServeTest, ASessionAnotherProcessWritesIsReportedNotOpenedTwice) {
 // ---- hostile clients ---------------------------------------------------------------
 
 TEST_F(ServeTest, HostileRequestsNeverCrashTheServerNorChangeASession) {
-  start_server({"--request-timeout", "1", "--max-body", "100000"});
+  start_server({"--request-timeout", "0.3", "--max-body", "100000"});
   create_session("s1");
   ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say a"}}).status, 202);
   ASSERT_EQ(wait_settled("s1", "main"), "idle");
@@ -891,11 +891,18 @@ TEST_F(ServeTest, AKilledServerResumesEveryRunAndRunsNoToolTwice) {
     const std::string ref = i == 0 ? "main" : fmt::format("r{}", i);
     ASSERT_EQ(call("POST", fmt::format("/v1/sessions/s1/refs/{}/prompt", ref), Json{{"text", fmt::format("touch t{}", i)}}).status, 202);
   }
-  // Killed while the runs are at different points of their batches.
-  std::mt19937 random(static_cast<unsigned>(std::random_device{}()));
-  std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 300)(random)));
+  // Killed while the runs are at different points: some have started their
+  // command (or ran it), others have not yet got their first answer.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  for (;;) {
+    int started = 0;
+    for (const auto& record : records("s1")) started += record["type"] == "tool_started";
+    if (started >= runs / 2) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+  }
   kill_server();
   start_server();
+  EXPECT_NE(serve_slurp(err_).find("resuming run"), std::string::npos) << serve_slurp(err_);
   for (int i = 0; i < runs; ++i) {
     const std::string ref = i == 0 ? "main" : fmt::format("r{}", i);
     EXPECT_EQ(wait_settled("s1", ref), "idle") << ref;
