@@ -591,6 +591,14 @@ TEST_F(ServeTest, SessionsRefsAndRunsThroughTheApi) {
   EXPECT_NE(first["sessions"][0]["id"], second["sessions"][0]["id"]);
   EXPECT_TRUE(second["next"].is_null());
 
+  // A compaction is an operation like a run: accepted, then ended durably
+  // (here with nothing to shed: the branch is short).
+  const ServeReply compacted = call("POST", "/v1/sessions/s1/refs/main/compact");
+  ASSERT_EQ(compacted.status, 202) << compacted.body;
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  EXPECT_EQ(records("s1").back()["type"], "operation_finished");
+  EXPECT_EQ(records("s1").back()["runId"], compacted.json()["runId"]);
+
   // Deleting a session.
   EXPECT_EQ(call("DELETE", "/v1/sessions/s2").status, 200);
   EXPECT_EQ(call("GET", "/v1/sessions/s2").status, 404);

@@ -31,7 +31,7 @@ int status_for(std::string_view code) {
       {"ref_active", 409},        {"main_ref", 409},         {"not_suspended", 409},     {"no_active_run", 409},
       {"missing_identities", 409}, {"damaged_log", 409},     {"ambiguous_id", 409},      {"ambiguous_model", 409},
       {"body_too_large", 413},    {"unsupported_media_type", 415}, {"faulted", 503},     {"closed", 503},
-      {"read_only", 409},         {"stale_writer", 409},     {"corrupt_log", 500},       {"newer_version", 500},
+      {"read_only", 409},         {"nothing_to_compact", 409}, {"would_split_tool_call", 409},         {"stale_writer", 409},     {"corrupt_log", 500},       {"newer_version", 500},
   };
   auto it = statuses.find(code);
   return it == statuses.end() ? 500 : it->second;
@@ -273,7 +273,9 @@ Reply start_operation(SessionPool& pool, Metrics& metrics, const std::shared_ptr
     return Reply{json_response(202, body)};
   }
   const RunResult& result = *wait->done;
-  if (result.outcome == Outcome::rejected && result.error) return Reply{error_response(*result.error)};
+  // Ended before it started durably: a refusal, or a compaction with
+  // nothing to shed. Said as the error it is.
+  if (!result.ok() && result.run_id.empty() && result.error) return Reply{error_response(*result.error)};
   return Reply{json_response(200, to_json(result))};
 }
 
@@ -773,7 +775,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     if (!body) return error(body.error());
     auto instructions = body->string("instructions");
     if (!instructions) return error(instructions.error());
-    return start_operation(pool_, metrics_, host, ref, {EventType::compaction_start},
+    return start_operation(pool_, metrics_, host, ref, {EventType::run_start, EventType::compaction_start},
                            [instructions = *instructions](AgentRef& r) { return r.compact(instructions); });
   }
   if (action == "navigate") {
