@@ -1,28 +1,27 @@
 // The live stream of a ref or of a whole session (GET …/events): a snapshot
 // (or, given a cursor, the records after it read from the log), then the
-// harness's events. Every frame that carries a record has `id: <seq>` and
-// the record as stored; ephemeral events (message_update, tool_update) have
-// no id. The frames with an id are exactly the log's records of the ref
-// after the cursor, in seq order, each once: a record no event announced is
-// read from the log before the next that is announced, and an event whose
-// record was already sent goes without id.
+// session's events through its StreamHub. Every frame that carries a record
+// has `id: <seq>` and the record as stored; ephemeral events
+// (message_update, tool_update) have no id. The frames with an id are
+// exactly the log's records of the ref after the cursor, in seq order, each
+// once: a record no event announced is read from the log before the next
+// one that is announced, and an event whose record was already sent goes
+// without id.
 //
-// The harness's listener only queues the event and wakes the stream: the
-// log reading and the encoding happen on the server's thread, so a slow
-// consumer never slows a run. A queue that reaches its bound ends the stream
-// with a stream_overflow frame naming the cursor to reconnect with.
+// The hub only queues the event's frame and wakes the stream: the writing
+// happens on the server's threads, so a slow consumer never slows a run. A
+// queue that reaches its bound ends the stream with a stream_overflow frame
+// naming the cursor to reconnect with.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
-#include "cairn/harness/harness.hpp"
 #include "http_types.hpp"
 #include "session_pool.hpp"
+#include "stream_hub.hpp"
 
 namespace cairn::serve {
 
@@ -35,30 +34,17 @@ class EventStream : public LiveStream {
   ~EventStream() override;
 
   void set_wakeup(std::function<void()> wakeup) override;
-  Batch take() override;
+  Batch take(bool quiet) override;
   std::string final_frame() override;
-
-  struct Inbox {
-    std::mutex mu;
-    std::deque<Event> events;
-    bool overflowed = false;
-    std::size_t max_queued = 0;
-    std::function<void()> wakeup;
-  };
 
  private:
   EventStream() = default;
-  bool belongs(const Json& record) const;
-  // Frames for the stored records with last_sent_ < seq < before.
-  Status catch_up(std::string& out, std::int64_t before);
 
   std::shared_ptr<SessionHost> host_;
-  std::optional<std::string> ref_;
-  std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
-  std::optional<RefWatch> ref_watch_;
-  std::optional<SessionWatch> session_watch_;
+  std::shared_ptr<StreamHub::Inbox> inbox_ = std::make_shared<StreamHub::Inbox>();
   std::string initial_;
-  std::int64_t last_sent_ = -1;
+  std::int64_t cursor_ = -1;     // what the snapshot (or the replay) covered: older events are dropped
+  std::int64_t last_sent_ = -1;  // the newest record sent
 };
 
 }  // namespace cairn::serve

@@ -109,6 +109,7 @@ struct HttpServer::Impl {
     api.metrics().streams_open++;
     api.metrics().streams_total++;
     live->set_wakeup(wakeup);
+    bool quiet = false;
     for (;;) {
       woken->store(false);
       std::string bytes;
@@ -117,7 +118,7 @@ struct HttpServer::Impl {
         bytes = live->final_frame();
         done = true;
       } else {
-        LiveStream::Batch batch = live->take();
+        LiveStream::Batch batch = live->take(std::exchange(quiet, false));
         bytes = std::move(batch.bytes);
         done = batch.done;
       }
@@ -127,7 +128,9 @@ struct HttpServer::Impl {
         if (ec) break;
       }
       if (done) break;
-      if (woken->load()) continue;
+      // Something was written: take again before sleeping (what came
+      // meanwhile woke nobody, since the stream had frames queued).
+      if (!bytes.empty() || woken->load()) continue;
       timer->expires_after(options.heartbeat);
       auto [ec] = co_await timer->async_wait(kTuple);
       if (!ec && !woken->load()) {
@@ -135,7 +138,8 @@ struct HttpServer::Impl {
         stream.expires_after(options.write_timeout);
         auto [write_ec, n] = co_await asio::async_write(stream, asio::buffer(kHeartbeat), kTuple);
         if (write_ec) break;
-        woken->store(true);  // take again: records no event announced go out at each heartbeat
+        quiet = true;  // take again: records no event announced go out at each heartbeat
+        continue;
       }
     }
     live->set_wakeup(nullptr);
@@ -203,6 +207,10 @@ struct HttpServer::Impl {
         if (!acceptor.is_open() || stopping.load()) co_return;
         continue;  // EMFILE and the like: the next accept may succeed
       }
+      // Frames are small and must go at once: no Nagle (with the client's
+      // delayed ACK it held each one back for tens of milliseconds).
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
       // Each connection on a strand of its own: its coroutine and the
       // wakeups of its stream never run at once.
       auto strand = asio::make_strand(io);

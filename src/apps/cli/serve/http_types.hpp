@@ -54,7 +54,9 @@ class LiveStream {
   };
   // Called once, before the first take(): how the stream says it has more.
   virtual void set_wakeup(std::function<void()> wakeup) = 0;
-  virtual Batch take() = 0;
+  // `quiet`: nothing woke the stream for a heartbeat's time; it may look
+  // for what no event announced.
+  virtual Batch take(bool quiet) = 0;
   // The server stops: the last frame to write.
   virtual std::string final_frame() = 0;
 };

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "stream_hub.hpp"
+
 namespace cairn::serve {
 
 namespace {
@@ -35,6 +37,8 @@ Result<std::shared_ptr<SessionHost>> SessionPool::host_for(std::shared_ptr<Sessi
   host->session = std::move(session);
   host->harness = std::make_unique<AgentHarness>(std::move(created->harness));
   host->suspended_at_open = std::move(created->suspended);
+  host->hub = std::make_shared<StreamHub>(host->session);
+  host->hub_subscription = host->harness->on_event([hub = host->hub](const Event& event) { hub->publish(event); });
   touch(*host);
   return host;
 }

@@ -35,9 +35,13 @@ struct AgentConfig {
 };
 
 // One open session. Members go in reverse: the harness before the session.
+class StreamHub;
+
 struct SessionHost {
   std::shared_ptr<Session> session;
   std::unique_ptr<AgentHarness> harness;
+  std::shared_ptr<StreamHub> hub;  // the fan-out of its events to its streams
+  Subscription hub_subscription;   // before the harness goes
   std::vector<SuspendedOperation> suspended_at_open;
   // Operation starts on this session one at a time, so that the run_start a
   // request waits for is its own.

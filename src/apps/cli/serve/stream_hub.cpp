@@ -1,0 +1,158 @@
+#include "stream_hub.hpp"
+
+#include <fmt/format.h>
+
+#include "cairn/log/ids.hpp"
+#include "http_types.hpp"
+
+namespace cairn::serve {
+
+namespace {
+constexpr std::size_t kCacheRecords = 16384;
+constexpr std::size_t kReadAhead = 256;
+
+std::string dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+}  // namespace
+
+bool StreamHub::belongs(const Stored& record, const std::optional<std::string>& ref) {
+  return !ref || record.ref == *ref || record.name == *ref;
+}
+
+Result<std::vector<std::pair<std::int64_t, std::shared_ptr<const StreamHub::Stored>>>> StreamHub::stored(
+    std::int64_t from, std::size_t count) {
+  std::vector<std::pair<std::int64_t, std::shared_ptr<const Stored>>> out;
+  {
+    std::lock_guard lock(cache_mu_);
+    for (auto it = cache_.find(from); it != cache_.end() && out.size() < count && it->first == from + static_cast<std::int64_t>(out.size()); ++it) {
+      out.emplace_back(it->first, it->second);
+    }
+  }
+  if (out.size() == count) return out;
+  const std::int64_t next = from + static_cast<std::int64_t>(out.size());
+  // A page ahead for a catch-up; the one record an event announces alone.
+  auto lines = session_->get_log(next - 1, count == 1 ? 1 : std::max(count - out.size(), kReadAhead));
+  if (!lines) return std::unexpected(lines.error());
+  std::lock_guard lock(cache_mu_);
+  for (LogLine& line : *lines) {
+    auto record = std::make_shared<Stored>();
+    const Json json = Json::parse(line.json, nullptr, false);
+    record->ref = "main";
+    if (json.is_object()) {
+      if (auto it = json.find("ref"); it != json.end() && it->is_string()) record->ref = it->get<std::string>();
+      const std::string type = json.value("type", "");
+      if (type == "ref_created" || type == "ref_deleted") record->name = json.value("name", "");
+    }
+    record->frame = fmt::format("id: {}\ndata: {{\"type\":\"record\",\"seq\":{},\"record\":{}}}\n\n", line.seq, line.seq, line.json);
+    record->line = std::move(line.json);
+    cache_[line.seq] = record;
+    if (out.size() < count && line.seq == from + static_cast<std::int64_t>(out.size())) out.emplace_back(line.seq, record);
+  }
+  while (cache_.size() > kCacheRecords) cache_.erase(cache_.begin());
+  return out;
+}
+
+Status StreamHub::records(const std::optional<std::string>& ref, std::int64_t after, std::int64_t before,
+                          std::string& out, std::int64_t& last) {
+  last = after;
+  while (last + 1 < before) {
+    auto page = stored(last + 1, static_cast<std::size_t>(std::min<std::int64_t>(before - last - 1, kReadAhead)));
+    if (!page) return std::unexpected(page.error());
+    if (page->empty()) break;
+    for (const auto& [seq, record] : *page) {
+      if (belongs(*record, ref)) out += record->frame;
+      last = seq;
+    }
+  }
+  return {};
+}
+
+StreamHub::StreamHub(std::shared_ptr<Session> session)
+    : session_(std::move(session)), thread_([this] { deliver_loop(); }) {}
+
+StreamHub::~StreamHub() {
+  {
+    std::lock_guard lock(pending_mu_);
+    stopping_ = true;
+  }
+  pending_cv_.notify_all();
+  thread_.join();
+}
+
+void StreamHub::publish(const Event& event) {
+  {
+    std::lock_guard lock(inboxes_mu_);
+    if (inboxes_.empty()) return;  // nobody watches: nothing is queued
+  }
+  {
+    std::lock_guard lock(pending_mu_);
+    pending_.push_back(event);
+  }
+  pending_cv_.notify_one();
+}
+
+void StreamHub::deliver_loop() {
+  std::unique_lock lock(pending_mu_);
+  for (;;) {
+    pending_cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+    if (stopping_) return;
+    std::deque<Event> events;
+    events.swap(pending_);
+    lock.unlock();
+    for (const Event& event : events) fan_out(event);
+    lock.lock();
+  }
+}
+
+void StreamHub::fan_out(const Event& event) {
+  auto frame = std::make_shared<Frame>();
+  frame->ref = event.ref;
+  frame->seq = event.seq;
+  const std::string json = dump(encode(event));
+  frame->without_id = "data: " + json + "\n\n";
+  if (event.seq) {
+    auto record = stored(*event.seq, 1);
+    if (record && !record->empty() && json.size() > 1 && json.back() == '}') {
+      // publishedAt: when the durable record was announced, for a client's
+      // measure of how far behind it reads.
+      frame->with_id = fmt::format("id: {}\ndata: {},\"publishedAt\":\"{}\",\"record\":{}}}\n\n", *event.seq,
+                                   std::string_view(json).substr(0, json.size() - 1), now_iso8601(),
+                                   record->front().second->line);
+    } else {
+      frame->with_id = fmt::format("id: {}\n{}", *event.seq, frame->without_id);
+    }
+  }
+  std::shared_ptr<const Frame> shared = std::move(frame);
+  std::vector<std::function<void()>> wakeups;
+  {
+    std::lock_guard lock(inboxes_mu_);
+    for (const auto& inbox : inboxes_) {
+      // A ref's stream gets its ref's events and the session's own (a fault).
+      if (inbox->ref && !shared->ref.empty() && shared->ref != *inbox->ref) continue;
+      std::lock_guard inbox_lock(inbox->mu);
+      if (inbox->overflowed) continue;
+      // Only a stream that had nothing queued needs waking: one with
+      // frames waiting takes this one with them.
+      const bool was_empty = inbox->frames.empty();
+      if (inbox->frames.size() >= inbox->max_queued) {
+        inbox->overflowed = true;
+        inbox->frames.clear();
+      } else {
+        inbox->frames.push_back(shared);
+      }
+      if ((was_empty || inbox->overflowed) && inbox->wakeup) wakeups.push_back(inbox->wakeup);
+    }
+  }
+  for (const auto& wakeup : wakeups) wakeup();
+}
+
+void StreamHub::add(const std::shared_ptr<Inbox>& inbox) {
+  std::lock_guard lock(inboxes_mu_);
+  inboxes_.push_back(inbox);
+}
+
+void StreamHub::remove(const Inbox* inbox) {
+  std::lock_guard lock(inboxes_mu_);
+  std::erase_if(inboxes_, [&](const std::shared_ptr<Inbox>& held) { return held.get() == inbox; });
+}
+
+}  // namespace cairn::serve

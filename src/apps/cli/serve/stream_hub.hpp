@@ -1,0 +1,89 @@
+// One per open session: the fan-out of its events to the streams watching
+// it. The harness's listener only queues the event (the harness delivers
+// every ref's events one at a time, so its listeners must be quick); the
+// hub's own thread encodes each event once into the bytes of its frame
+// (with and without its record) and hands it to every stream's inbox as a
+// shared pointer; a record read from the log for a
+// stream's catch-up is kept for the next stream that needs it. So a thousand
+// watchers cost a thousand pointer pushes per event, not a thousand
+// encodings and log reads.
+#pragma once
+
+#include <cstdint>
+#include <condition_variable>
+#include <deque>
+#include <thread>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cairn/harness/events.hpp"
+#include "cairn/store/session.hpp"
+
+namespace cairn::serve {
+
+class StreamHub {
+ public:
+  // One event, as frames.
+  struct Frame {
+    std::string ref;
+    std::optional<std::int64_t> seq;
+    std::string with_id;     // "id: <seq>" and the event with its record (events with a seq)
+    std::string without_id;  // the event alone
+  };
+  // One stream's queue. `ref` empty: every ref's events.
+  struct Inbox {
+    std::optional<std::string> ref;
+    std::size_t max_queued = 4096;
+    std::mutex mu;
+    std::deque<std::shared_ptr<const Frame>> frames;
+    bool overflowed = false;
+    std::function<void()> wakeup;
+  };
+
+  explicit StreamHub(std::shared_ptr<Session> session);
+  ~StreamHub();  // joins its thread
+  StreamHub(const StreamHub&) = delete;
+  StreamHub& operator=(const StreamHub&) = delete;
+
+  // The harness's listener: every event of the session goes through here.
+  void publish(const Event& event);
+  void add(const std::shared_ptr<Inbox>& inbox);
+  void remove(const Inbox* inbox);
+
+  // Appends to `out` the frames ("type": "record", with id) of the stored
+  // records with after < seq < before that belong to `ref` (every record
+  // when empty); `last` becomes the seq of the last record looked at.
+  Status records(const std::optional<std::string>& ref, std::int64_t after, std::int64_t before, std::string& out,
+                 std::int64_t& last);
+
+ private:
+  struct Stored {
+    std::string ref;   // whose record it is ("main" when it names none)
+    std::string name;  // ref_created / ref_deleted: the ref they name
+    std::string line;
+    std::string frame;
+  };
+  // The records from `from` on (up to `count` of them), read once.
+  Result<std::vector<std::pair<std::int64_t, std::shared_ptr<const Stored>>>> stored(std::int64_t from, std::size_t count);
+  static bool belongs(const Stored& record, const std::optional<std::string>& ref);
+  void fan_out(const Event& event);
+  void deliver_loop();
+
+  std::shared_ptr<Session> session_;
+  std::mutex inboxes_mu_;
+  std::vector<std::shared_ptr<Inbox>> inboxes_;
+  std::mutex cache_mu_;
+  std::map<std::int64_t, std::shared_ptr<const Stored>> cache_;
+  std::mutex pending_mu_;
+  std::condition_variable pending_cv_;
+  std::deque<Event> pending_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once everything else is
+};
+
+}  // namespace cairn::serve
