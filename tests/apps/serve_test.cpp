@@ -821,6 +821,34 @@ TEST_F(ServeTest, ASessionAnotherProcessWritesIsReportedNotOpenedTwice) {
   ::waitpid(first, nullptr, 0);
 }
 
+TEST_F(ServeTest, AnIdleSessionIsClosedAndAnotherProcessMayThenOpenIt) {
+  start_server({"--idle-close", "0.2"});
+  create_session("s1");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say hi"}}).status, 202);
+  ASSERT_EQ(wait_settled("s1", "main"), "idle");
+  // A stream keeps it open however long it idles.
+  {
+    ServeStreamClient stream(port_, "/v1/sessions/s1/events", token_);
+    ASSERT_TRUE(stream.next());
+    std::this_thread::sleep_for(600ms);
+    EXPECT_NE(call("GET", "/metrics").body.find("cairn_sessions_open 1"), std::string::npos);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (call("GET", "/metrics").body.find("cairn_sessions_open 0") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the session was never closed";
+    std::this_thread::sleep_for(50ms);
+  }
+  // Closed means unlocked: a second server opens it, and the first gets 409 until that one lets go.
+  const int first_port = port_;
+  const pid_t first = pid_;
+  pid_ = -1;
+  start_server();
+  EXPECT_EQ(call("GET", "/v1/sessions/s1").status, 200);
+  EXPECT_EQ(serve_raw(first_port, serve_request_text("GET", "/v1/sessions/s1", "", {"Authorization: Bearer " + token_})).status, 409);
+  ::kill(first, SIGKILL);
+  ::waitpid(first, nullptr, 0);
+}
+
 // ---- hostile clients ---------------------------------------------------------------
 
 TEST_F(ServeTest, HostileRequestsNeverCrashTheServerNorChangeASession) {

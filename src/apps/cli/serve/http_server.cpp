@@ -109,8 +109,18 @@ struct HttpServer::Impl {
     api.metrics().streams_open++;
     api.metrics().streams_total++;
     live->set_wakeup(wakeup);
+    // A client that hangs up is noticed now, not at the next heartbeat: the
+    // stream lets go of its session (which may then close when idle). A
+    // client sends nothing on a stream, so anything readable ends it too.
+    auto peer_gone = std::make_shared<std::atomic<bool>>(false);
+    stream.socket().async_wait(tcp::socket::wait_read, [peer_gone, wakeup](const beast::error_code& ec) {
+      if (ec == asio::error::operation_aborted) return;
+      peer_gone->store(true);
+      wakeup();
+    });
     bool quiet = false;
     for (;;) {
+      if (peer_gone->load()) break;
       woken->store(false);
       std::string bytes;
       bool done = false;
