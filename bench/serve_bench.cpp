@@ -34,6 +34,8 @@
 
 #include "cairn/json.hpp"
 #include "support/http_test_server.hpp"
+#include "support/loopback.hpp"
+#include "support/openai_script.hpp"
 
 namespace {
 
@@ -46,20 +48,6 @@ using cairn::testing::ScriptedResponse;
 int kRuns = 50;  // --runs
 constexpr int kCallsPerRun = 3;
 
-std::string chunk(const Json& delta, const Json& finish = nullptr) {
-  Json body = {{"id", "b"}, {"object", "chat.completion.chunk"}, {"model", "test"},
-               {"choices", Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}})}};
-  return "data: " + body.dump() + "\n\n";
-}
-
-ScriptedResponse stream_of(std::vector<std::string> events) {
-  ScriptedResponse response;
-  response.headers = {{"Content-Type", "text/event-stream"}};
-  events.push_back("data: [DONE]\n\n");
-  for (auto& event : events) response.body.push_back({.bytes = std::move(event)});
-  return response;
-}
-
 // Three `ls` calls, then an answer.
 ScriptedResponse model(const ReceivedRequest& request) {
   const Json body = Json::parse(request.body, nullptr, false);
@@ -71,33 +59,14 @@ ScriptedResponse model(const ReceivedRequest& request) {
     }
   }
   if (results < kCallsPerRun) {
-    Json call = {{"index", 0}, {"id", fmt::format("c{}", results)}, {"type", "function"},
-                 {"function", {{"name", "ls"}, {"arguments", R"({"path":"."})"}}}};
-    return stream_of({chunk({{"role", "assistant"}, {"tool_calls", Json::array({call})}}), chunk(Json::object(), "tool_calls")});
+    return cairn::testing::openai_tool_reply(fmt::format("c{}", results), "ls", {{"path", "."}}, 0ms);
   }
-  return stream_of({chunk({{"role", "assistant"}, {"content", "done "}}), chunk({{"content", "here"}}), chunk(Json::object(), "stop")});
+  return cairn::testing::openai_text_reply("done here", 0ms);
 }
 
-int connect_loopback(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+using cairn::testing::connect_loopback;
 
-void send_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (sent <= 0) return;
-    bytes.remove_prefix(static_cast<std::size_t>(sent));
-  }
-}
+void send_all(int fd, std::string_view bytes) { cairn::testing::send_all_bytes(fd, bytes); }
 
 std::string read_to_end(int fd) {
   std::string out;

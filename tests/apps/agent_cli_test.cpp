@@ -30,6 +30,7 @@
 
 #include "cairn/json.hpp"
 #include "support/http_test_server.hpp"
+#include "support/openai_script.hpp"
 #include "support/test_support.hpp"
 
 namespace cairn {
@@ -62,32 +63,10 @@ int count_of(const std::string& text, const std::string& needle) {
 
 // ---- SSE streams of openai-completions ---------------------------------------------
 
-std::string chunk(const Json& delta, const Json& finish_reason = nullptr) {
-  Json body = {{"id", "chatcmpl-test"},
-               {"object", "chat.completion.chunk"},
-               {"model", "test"},
-               {"choices", Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish_reason}}})}};
-  return "data: " + body.dump() + "\n\n";
-}
-
-ScriptedResponse sse(std::vector<std::string> events) {
-  ScriptedResponse response;
-  response.headers = {{"Content-Type", "text/event-stream"}};
-  events.push_back("data: [DONE]\n\n");
-  for (auto& event : events) response.body.push_back({.delay = 1ms, .bytes = std::move(event)});
-  return response;
-}
-
-ScriptedResponse text_reply(const std::string& text) {
-  return sse({chunk({{"role", "assistant"}, {"content", ""}}), chunk({{"content", text.substr(0, text.size() / 2)}}),
-              chunk({{"content", text.substr(text.size() / 2)}}), chunk(Json::object(), "stop")});
-}
-
-ScriptedResponse tool_call_reply(const std::string& id, const std::string& name, const Json& args) {
-  Json call = {{"index", 0}, {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args.dump()}}}};
-  return sse({chunk({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({call})}}),
-              chunk(Json::object(), "tool_calls")});
-}
+using testing::openai_chunk;
+using testing::openai_stream;
+using testing::openai_text_reply;
+using testing::openai_tool_reply;
 
 ScriptedResponse http_error(int status, std::string body) {
   ScriptedResponse response;
@@ -252,7 +231,7 @@ std::string session_line_id(const std::string& err) {
 // ---- print mode ---------------------------------------------------------------------
 
 TEST_F(AgentCliTest, AgentCliPrintModeStreamsTheAnswerAndNamesTheSession) {
-  HttpTestServer server({text_reply("Hello from the model.")});
+  HttpTestServer server({openai_text_reply("Hello from the model.")});
   auto args = endpoint(server);
   args.insert(args.begin(), {"-p", "Say hello"});
   Finished run = cairn(args);
@@ -285,7 +264,7 @@ TEST_F(AgentCliTest, AgentCliPrintModeStreamsTheAnswerAndNamesTheSession) {
 }
 
 TEST_F(AgentCliTest, AgentCliPrintModeReadsThePromptFromStandardInput) {
-  HttpTestServer server({text_reply("ok")});
+  HttpTestServer server({openai_text_reply("ok")});
   auto args = endpoint(server);
   args.insert(args.begin(), "-p");
   Finished run = cairn(args, std::string("a prompt from stdin-4411\n"));
@@ -295,7 +274,7 @@ TEST_F(AgentCliTest, AgentCliPrintModeReadsThePromptFromStandardInput) {
 }
 
 TEST_F(AgentCliTest, AgentCliJsonPrintsEveryEventAsOneLine) {
-  HttpTestServer server({text_reply("Hello in JSON.")});
+  HttpTestServer server({openai_text_reply("Hello in JSON.")});
   auto args = endpoint(server);
   args.insert(args.begin(), {"--json", "-p", "Say hello"});
   Finished run = cairn(args);
@@ -332,7 +311,7 @@ TEST_F(AgentCliTest, AgentCliAFailedRequestExitsOne) {
 // is in the session, as with any failed request; every command that makes no
 // request works without it.
 TEST_F(AgentCliTest, AgentCliWithoutLibcurlNamesItAndKeepsThePrompt) {
-  HttpTestServer server({text_reply("never sent")});
+  HttpTestServer server({openai_text_reply("never sent")});
   std::filesystem::create_directories(path("no-curl"));
   std::ofstream(path("no-curl") / "libcurl.so.4") << "not a library\n";
   extra_env_ = {"LD_LIBRARY_PATH=" + path("no-curl").string()};
@@ -352,7 +331,7 @@ TEST_F(AgentCliTest, AgentCliWithoutLibcurlNamesItAndKeepsThePrompt) {
 // A response whose stream breaks after `text` (a connection closed
 // mid-answer): a retryable failure.
 ScriptedResponse broken_reply(const std::string& text) {
-  ScriptedResponse response = sse({chunk({{"role", "assistant"}, {"content", ""}}), chunk({{"content", text}})});
+  ScriptedResponse response = openai_stream({openai_chunk({{"role", "assistant"}, {"content", ""}}), openai_chunk({{"content", text}})});
   response.body.pop_back();  // no [DONE]: the server goes away instead
   response.end = ScriptedResponse::End::close;
   return response;
@@ -361,12 +340,12 @@ ScriptedResponse broken_reply(const std::string& text) {
 ScriptedResponse text_and_tool_call_reply(const std::string& text, const std::string& id, const std::string& name,
                                           const Json& args) {
   Json call = {{"index", 0}, {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args.dump()}}}};
-  return sse({chunk({{"role", "assistant"}, {"content", text}}), chunk({{"tool_calls", Json::array({call})}}),
-              chunk(Json::object(), "tool_calls")});
+  return openai_stream({openai_chunk({{"role", "assistant"}, {"content", text}}), openai_chunk({{"tool_calls", Json::array({call})}}),
+              openai_chunk(Json::object(), "tool_calls")});
 }
 
 TEST_F(AgentCliTest, AgentCliPrintModeStdoutHoldsOnlyTheFinalAnswerAfterARetry) {
-  HttpTestServer server({broken_reply("do"), text_reply("done")});
+  HttpTestServer server({broken_reply("do"), openai_text_reply("done")});
   auto args = endpoint(server);
   args.insert(args.begin(), {"-p", "Say done"});
   Finished run = cairn(args);
@@ -378,7 +357,7 @@ TEST_F(AgentCliTest, AgentCliPrintModeStdoutHoldsOnlyTheFinalAnswerAfterARetry) 
 
 TEST_F(AgentCliTest, AgentCliPrintModeStdoutHoldsOnlyTheLastMessageOfARunWithTools) {
   HttpTestServer server({text_and_tool_call_reply("Let me look first.", "call_ls", "ls", Json::object()),
-                         text_reply("Two files.")});
+                         openai_text_reply("Two files.")});
   auto args = endpoint(server);
   args.insert(args.begin(), {"-p", "How many files?"});
   Finished run = cairn(args);
@@ -388,7 +367,7 @@ TEST_F(AgentCliTest, AgentCliPrintModeStdoutHoldsOnlyTheLastMessageOfARunWithToo
 }
 
 TEST_F(AgentCliTest, AgentCliAWordAfterPIsThePromptNotACommand) {
-  HttpTestServer server({text_reply("a prompt, not a command")});
+  HttpTestServer server({openai_text_reply("a prompt, not a command")});
   for (const char* word : {"new", "sessions"}) {
     auto args = endpoint(server);
     args.insert(args.begin(), {"-p", word});
@@ -411,7 +390,7 @@ TEST_F(AgentCliTest, AgentCliAWordAfterPIsThePromptNotACommand) {
 }
 
 TEST_F(AgentCliTest, AgentCliAPromptThatIsNotUtf8IsRefusedBeforeAnythingIsAccepted) {
-  HttpTestServer server({text_reply("unused")});
+  HttpTestServer server({openai_text_reply("unused")});
   auto from_stdin = endpoint(server);
   from_stdin.insert(from_stdin.begin(), "-p");
   Finished piped = cairn(from_stdin, std::string("first line\ncaf\xE9 au lait\n"));
@@ -447,7 +426,7 @@ TEST_F(AgentCliTest, AgentCliWithNoModelConfiguredSaysHowToConfigureOne) {
 }
 
 TEST_F(AgentCliTest, AgentCliUnknownSessionsAndBadOptionsAreOneLineAndExitTwo) {
-  HttpTestServer server({text_reply("unused")});
+  HttpTestServer server({openai_text_reply("unused")});
   const auto with_endpoint = [&](std::vector<std::string> args) {
     auto all = std::move(args);
     for (auto& arg : endpoint(server)) all.push_back(arg);
@@ -506,7 +485,7 @@ TEST_F(AgentCliTest, AgentCliContextFilesReachTheSystemPrompt) {
   std::ofstream(project / "AGENTS.md") << "Always answer in haiku. marker-agents-7731\n";
   std::ofstream(project / "CLAUDE.md") << "marker-claude-shadowed-1180\n";
   std::ofstream(project / "sub" / "CLAUDE.md") << "marker-claude-sub-2093\n";
-  HttpTestServer server({text_reply("ok")});
+  HttpTestServer server({openai_text_reply("ok")});
   auto args = endpoint(server);
   args.insert(args.begin(), {"-p", "hi", "--append-system-prompt", "marker-appended-6650"});
   Finished run = cairn_in(project / "sub", args);
@@ -526,7 +505,7 @@ TEST_F(AgentCliTest, AgentCliContextFilesReachTheSystemPrompt) {
 }
 
 TEST_F(AgentCliTest, AgentCliNoToolsSendsNoToolsAndToolsChoosesThem) {
-  HttpTestServer server({text_reply("ok")});
+  HttpTestServer server({openai_text_reply("ok")});
   auto none = endpoint(server);
   none.insert(none.begin(), {"-p", "hi", "--no-tools"});
   EXPECT_EQ(cairn(none).status, 0);
@@ -585,8 +564,8 @@ class AgentCliKillTest : public AgentCliTest {
 };
 
 TEST_F(AgentCliKillTest, AgentCliAKilledRunResumesWithoutRunningTheCommandAgain) {
-  HttpTestServer server({tool_call_reply("call_slow", "bash", Json{{"command", slow_command()}}),
-                         text_reply("The command was interrupted; I did not run it again.")});
+  HttpTestServer server({openai_tool_reply("call_slow", "bash", Json{{"command", slow_command()}}),
+                         openai_text_reply("The command was interrupted; I did not run it again.")});
   run_until_killed(server, "killed-run");
 
   // Print mode refuses to start over a suspended run.
@@ -618,8 +597,8 @@ TEST_F(AgentCliKillTest, AgentCliAKilledRunResumesWithoutRunningTheCommandAgain)
 }
 
 TEST_F(AgentCliKillTest, AgentCliAbortEndsAKilledRun) {
-  HttpTestServer server({tool_call_reply("call_slow", "bash", Json{{"command", slow_command()}}),
-                         text_reply("unused")});
+  HttpTestServer server({openai_tool_reply("call_slow", "bash", Json{{"command", slow_command()}}),
+                         openai_text_reply("unused")});
   run_until_killed(server, "aborted-run");
 
   Finished aborted = cairn({"abort", "aborted-run"});
@@ -640,8 +619,8 @@ TEST_F(AgentCliKillTest, AgentCliAbortEndsAKilledRun) {
 TEST_F(AgentCliKillTest, AgentCliSigintAndSigtermAbortTheRunDurablyAndExitOne) {
   for (int signal : {SIGINT, SIGTERM}) {
     std::filesystem::remove(path("work") / "out.txt");
-    HttpTestServer server({tool_call_reply("call_slow", "bash", Json{{"command", slow_command()}}),
-                           text_reply("unused")});
+    HttpTestServer server({openai_tool_reply("call_slow", "bash", Json{{"command", slow_command()}}),
+                           openai_text_reply("unused")});
     const std::string session = fmt::format("signalled-{}", signal);
     auto args = endpoint(server);
     args.insert(args.begin(), {"--approval", "never-ask", "-p", "Append the line, then wait", "--session", session, "--store", store()});
@@ -677,7 +656,7 @@ TEST_F(AgentCliKillTest, AgentCliAKilledAgentTakesEveryProcessOfItsToolsWithIt) 
       "echo line >> {0}; (sleep 2; echo late-subshell >> {0}) & sleep 2 && echo late-job >> {0} & "
       "sh -c 'sleep 2; echo late-sh >> {0}' & sleep 2; echo late >> {0}",
       out_file.string());
-  HttpTestServer server({tool_call_reply("call_nested", "bash", Json{{"command", command}}), text_reply("unused")});
+  HttpTestServer server({openai_tool_reply("call_nested", "bash", Json{{"command", command}}), openai_text_reply("unused")});
   auto args = endpoint(server);
   args.insert(args.begin(), {"--approval", "never-ask", "-p", "Leave processes behind", "--session", "nested", "--store", store()});
   const pid_t pid = start(args, path("work"));
@@ -712,8 +691,8 @@ TEST_F(AgentCliKillTest, AgentCliAKilledAgentTakesEveryProcessOfItsToolsWithIt) 
 // session goes on, and the request leaves out the result whose call was lost.
 TEST_F(AgentCliTest, AgentCliADamagedSessionIsRefusedUntilRepairedAndThenGoesOn) {
   const auto marker = path("work") / "marker";
-  HttpTestServer server({tool_call_reply("call_lost", "bash", Json{{"command", "echo ran >> " + marker.string()}}),
-                         text_reply("First answer."), text_reply("Second answer.")});
+  HttpTestServer server({openai_tool_reply("call_lost", "bash", Json{{"command", "echo ran >> " + marker.string()}}),
+                         openai_text_reply("First answer."), openai_text_reply("Second answer.")});
   auto first = endpoint(server);
   first.insert(first.begin(), {"--approval", "never-ask", "-p", "Run it", "--session", "damaged"});
   ASSERT_EQ(cairn(first).status, 0);
@@ -760,7 +739,7 @@ ScriptedResponse bash_batch_reply(const std::vector<std::string>& commands) {
                      {"type", "function"},
                      {"function", {{"name", "bash"}, {"arguments", Json{{"command", commands[k]}}.dump()}}}});
   }
-  return sse({chunk({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}}), chunk(Json::object(), "tool_calls")});
+  return openai_stream({openai_chunk({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}}), openai_chunk(Json::object(), "tool_calls")});
 }
 
 // What the JSONL log of a session says about its calls: which started, and
@@ -818,7 +797,7 @@ TEST_F(AgentCliKillTest, AgentCliAKillMidBatchKeepsFinishedResultsAndRunsNothing
       commands.push_back(fmt::format("echo {0}-{1} >> {2}; sleep 0.0{3}; echo done-{1}", session, k, markers.string(),
                                      1 + k % 3));
     }
-    HttpTestServer server({bash_batch_reply(commands), text_reply("Batch handled.")});
+    HttpTestServer server({bash_batch_reply(commands), openai_text_reply("Batch handled.")});
     auto args = endpoint(server);
     args.insert(args.begin(), {"--approval", "never-ask", "-p", "Run the batch", "--session", session, "--store", store()});
     const pid_t pid = start(args, path("work"));
@@ -910,7 +889,7 @@ TEST_F(AgentCliTest, AgentCliToolsGetNeitherProviderKeysNorSecretLookingVariable
             "apiKeyEnv": "WORK_KEY_HOLDER", "models": [{"id": "work-model"}]}}})";
   // What the tool's environment showed the model, for one choice of options.
   const auto env_seen = [&](std::vector<std::string> options) {
-    HttpTestServer server({tool_call_reply("call_env", "bash", Json{{"command", "env"}}), text_reply("seen")});
+    HttpTestServer server({openai_tool_reply("call_env", "bash", Json{{"command", "env"}}), openai_text_reply("seen")});
     auto args = endpoint(server);
     args.insert(args.begin(), {"--approval", "never-ask", "-p", "Show the environment"});
     args.insert(args.end(), options.begin(), options.end());
@@ -955,7 +934,7 @@ TEST_F(AgentCliTest, AgentCliAKeyReachesNeitherTheLogNorTheJsonOutputNorTheSpill
   const std::string command =
       fmt::format("env | grep -i key; cat key.txt; printf '{}'; sleep 0.3; printf '{}\\n'; seq 1 3000; cat key.txt",
                   endpoint_key.substr(0, 12), endpoint_key.substr(12));
-  HttpTestServer server({tool_call_reply("call_keys", "bash", Json{{"command", command}}), text_reply("done")});
+  HttpTestServer server({openai_tool_reply("call_keys", "bash", Json{{"command", command}}), openai_text_reply("done")});
   auto args = endpoint(server);
   args.insert(args.begin(), {"--approval", "never-ask", "--json", "-p", "Find the keys", "--session", "leak", "--api-key", endpoint_key});
   Finished run = cairn(args);
@@ -998,7 +977,7 @@ namespace cairn::testing {
 namespace {
 
 ScriptedResponse question_reply(const std::string& id, const std::string& question) {
-  return tool_call_reply(id, "ask_user", Json{{"question", question}, {"choices", {"red", "blue"}}});
+  return openai_tool_reply(id, "ask_user", Json{{"question", question}, {"choices", {"red", "blue"}}});
 }
 
 // The seqs of the log's records of `type` (`cairn log --json`).
@@ -1020,8 +999,8 @@ class AgentCliApprovalTest : public AgentCliTest {};
 // the allow record.
 TEST_F(AgentCliApprovalTest, AgentCliAnApprovalWaitsAcrossProcessesAndTheCommandRunsOnceAfterTheAllow) {
   const auto marker = path("work") / "marker.txt";
-  HttpTestServer server({tool_call_reply("call_rm", "bash", Json{{"command", "echo ran >> " + marker.string()}}),
-                         text_reply("The command ran.")});
+  HttpTestServer server({openai_tool_reply("call_rm", "bash", Json{{"command", "echo ran >> " + marker.string()}}),
+                         openai_text_reply("The command ran.")});
   auto args = endpoint(server);
   args.insert(args.begin(), {"-p", "Run it", "--session", "asking", "--approval", "ask"});
   Finished parked = cairn(args);
@@ -1080,8 +1059,8 @@ TEST_F(AgentCliApprovalTest, AgentCliAnApprovalWaitsAcrossProcessesAndTheCommand
 
 TEST_F(AgentCliApprovalTest, AgentCliADenialAndAnAnswerReachTheModel) {
   const auto marker = path("work") / "marker.txt";
-  HttpTestServer server({tool_call_reply("call_rm", "bash", Json{{"command", "echo ran >> " + marker.string()}}),
-                         question_reply("call_q", "Which colour?"), text_reply("Blue, then.")});
+  HttpTestServer server({openai_tool_reply("call_rm", "bash", Json{{"command", "echo ran >> " + marker.string()}}),
+                         question_reply("call_q", "Which colour?"), openai_text_reply("Blue, then.")});
   auto args = endpoint(server);
   args.insert(args.begin(), {"-p", "Paint it", "--session", "painting"});  // ask is the default
   EXPECT_EQ(cairn(args).status, 3);
@@ -1121,12 +1100,12 @@ TEST_F(AgentCliApprovalTest, AgentCliSettingsRulesAndAlwaysDecideBeforeTheMode) 
   std::filesystem::create_directories(path("work") / ".cairn");
   std::ofstream(path("work") / ".cairn" / "settings.json")
       << R"j({"approval": {"allow": ["bash(echo ok*)"], "deny": ["bash(rm -rf *)"]}})j";
-  HttpTestServer server({tool_call_reply("c1", "bash", Json{{"command", "echo ok >> " + marker.string()}}),
-                         tool_call_reply("c2", "bash", Json{{"command", "rm -rf /nothing-here"}}),
-                         tool_call_reply("c3", "bash", Json{{"command", "echo again >> " + marker.string()}}),
-                         text_reply("first run done"),
-                         tool_call_reply("c4", "bash", Json{{"command", "echo again >> " + marker.string()}}),
-                         text_reply("second run done")});
+  HttpTestServer server({openai_tool_reply("c1", "bash", Json{{"command", "echo ok >> " + marker.string()}}),
+                         openai_tool_reply("c2", "bash", Json{{"command", "rm -rf /nothing-here"}}),
+                         openai_tool_reply("c3", "bash", Json{{"command", "echo again >> " + marker.string()}}),
+                         openai_text_reply("first run done"),
+                         openai_tool_reply("c4", "bash", Json{{"command", "echo again >> " + marker.string()}}),
+                         openai_text_reply("second run done")});
   auto args = endpoint(server);
   args.insert(args.begin(), {"-p", "Go", "--session", "ruled"});
   EXPECT_EQ(cairn(args).status, 3);  // c1 allowed by the project, c2 denied, c3 asks

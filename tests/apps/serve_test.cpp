@@ -34,6 +34,8 @@
 
 #include "cairn/json.hpp"
 #include "support/http_test_server.hpp"
+#include "support/loopback.hpp"
+#include "support/openai_script.hpp"
 #include "support/test_support.hpp"
 
 namespace cairn {
@@ -45,34 +47,6 @@ using testing::ReceivedRequest;
 using testing::ScriptedResponse;
 
 // ---- the scripted model ------------------------------------------------------------
-
-std::string serve_chunk(const Json& delta, const Json& finish_reason = nullptr) {
-  Json body = {{"id", "chatcmpl-serve"},
-               {"object", "chat.completion.chunk"},
-               {"model", "test"},
-               {"choices", Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish_reason}}})}};
-  return "data: " + body.dump() + "\n\n";
-}
-
-ScriptedResponse serve_sse(std::vector<std::string> events) {
-  ScriptedResponse response;
-  response.headers = {{"Content-Type", "text/event-stream"}};
-  events.push_back("data: [DONE]\n\n");
-  for (auto& event : events) response.body.push_back({.delay = 1ms, .bytes = std::move(event)});
-  return response;
-}
-
-ScriptedResponse serve_text_reply(const std::string& text) {
-  return serve_sse({serve_chunk({{"role", "assistant"}, {"content", ""}}),
-                    serve_chunk({{"content", text.substr(0, text.size() / 2)}}),
-                    serve_chunk({{"content", text.substr(text.size() / 2)}}), serve_chunk(Json::object(), "stop")});
-}
-
-ScriptedResponse serve_tool_reply(const std::string& id, const std::string& name, const Json& args) {
-  Json call = {{"index", 0}, {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args.dump()}}}};
-  return serve_sse({serve_chunk({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({call})}}),
-                    serve_chunk(Json::object(), "tool_calls")});
-}
 
 std::string serve_content_text(const Json& content) {
   if (content.is_string()) return content.get<std::string>();
@@ -93,7 +67,7 @@ std::string serve_content_text(const Json& content) {
 //   "ask"         call ask_user once, then answer with what came back
 ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
   const Json body = Json::parse(request.body, nullptr, false);
-  if (body.is_discarded() || !body.contains("messages")) return serve_text_reply("?");
+  if (body.is_discarded() || !body.contains("messages")) return testing::openai_text_reply("?");
   const Json& messages = body["messages"];
   std::string prompt;
   int results_since = 0;
@@ -109,48 +83,29 @@ ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
     }
   }
   const std::string call_id = fmt::format("call_{}_{}", std::hash<std::string>{}(prompt) % 100000, results_since);
-  if (prompt.rfind("say ", 0) == 0) return serve_text_reply(prompt.substr(4));
+  if (prompt.rfind("say ", 0) == 0) return testing::openai_text_reply(prompt.substr(4));
   if (prompt.rfind("loop ", 0) == 0) {
     const int wanted = std::stoi(prompt.substr(5));
-    if (results_since < wanted) return serve_tool_reply(call_id, "ls", {{"path", "."}});
-    return serve_text_reply("looped");
+    if (results_since < wanted) return testing::openai_tool_reply(call_id, "ls", {{"path", "."}});
+    return testing::openai_text_reply("looped");
   }
   if (prompt.rfind("touch ", 0) == 0) {
     if (results_since == 0) {
-      return serve_tool_reply(call_id, "bash", {{"command", fmt::format("echo {} >> ../ran.txt", prompt.substr(6))}});
+      return testing::openai_tool_reply(call_id, "bash", {{"command", fmt::format("echo {} >> ../ran.txt", prompt.substr(6))}});
     }
-    return serve_text_reply("touched");
+    return testing::openai_text_reply("touched");
   }
   if (prompt == "ask") {
-    if (results_since == 0) return serve_tool_reply(call_id, "ask_user", {{"question", "which colour?"}});
-    return serve_text_reply("got " + last_result);
+    if (results_since == 0) return testing::openai_tool_reply(call_id, "ask_user", {{"question", "which colour?"}});
+    return testing::openai_text_reply("got " + last_result);
   }
-  return serve_text_reply("ok");
+  return testing::openai_text_reply("ok");
 }
 
 // ---- a plain HTTP client -----------------------------------------------------------
 
-int serve_connect(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool serve_send(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (sent <= 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(sent));
-  }
-  return true;
-}
+using testing::connect_loopback;
+using testing::send_all_bytes;
 
 // Reads until the peer closes or `timeout` passes.
 std::string serve_read_all(int fd, std::chrono::milliseconds timeout) {
@@ -200,9 +155,9 @@ ServeReply serve_parse_reply(const std::string& raw) {
 
 // Sends `raw` as is and reads the whole answer.
 ServeReply serve_raw(int port, const std::string& raw, std::chrono::milliseconds timeout = 30s) {
-  const int fd = serve_connect(port);
+  const int fd = connect_loopback(port);
   if (fd < 0) return {};
-  serve_send(fd, raw);
+  send_all_bytes(fd, raw);
   ServeReply reply = serve_parse_reply(serve_read_all(fd, timeout));
   ::close(fd);
   return reply;
@@ -226,13 +181,13 @@ struct ServeFrame {
 class ServeStreamClient {
  public:
   ServeStreamClient(int port, const std::string& path, const std::string& token, std::optional<std::int64_t> last_id = {}) {
-    fd_ = serve_connect(port);
+    fd_ = connect_loopback(port);
     std::vector<std::string> headers = {"Authorization: Bearer " + token, "Accept: text/event-stream"};
     if (last_id) headers.push_back(fmt::format("Last-Event-ID: {}", *last_id));
     std::string raw = fmt::format("GET {} HTTP/1.1\r\nHost: 127.0.0.1\r\n", path);
     for (const auto& header : headers) raw += header + "\r\n";
     raw += "\r\n";
-    if (fd_ >= 0) serve_send(fd_, raw);
+    if (fd_ >= 0) send_all_bytes(fd_, raw);
   }
   ~ServeStreamClient() { close(); }
   ServeStreamClient(const ServeStreamClient&) = delete;
@@ -327,6 +282,14 @@ class ServeTest : public ::testing::Test {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
+    // A sanitizer's report in a server's output fails the test that ran it.
+    for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+      if (entry.path().extension() != ".err") continue;
+      const std::string err = serve_slurp(entry.path());
+      for (const char* report : {"ThreadSanitizer", "AddressSanitizer", "LeakSanitizer", "runtime error:"}) {
+        EXPECT_EQ(err.find(report), std::string::npos) << entry.path().filename() << ":\n" << err;
+      }
+    }
   }
 
   std::filesystem::path path(const std::string& sub) const { return dir_.path() / sub; }
@@ -349,6 +312,10 @@ class ServeTest : public ::testing::Test {
                                     "XDG_DATA_HOME=" + path("data").string(), "XDG_CACHE_HOME=" + path("cache").string(),
                                     "LANG=C.UTF-8", "USER=tester"};
     if (const char* system_path = std::getenv("PATH")) env.push_back(std::string("PATH=") + system_path);
+    // Under the sanitizers the server runs with the suite's options (halt on error).
+    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"}) {
+      if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+    }
     std::vector<char*> envp;
     for (auto& variable : env) envp.push_back(variable.data());
     envp.push_back(nullptr);
@@ -872,12 +839,12 @@ TEST_F(ServeTest, HostileRequestsNeverCrashTheServerNorChangeASession) {
 
   // Slowloris: a header trickling in is cut off at the request timeout
   // while other clients are served.
-  const int slow = serve_connect(port_);
+  const int slow = connect_loopback(port_);
   ASSERT_GE(slow, 0);
-  serve_send(slow, "GET /healthz HTTP/1.1\r\n");
+  send_all_bytes(slow, "GET /healthz HTTP/1.1\r\n");
   bool cut = false;
   for (int i = 0; i < 40 && !cut; ++i) {
-    cut = !serve_send(slow, "X-A: b\r\n");
+    cut = !send_all_bytes(slow, "X-A: b\r\n");
     EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/healthz", "", {})).status, 200);
     std::this_thread::sleep_for(100ms);
     pollfd p{slow, POLLIN, 0};

@@ -1,0 +1,50 @@
+// Scripted openai-completions answers for the local HTTP server: the SSE
+// chunks of a text reply or of one tool call, as a real server streams them.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "cairn/json.hpp"
+#include "support/http_test_server.hpp"
+
+namespace cairn::testing {
+
+inline std::string openai_chunk(const Json& delta, const Json& finish_reason = nullptr) {
+  Json body = {{"id", "chatcmpl-test"},
+               {"object", "chat.completion.chunk"},
+               {"model", "test"},
+               {"choices", Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish_reason}}})}};
+  return "data: " + body.dump() + "\n\n";
+}
+
+// The events as one streamed response, each `delay` after the one before, then [DONE].
+inline ScriptedResponse openai_stream(std::vector<std::string> events,
+                                      std::chrono::milliseconds delay = std::chrono::milliseconds(1)) {
+  ScriptedResponse response;
+  response.headers = {{"Content-Type", "text/event-stream"}};
+  events.push_back("data: [DONE]\n\n");
+  for (auto& event : events) response.body.push_back({.delay = delay, .bytes = std::move(event)});
+  return response;
+}
+
+// `text` in two pieces, then stop.
+inline ScriptedResponse openai_text_reply(const std::string& text,
+                                          std::chrono::milliseconds delay = std::chrono::milliseconds(1)) {
+  return openai_stream({openai_chunk({{"role", "assistant"}, {"content", ""}}),
+                        openai_chunk({{"content", text.substr(0, text.size() / 2)}}),
+                        openai_chunk({{"content", text.substr(text.size() / 2)}}), openai_chunk(Json::object(), "stop")},
+                       delay);
+}
+
+// One call of `name` with `args`, then tool_calls.
+inline ScriptedResponse openai_tool_reply(const std::string& id, const std::string& name, const Json& args,
+                                          std::chrono::milliseconds delay = std::chrono::milliseconds(1)) {
+  Json call = {{"index", 0}, {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args.dump()}}}};
+  return openai_stream({openai_chunk({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({call})}}),
+                        openai_chunk(Json::object(), "tool_calls")},
+                       delay);
+}
+
+}  // namespace cairn::testing
