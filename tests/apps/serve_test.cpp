@@ -95,6 +95,8 @@ ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
     }
     return testing::openai_text_reply("touched");
   }
+  if (prompt == "wait") return testing::openai_text_reply("waited", 500ms);
+  if (prompt.rfind("steer:", 0) == 0) return testing::openai_text_reply("steered " + prompt.substr(6));
   if (prompt == "ask") {
     if (results_since == 0) return testing::openai_tool_reply(call_id, "ask_user", {{"question", "which colour?"}});
     return testing::openai_text_reply("got " + last_result);
@@ -877,6 +879,71 @@ TEST_F(ServeTest, HostileRequestsNeverCrashTheServerNorChangeASession) {
   }
   EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/healthz", "", {})).status, 200);
   EXPECT_EQ(records("s1").size(), before);
+}
+
+// ---- A2A -------------------------------------------------------------------------
+
+// The official JavaScript client (tests/a2a, installed by scripts/install-deps
+// with npm ci) over each binding: discovery, blocking and streaming sends,
+// steering, cancel, input required and answered, get, list, subscribe.
+TEST_F(ServeTest, A2aConformanceThroughTheOfficialClientOverBothBindings) {
+  ASSERT_TRUE(std::filesystem::exists(std::filesystem::path(CAIRN_A2A_DIR) / "node_modules" / "@a2a-js" / "sdk"))
+      << "the A2A client is not installed: run scripts/install-deps (npm ci in tests/a2a)";
+  start_server({"--approval", "ask"});
+  for (const std::string binding : {"JSONRPC", "HTTP+JSON"}) {
+    const auto out = path(fmt::format("a2a-{}.txt", binding == "JSONRPC" ? "jsonrpc" : "rest"));
+    const std::string command = fmt::format("cd '{}' && node conformance.mjs {} {} '{}' > '{}' 2>&1", CAIRN_A2A_DIR, port_,
+                                            token_, binding, out.string());
+    const int status = std::system(command.c_str());
+    EXPECT_EQ(status, 0) << serve_slurp(out) << serve_slurp(err_);
+    // Every check ran and passed (a script that stopped early would say less).
+    EXPECT_EQ(testing::lines_of(serve_slurp(out)).size(), 9u) << serve_slurp(out);
+  }
+}
+
+// Our cursor extension: SubscribeToTask with Last-Event-ID goes on after
+// that record, so a client cut off mid-task misses nothing and sees nothing twice.
+TEST_F(ServeTest, A2aSubscribeResumesAfterLastEventId) {
+  start_server();
+  const std::string auth = "Authorization: Bearer " + token_;
+  const Json send = {{"message", {{"messageId", "m1"}, {"role", "ROLE_USER"}, {"parts", {{{"text", "loop 4"}}}}}},
+                     {"configuration", {{"returnImmediately", true}}}};
+  const ServeReply sent = serve_raw(port_, serve_request_text("POST", "/a2a/rest/message:send", send.dump(),
+                                                              {auth, "Content-Type: application/json", "A2A-Version: 1.0"}));
+  ASSERT_EQ(sent.status, 200) << sent.body;
+  const std::string task = sent.json()["task"]["id"];
+  std::string encoded;
+  for (char c : task) encoded += c == '/' ? std::string("%2F") : std::string(1, c);
+  const std::string target = "/a2a/rest/tasks/" + encoded + ":subscribe";
+
+  std::vector<std::int64_t> seen;
+  std::optional<std::int64_t> last;
+  std::string final_state;
+  for (int attempt = 0; attempt < 50 && final_state.empty(); ++attempt) {
+    ServeStreamClient stream(port_, target, token_, last);
+    ASSERT_EQ(stream.status(), 200);
+    auto first = stream.next();
+    ASSERT_TRUE(first);
+    ASSERT_TRUE(first->data.contains("task")) << first->data.dump();
+    // Two updates at most per connection, then cut.
+    for (int i = 0; i < 2 && final_state.empty(); ++i) {
+      auto frame = stream.next();
+      if (!frame) break;
+      if (frame->id) {
+        EXPECT_EQ(frame->data.begin().value()["metadata"]["cairn.seq"], *frame->id);
+        seen.push_back(*frame->id);
+        last = frame->id;
+      }
+      if (frame->data.contains("statusUpdate")) {
+        const std::string state = frame->data["statusUpdate"]["status"]["state"];
+        if (state != "TASK_STATE_WORKING") final_state = state;
+      }
+    }
+  }
+  EXPECT_EQ(final_state, "TASK_STATE_COMPLETED");
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end()) << "a record's event came twice";
+  EXPECT_GE(seen.size(), 5u);  // four answers with calls, one with the text, and the end
 }
 
 // ---- crash -------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "a2a.hpp"
 #include "event_stream.hpp"
 #include "json_views.hpp"
 
@@ -227,25 +228,21 @@ Result<std::string> segment(std::string_view raw, std::string_view what) {
 
 // ---- operations ---------------------------------------------------------------------
 
-// Runs an operation (prompt, resume, compact, navigate) on a thread of its
-// own and answers once it has started durably (202: its run id and the seq
-// of its operation_started), or, when it ended before starting, with its
-// result (an error for a rejection).
-struct StartWait {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<Event> started;
-  std::optional<RunResult> done;
-};
+}  // namespace
 
-Reply start_operation(SessionPool& pool, Metrics& metrics, const std::shared_ptr<SessionHost>& host, AgentRef ref,
-                      std::vector<EventType> start_types, std::function<RunResult(AgentRef&)> operation) {
-  auto wait = std::make_shared<StartWait>();
+OperationStart start_and_wait(SessionPool& pool, Metrics& metrics, const std::shared_ptr<SessionHost>& host, AgentRef ref,
+                              std::vector<EventType> start_types, std::function<RunResult(AgentRef&)> operation) {
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable cv;
+    OperationStart state;
+  };
+  auto wait = std::make_shared<Wait>();
   std::unique_lock start_lock(host->start_mu);
   Subscription subscription = ref.on_event([wait, start_types](const Event& event) {
     if (std::find(start_types.begin(), start_types.end(), event.type) == start_types.end()) return;
     std::lock_guard lock(wait->mu);
-    if (!wait->started) wait->started = event;
+    if (!wait->state.started) wait->state.started = event;
     wait->cv.notify_all();
   });
   pool.run_detached(host, [wait, ref, operation = std::move(operation), &metrics]() mutable {
@@ -260,19 +257,28 @@ Reply start_operation(SessionPool& pool, Metrics& metrics, const std::shared_ptr
       metrics.cost_microdollars += static_cast<std::int64_t>(result.final_message->usage.cost.total * 1e6);
     }
     std::lock_guard lock(wait->mu);
-    wait->done = std::move(result);
+    wait->state.done = std::move(result);
     wait->cv.notify_all();
   });
   std::unique_lock lock(wait->mu);
-  wait->cv.wait(lock, [&] { return wait->started || wait->done; });
+  wait->cv.wait(lock, [&] { return wait->state.started || wait->state.done; });
   subscription.reset();
-  if (wait->started) {
-    Json body = {{"runId", wait->started->run_id ? Json(*wait->started->run_id) : Json(nullptr)},
-                 {"event", to_string(wait->started->type)}};
-    body["seq"] = wait->started->seq ? Json(*wait->started->seq) : Json(nullptr);
+  return wait->state;
+}
+
+namespace {
+
+Reply start_operation(SessionPool& pool, Metrics& metrics, const std::shared_ptr<SessionHost>& host, AgentRef ref,
+                      std::vector<EventType> start_types, std::function<RunResult(AgentRef&)> operation) {
+  const OperationStart start =
+      start_and_wait(pool, metrics, host, std::move(ref), std::move(start_types), std::move(operation));
+  if (start.started) {
+    Json body = {{"runId", start.started->run_id ? Json(*start.started->run_id) : Json(nullptr)},
+                 {"event", to_string(start.started->type)}};
+    body["seq"] = start.started->seq ? Json(*start.started->seq) : Json(nullptr);
     return Reply{json_response(202, body)};
   }
-  const RunResult& result = *wait->done;
+  const RunResult& result = *start.done;
   // Ended before it started durably: a refusal, or a compaction with
   // nothing to shed. Said as the error it is.
   if (!result.ok() && result.run_id.empty() && result.error) return Reply{error_response(*result.error)};
@@ -284,7 +290,9 @@ Reply start_operation(SessionPool& pool, Metrics& metrics, const std::shared_ptr
 // ---- the routes ---------------------------------------------------------------------
 
 Api::Api(SessionPool& pool, std::vector<std::string> tokens, ApiLimits limits)
-    : pool_(pool), tokens_(std::move(tokens)), limits_(limits) {}
+    : pool_(pool), tokens_(std::move(tokens)), limits_(limits), a2a_(std::make_unique<A2a>(pool_, metrics_)) {}
+
+Api::~Api() = default;
 
 bool Api::authorized(const HttpRequest& request, HttpResponse& refusal) const {
   auto header = request.header("authorization");
@@ -372,6 +380,20 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     text += fmt::format("# TYPE cairn_cost_dollars_total counter\ncairn_cost_dollars_total {:.6f}\n",
                         static_cast<double>(metrics_.cost_microdollars.load()) / 1e6);
     return Reply{HttpResponse{.status = 200, .content_type = "text/plain; version=0.0.4", .body = std::move(text)}};
+  }
+  // A2A v1.0 (a2a.hpp): the card, and its two bindings.
+  if (request.path == "/.well-known/agent-card.json") {
+    route_name = "/.well-known/agent-card.json";
+    if (method != "GET") return not_allowed();
+    return a2a_->card(request);
+  }
+  if (parts.size() == 2 && parts[0] == "a2a" && parts[1] == "jsonrpc") {
+    route_name = "/a2a/jsonrpc";
+    return a2a_->jsonrpc(request);
+  }
+  if (parts.size() >= 2 && parts[0] == "a2a" && parts[1] == "rest") {
+    route_name = "/a2a/rest";
+    return a2a_->rest(request, std::string_view(request.path).substr(std::string_view("/a2a/rest").size()));
   }
   if (parts.empty() || parts[0] != "v1") return Reply{error_response(404, "no_route", fmt::format("no route {}", request.path))};
 

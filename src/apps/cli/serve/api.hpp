@@ -32,9 +32,12 @@ struct Metrics {
   std::atomic<std::int64_t> cost_microdollars{0};
 };
 
+class A2a;
+
 class Api {
  public:
   Api(SessionPool& pool, std::vector<std::string> tokens, ApiLimits limits);
+  ~Api();
   // Any thread; blocks no longer than an operation's acceptance.
   Reply handle(const HttpRequest& request);
   Metrics& metrics() { return metrics_; }
@@ -48,7 +51,20 @@ class Api {
   std::vector<std::string> tokens_;
   ApiLimits limits_;
   Metrics metrics_;
+  std::unique_ptr<A2a> a2a_;
 };
+
+// Runs an operation (prompt, resume, compact, navigate) on a thread of its
+// own and returns once it has started durably (`started`: the first event
+// of `start_types`, e.g. run_start with the seq of its operation_started) or
+// ended before that (`done`: a rejection, say). Starts on one session go one
+// at a time, so that the event waited for is this operation's.
+struct OperationStart {
+  std::optional<Event> started;
+  std::optional<RunResult> done;
+};
+OperationStart start_and_wait(SessionPool& pool, Metrics& metrics, const std::shared_ptr<SessionHost>& host, AgentRef ref,
+                              std::vector<EventType> start_types, std::function<RunResult(AgentRef&)> operation);
 
 // Reads a token file: one token per line, blank lines and # comments
 // skipped. Created with one random token (mode 0600) when missing; refused
