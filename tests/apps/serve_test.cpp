@@ -577,6 +577,29 @@ TEST_F(ServeTest, SessionsRefsAndRunsThroughTheApi) {
   EXPECT_NE(metrics.body.find("cairn_runs_total{outcome=\"ok\"}"), std::string::npos) << metrics.body;
 }
 
+TEST_F(ServeTest, ARunningRefRefusesWhatWouldConflictAndAbortReturnsTheClearedQueue) {
+  start_server();
+  create_session("s1");
+  const ServeReply started = call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "wait"}});
+  ASSERT_EQ(started.status, 202) << started.body;
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say x"}})), "busy");
+  EXPECT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say x"}}).status, 409);
+  EXPECT_EQ(serve_error_code(call("DELETE", "/v1/sessions/s1")), "operation_open");
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/resume")), "busy");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/follow-up", Json{{"text", "and then this"}}).status, 200);
+  const Json status = ref_status("s1", "main");
+  EXPECT_EQ(status["ref"]["status"], "running");
+  EXPECT_EQ(status["ref"]["run"]["id"], started.json()["runId"]);
+  const ServeReply aborted = call("POST", "/v1/sessions/s1/refs/main/abort");
+  ASSERT_EQ(aborted.status, 200) << aborted.body;
+  EXPECT_EQ(aborted.json()["runId"], started.json()["runId"]);
+  ASSERT_EQ(aborted.json()["clearedFollowUp"].size(), 1u) << aborted.body;
+  EXPECT_NE(aborted.json()["clearedFollowUp"][0].dump().find("and then this"), std::string::npos) << aborted.body;
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  EXPECT_EQ(records("s1").back()["outcome"], "aborted");
+  EXPECT_EQ(call("DELETE", "/v1/sessions/s1").status, 200);
+}
+
 TEST_F(ServeTest, BadRequestsAreRefusedWithTheirReason) {
   start_server();
   create_session("s1");
