@@ -10,6 +10,8 @@
 // state (field rules, encoding, the stored line) is done by the caller before
 // it queues, so callers on different cores prepare in parallel and the leader
 // only checks the invariants and splices in each record's seq.
+#include <algorithm>
+#include <chrono>
 #include "cairn/store/session.hpp"
 
 #include <condition_variable>
@@ -130,7 +132,34 @@ Result<AppendResult> Session::append_json(const std::vector<Json>& batch) {
   return append(std::move(records));
 }
 
+AppendStats& AppendStats::operator+=(const AppendStats& other) {
+  for (std::size_t i = 0; i < buckets.size(); ++i) buckets[i] += other.buckets[i];
+  count += other.count;
+  seconds += other.seconds;
+  return *this;
+}
+
+AppendStats Session::append_stats() const {
+  std::lock_guard lock(stats_mu_);
+  return stats_;
+}
+
 Result<AppendResult> Session::append(std::vector<Record> batch) {
+  const auto started = std::chrono::steady_clock::now();
+  auto result = append_batch(std::move(batch));
+  if (result && result->count > 0) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const auto bucket = std::lower_bound(AppendStats::kBounds.begin(), AppendStats::kBounds.end(), seconds) -
+                        AppendStats::kBounds.begin();
+    std::lock_guard lock(stats_mu_);
+    ++stats_.buckets[static_cast<std::size_t>(bucket)];
+    ++stats_.count;
+    stats_.seconds += seconds;
+  }
+  return result;
+}
+
+Result<AppendResult> Session::append_batch(std::vector<Record> batch) {
   if (!medium_) return fail(Errc::read_only, fmt::format("session {} was opened for reading", header_.id));
   if (batch.empty()) return AppendResult{size(), 0};
 

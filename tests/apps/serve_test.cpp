@@ -96,6 +96,12 @@ ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
     return testing::openai_text_reply("touched");
   }
   if (prompt == "wait") return testing::openai_text_reply("waited", 500ms);
+  if (prompt.rfind("chatter ", 0) == 0) {  // N pieces of 100 characters: N message_updates, each the whole text so far
+    std::vector<std::string> pieces = {testing::openai_chunk({{"role", "assistant"}, {"content", ""}})};
+    for (int i = 0; i < std::stoi(prompt.substr(8)); ++i) pieces.push_back(testing::openai_chunk({{"content", std::string(100, 'x')}}));
+    pieces.push_back(testing::openai_chunk(Json::object(), "stop"));
+    return testing::openai_stream(std::move(pieces), 0ms);
+  }
   if (prompt.rfind("steer:", 0) == 0) return testing::openai_text_reply("steered " + prompt.substr(6));
   if (prompt == "ask") {
     if (results_since == 0) return testing::openai_tool_reply(call_id, "ask_user", {{"question", "which colour?"}});
@@ -575,6 +581,8 @@ TEST_F(ServeTest, SessionsRefsAndRunsThroughTheApi) {
   // Metrics count what happened.
   const ServeReply metrics = call("GET", "/metrics");
   EXPECT_NE(metrics.body.find("cairn_runs_total{outcome=\"ok\"}"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("cairn_append_seconds_bucket{le=\"+Inf\"}"), std::string::npos) << metrics.body;
+  EXPECT_EQ(metrics.body.find("cairn_append_seconds_count 0\n"), std::string::npos) << metrics.body;
 }
 
 TEST_F(ServeTest, ARunningRefRefusesWhatWouldConflictAndAbortReturnsTheClearedQueue) {
@@ -773,6 +781,59 @@ TEST_F(ServeTest, TheSessionStreamCarriesEveryRefsRecordsAndEphemeralEventsHaveN
     serve_take_records(*frame, replayed, last_id);
   }
   EXPECT_EQ(replayed, expected);
+}
+
+// A client that does not read: its queue fills, its stream ends with
+// stream_overflow and the cursor, and a reconnect from there misses nothing.
+// The runs are never slowed by it.
+TEST_F(ServeTest, ASlowClientsStreamEndsWithOverflowAndItsCursorResumesIt) {
+  start_server({"--stream-queue", "8"});
+  create_session("s1");
+  // A receive buffer this small fills with a frame or two: the server's
+  // writes then wait, and its queue for this client grows.
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int small = 1024;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port_));
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  send_all_bytes(fd, fmt::format("GET /v1/sessions/s1/refs/main/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\r\n", token_));
+  std::this_thread::sleep_for(200ms);
+  // Some 2 MB of streamed updates, then records.
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "chatter 200"}}).status, 202);
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");  // the run finished whatever the client did
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "loop 5"}}).status, 202);
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  // Now read it all: the frames that fitted, then the overflow with its cursor.
+  const std::string raw = serve_read_all(fd, 10s);
+  ::close(fd);
+  const auto at = raw.find("\"type\":\"stream_overflow\"");
+  ASSERT_NE(at, std::string::npos) << raw.substr(0, 2000);
+  const auto line_start = raw.rfind("data: ", at);
+  const Json overflow = Json::parse(raw.substr(line_start + 6, raw.find('\n', at) - line_start - 6));
+  const std::int64_t cursor = overflow["cursor"];
+  // The frames received carried records up to the cursor, no further.
+  std::vector<std::int64_t> seqs;
+  for (const auto& line : testing::lines_of(raw)) {
+    if (line.rfind("id: ", 0) == 0) seqs.push_back(std::stoll(line.substr(4)));
+  }
+  ASSERT_FALSE(seqs.empty());
+  EXPECT_LE(seqs.back(), cursor);
+  // Reconnected from the cursor: the rest, to the end of the log.
+  ServeStreamClient again(port_, "/v1/sessions/s1/refs/main/events", token_, cursor);
+  ASSERT_EQ(again.status(), 200);
+  const std::int64_t last = static_cast<std::int64_t>(records("s1").size()) - 1;
+  std::int64_t seen = cursor;
+  while (seen < last) {
+    auto frame = again.next(5s);
+    ASSERT_TRUE(frame) << "stopped at " << seen << " of " << last;
+    if (frame->id) {
+      EXPECT_GT(*frame->id, seen);
+      seen = *frame->id;
+    }
+  }
 }
 
 TEST_F(ServeTest, SigtermEndsEveryStreamWithAFinalEventAndExitsPromptly) {

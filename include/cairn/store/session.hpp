@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,18 @@ class LogMedium {
   virtual std::string describe() const = 0;
 };
 
+// How long this session's appends took, from the call to durable (the
+// successful ones, since it was opened): a histogram with the upper bounds
+// below, for an operator's metrics.
+struct AppendStats {
+  static constexpr std::array<double, 11> kBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                     0.05,   0.1,   0.25,   0.5,   1.0};
+  std::array<std::int64_t, kBounds.size() + 1> buckets{};  // the last: above every bound
+  std::int64_t count = 0;
+  double seconds = 0;  // their sum
+  AppendStats& operator+=(const AppendStats& other);
+};
+
 class Session {
  public:
   // `medium` is null for a read-only session.
@@ -124,8 +137,10 @@ class Session {
   // The model, thinking level and active tools in force at the ref's leaf.
   Result<SessionContext> branch_settings(std::string_view ref = "main") const;
   std::int64_t size() const;
+  AppendStats append_stats() const;
 
  private:
+  Result<AppendResult> append_batch(std::vector<Record> batch);
   struct Writer;
   void lead_group(std::vector<std::shared_ptr<Writer>>& group);
 
@@ -139,6 +154,9 @@ class Session {
   mutable std::mutex write_mu_;
   std::deque<std::shared_ptr<Writer>> writers_;  // the queue; its front leads
   std::optional<Error> fault_;  // guarded by write_mu_
+
+  mutable std::mutex stats_mu_;
+  AppendStats stats_;
 };
 
 }  // namespace cairn

@@ -28,6 +28,7 @@ struct ServeOptions {
   std::size_t max_body = 16u << 20;
   int workers = 16;
   double request_timeout_seconds = 30;
+  std::size_t stream_queue = 4096;
 };
 
 std::filesystem::path default_token_file() {
@@ -84,7 +85,7 @@ int run_serve(const ServeOptions& options) {
                             .tool_names = std::move(*tool_names), .cwd = std::filesystem::current_path(ec)};
   const auto idle = std::chrono::milliseconds(static_cast<std::int64_t>(options.idle_close_seconds * 1000));
   serve::SessionPool pool(std::move(*store), std::move(config), idle);
-  serve::Api api(pool, std::move(*tokens), serve::ApiLimits{});
+  serve::Api api(pool, std::move(*tokens), serve::ApiLimits{.max_stream_queue = options.stream_queue});
   serve::HttpServer http(api, server);
   auto port = http.listen();
   if (!port) return report(kFailure, port.error().message);
@@ -137,6 +138,11 @@ void register_serve_command(CLI::App& app, Commands& commands) {
                   "Seconds a client has to send a whole request (and a kept-alive connection may idle). Default: 30")
       ->type_name("SECONDS")
       ->check(CLI::Range(0.1, 86400.0));
+  sub->add_option("--stream-queue", options->stream_queue,
+                  "Events a stream holds for a client that reads too slowly; past that its stream ends with "
+                  "stream_overflow and the client reconnects with its cursor. Default: 4096")
+      ->type_name("N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   sub->add_option("--workers", options->workers, "Threads that handle requests. Default: 16")
       ->type_name("N")
       ->check(CLI::Range(1, 1024));

@@ -379,6 +379,15 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
                         metrics_.input_tokens.load(), metrics_.output_tokens.load());
     text += fmt::format("# TYPE cairn_cost_dollars_total counter\ncairn_cost_dollars_total {:.6f}\n",
                         static_cast<double>(metrics_.cost_microdollars.load()) / 1e6);
+    const AppendStats appends = pool_.append_stats();
+    text += "# TYPE cairn_append_seconds histogram\n";
+    std::int64_t cumulative = 0;
+    for (std::size_t i = 0; i < AppendStats::kBounds.size(); ++i) {
+      cumulative += appends.buckets[i];
+      text += fmt::format("cairn_append_seconds_bucket{{le=\"{}\"}} {}\n", AppendStats::kBounds[i], cumulative);
+    }
+    text += fmt::format("cairn_append_seconds_bucket{{le=\"+Inf\"}} {}\n", appends.count);
+    text += fmt::format("cairn_append_seconds_sum {:.6f}\ncairn_append_seconds_count {}\n", appends.seconds, appends.count);
     return Reply{HttpResponse{.status = 200, .content_type = "text/plain; version=0.0.4", .body = std::move(text)}};
   }
   // A2A v1.0 (a2a.hpp): the card, and its two bindings.

@@ -79,6 +79,7 @@ Status SessionPool::remove(const std::string& id) {
       }
     }
     if (host.running.load() > 0) return fail(Errc::operation_open, fmt::format("session {} is still running", id));
+    closed_stats_ += host.session->append_stats();
     host.harness->close();
     hosts_.erase(it);
   }
@@ -171,6 +172,7 @@ void SessionPool::close_idle() {
         }
       }
       if (idle && !busy) {
+        closed_stats_ += host.session->append_stats();
         closing.push_back(std::move(it->second));
         it = hosts_.erase(it);
       } else {
@@ -181,6 +183,13 @@ void SessionPool::close_idle() {
   // Destroyed outside the lock: closing a harness waits for nothing, but a
   // session's close flushes and unlocks its file.
   closing.clear();
+}
+
+AppendStats SessionPool::append_stats() const {
+  std::lock_guard lock(mu_);
+  AppendStats total = closed_stats_;
+  for (const auto& [id, host] : hosts_) total += host->session->append_stats();
+  return total;
 }
 
 std::size_t SessionPool::open_count() const {

@@ -73,6 +73,8 @@ class SessionPool {
   // Closes sessions idle for longer than the pool's idle time.
   void close_idle();
   std::size_t open_count() const;
+  // The append latencies of every session this server opened.
+  AppendStats append_stats() const;
   const AgentConfig& config() const { return config_; }
   // Forks under the store's lock.
   Result<ForkResult> fork(const std::shared_ptr<SessionHost>& host, const std::string& ref, ForkOptions options);
@@ -86,6 +88,7 @@ class SessionPool {
   std::chrono::milliseconds idle_close_;
   mutable std::mutex mu_;  // guards hosts_ and every call into store_
   std::map<std::string, std::shared_ptr<SessionHost>> hosts_;
+  AppendStats closed_stats_;  // of the sessions closed since the start; guarded by mu_
 };
 
 }  // namespace cairn::serve
