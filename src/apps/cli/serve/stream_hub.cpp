@@ -1,5 +1,7 @@
 #include "stream_hub.hpp"
 
+#include <atomic>
+
 #include <fmt/format.h>
 
 #include "cairn/log/ids.hpp"
@@ -8,6 +10,7 @@
 namespace cairn::serve {
 
 namespace {
+std::atomic<std::int64_t> overflow_count{0};
 constexpr std::size_t kCacheRecords = 16384;
 constexpr std::size_t kReadAhead = 256;
 
@@ -65,6 +68,8 @@ Status StreamHub::records(const std::optional<std::string>& ref, std::int64_t af
   }
   return {};
 }
+
+std::int64_t StreamHub::overflows() { return overflow_count.load(std::memory_order_relaxed); }
 
 StreamHub::StreamHub(std::shared_ptr<Session> session)
     : session_(std::move(session)), thread_([this] { deliver_loop(); }) {}
@@ -136,6 +141,7 @@ void StreamHub::fan_out(const Event& event) {
       if (inbox->frames.size() >= inbox->max_queued) {
         inbox->overflowed = true;
         inbox->frames.clear();
+        overflow_count.fetch_add(1, std::memory_order_relaxed);
       } else {
         inbox->frames.push_back(shared);
       }

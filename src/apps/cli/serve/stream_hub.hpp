@@ -46,6 +46,8 @@ class StreamHub {
   };
 
   explicit StreamHub(std::shared_ptr<Session> session);
+  // How many streams, of every hub, overflowed since the process started.
+  static std::int64_t overflows();
   ~StreamHub();  // joins its thread
   StreamHub(const StreamHub&) = delete;
   StreamHub& operator=(const StreamHub&) = delete;
