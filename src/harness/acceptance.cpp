@@ -377,17 +377,22 @@ AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
     rt->status = OperationStatus::cancelling;
     result.cleared_steer = messages_of(rt->op->pending_steer);
     result.cleared_follow_up = messages_of(rt->op->pending_follow_up);
+    if (!fold_error) {
+      Json cleared_steer = Json::array(), cleared_follow_up = Json::array();
+      for (const auto& m : result.cleared_steer) cleared_steer.push_back(encode(m));
+      for (const auto& m : result.cleared_follow_up) cleared_follow_up.push_back(encode(m));
+      // Queued before the stop is requested: what the stopped tools and
+      // steps publish next comes after it, as their records come after its.
+      bus.enqueue(Event{EventType::run_cancel, rt->name, result.run_id, seq,
+                        {{"clearedSteer", cleared_steer}, {"clearedFollowUp", cleared_follow_up}}});
+    }
     rt->cancel.request_stop();
   }
   if (fold_error) {
     enter_fault(*fold_error);
     return AbortResult{.outcome = Outcome::faulted, .run_id = result.run_id, .error = std::move(fold_error)};
   }
-  Json cleared_steer = Json::array(), cleared_follow_up = Json::array();
-  for (const auto& m : result.cleared_steer) cleared_steer.push_back(encode(m));
-  for (const auto& m : result.cleared_follow_up) cleared_follow_up.push_back(encode(m));
-  publish(Event{EventType::run_cancel, rt->name, result.run_id, seq,
-                {{"clearedSteer", cleared_steer}, {"clearedFollowUp", cleared_follow_up}}});
+  bus.deliver();
   if (suspended_op) {
     // Nobody runs a suspended operation: finish its cancellation here.
     {

@@ -82,6 +82,17 @@ void EventBus::publish(Event event) {
   if (!draining_) drain(lock);
 }
 
+void EventBus::enqueue(Event event) {
+  std::lock_guard lock(mu_);
+  queue_.push_back(std::move(event));
+  ++published_;
+}
+
+void EventBus::deliver() {
+  std::unique_lock lock(mu_);
+  if (!draining_ && !queue_.empty()) drain(lock);
+}
+
 void EventBus::drain(std::unique_lock<std::mutex>& lock) {
   draining_ = true;
   delivering_bus = this;

@@ -23,6 +23,12 @@ class EventBus {
   // `ref`: only that ref's events (and harness-wide ones such as fault).
   Subscription subscribe(std::optional<std::string> ref, EventListener listener);
   void publish(Event event);
+  // publish() in two halves, for an event that must be ordered before what
+  // other threads publish once the caller lets go of its locks: enqueue()
+  // takes its place in publication order and may be called under a harness
+  // lock; deliver() (never under one) delivers it unless a thread already is.
+  void enqueue(Event event);
+  void deliver();
   // Whether anyone is subscribed; an event published without listeners goes
   // nowhere, so a publisher may skip building it.
   bool has_listeners() const { return listeners_->count.load(std::memory_order_acquire) > 0; }

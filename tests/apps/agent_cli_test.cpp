@@ -173,23 +173,31 @@ class AgentCliTest : public ::testing::Test {
   // The running processes whose environment holds this test's HOME: what
   // cairn, and every process its tools started, inherited. Zombies hold no
   // environment any more, so a dead process whose parent has not yet reaped
-  // it does not count.
+  // it does not count. A process in the middle of an exec reads as having no
+  // environment either (the new image has not set it up yet), so one whose
+  // working directory is in this test's directory counts too: a tool's shell
+  // spawned just before cairn was killed is caught on its way to running.
   std::vector<pid_t> leftovers() const {
     const std::string home = "HOME=" + path("home").string();
+    const std::string ours = std::filesystem::weakly_canonical(dir_.path()).string() + "/";
     std::vector<pid_t> found;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
       const std::string name = entry.path().filename().string();
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
       const std::string environ_text = read_file(entry.path() / "environ");
-      for (std::size_t start = 0; start < environ_text.size();) {
+      bool counts = false;
+      for (std::size_t start = 0; start < environ_text.size() && !counts;) {
         const std::size_t end = std::min(environ_text.find('\0', start), environ_text.size());
-        if (environ_text.compare(start, end - start, home) == 0) {
-          found.push_back(static_cast<pid_t>(std::stol(name)));
-          break;
-        }
+        counts = environ_text.compare(start, end - start, home) == 0;
         start = end + 1;
       }
+      if (!counts && environ_text.empty()) {
+        std::error_code cwd_error;
+        const std::string cwd = std::filesystem::read_symlink(entry.path() / "cwd", cwd_error).string() + "/";
+        counts = !cwd_error && cwd.starts_with(ours);
+      }
+      if (counts) found.push_back(static_cast<pid_t>(std::stol(name)));
     }
     return found;
   }
