@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -46,6 +47,7 @@ using cairn::testing::ReceivedRequest;
 using cairn::testing::ScriptedResponse;
 
 int kRuns = 50;  // --runs
+std::chrono::milliseconds kChunkDelay{0};  // --chunk-ms: the scripted model's pause before each chunk
 constexpr int kCallsPerRun = 3;
 
 // Three `ls` calls, then an answer.
@@ -59,9 +61,9 @@ ScriptedResponse model(const ReceivedRequest& request) {
     }
   }
   if (results < kCallsPerRun) {
-    return cairn::testing::openai_tool_reply(fmt::format("c{}", results), "ls", {{"path", "."}}, 0ms);
+    return cairn::testing::openai_tool_reply(fmt::format("c{}", results), "ls", {{"path", "."}}, kChunkDelay);
   }
-  return cairn::testing::openai_text_reply("done here", 0ms);
+  return cairn::testing::openai_text_reply("done here", kChunkDelay);
 }
 
 using cairn::testing::connect_loopback;
@@ -120,6 +122,7 @@ struct Watcher {
   bool head_done = false;
   std::int64_t cursor = -1;
   std::vector<std::int64_t> seqs;
+  int run_ends = 0;
 };
 
 struct Figures {
@@ -127,6 +130,11 @@ struct Figures {
   std::size_t samples = 0;
   std::int64_t lost = 0, duplicated = 0;
   double kib_per_watcher = 0;
+  std::chrono::steady_clock::time_point started;
+  std::clock_t cpu_started = 0;
+  double seconds = 0, client_cpu = 0;
+  std::size_t bytes = 0;  // received by all watchers
+  int ended = 0;          // streams the server ended before the last run did
 };
 
 double percentile(std::vector<std::int64_t> values, double p) {
@@ -149,19 +157,21 @@ Figures measure(const Server& server, const std::string& session, int watchers) 
     ::epoll_ctl(epoll, EPOLL_CTL_ADD, all[i].fd, &event);
   }
   std::vector<std::int64_t> latencies;
-  int run_ends = 0;
+  int finished = 0;  // watchers that saw every run end, or whose stream ended
   std::size_t snapshots = 0;
   bool started = false;
   const auto deadline = std::chrono::steady_clock::now() + 300s;
   std::vector<epoll_event> ready(256);
   std::thread prompter;
   // Until every watcher has seen every run end (or the time is up).
-  while (run_ends < kRuns * watchers && std::chrono::steady_clock::now() < deadline) {
+  while (finished < watchers && std::chrono::steady_clock::now() < deadline) {
     if (!started && snapshots == all.size()) {
       // Every watcher is connected and idle: the memory they cost.
       std::this_thread::sleep_for(500ms);
       figures.kib_per_watcher = static_cast<double>(rss_kib(server.pid) - rss_before) / watchers;
       // Prompted from another thread: this one keeps reading meanwhile.
+      figures.started = std::chrono::steady_clock::now();
+      figures.cpu_started = std::clock();
       prompter = std::thread([&server, session] {
         for (int r = 0; r < kRuns; ++r) {
           call(server, "POST", fmt::format("/v1/sessions/{}/refs/r{}/prompt", session, r), Json{{"text", "go"}});
@@ -175,8 +185,18 @@ Figures measure(const Server& server, const std::string& session, int watchers) 
       char chunk_buffer[16384];
       for (;;) {
         const ssize_t got = ::recv(watcher.fd, chunk_buffer, sizeof(chunk_buffer), 0);
-        if (got <= 0) break;
+        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+          // The server ended this stream: it can see no more run ends.
+          ::epoll_ctl(epoll, EPOLL_CTL_DEL, watcher.fd, nullptr);
+          ++figures.ended;
+          const std::string_view tail = std::string_view(watcher.buffer).substr(watcher.buffer.size() - std::min<std::size_t>(watcher.buffer.size(), 300));
+          fmt::print("  a stream ended early; its last bytes: {}\n", tail);
+          if (watcher.run_ends < kRuns) ++finished;
+          break;
+        }
+        if (got < 0) break;
         watcher.buffer.append(chunk_buffer, static_cast<std::size_t>(got));
+        figures.bytes += static_cast<std::size_t>(got);
       }
       const std::int64_t arrived = now_ms();
       if (!watcher.head_done) {
@@ -199,8 +219,9 @@ Figures measure(const Server& server, const std::string& session, int watchers) 
           ++snapshots;
           continue;
         }
+        if (!frame.starts_with("id: ")) continue;
         const auto record_at = data.find("\"record\":{");
-        if (!frame.starts_with("id: ") || record_at == std::string_view::npos) continue;
+        if (record_at == std::string_view::npos) continue;
         watcher.seqs.push_back(std::atoll(frame.data() + 4));
         const std::string_view record = data.substr(record_at + 9);
         // An event that announces a record says when it did (the record was
@@ -208,11 +229,13 @@ Figures measure(const Server& server, const std::string& session, int watchers) 
         if (auto at = data.find("\"publishedAt\":\""); at != std::string_view::npos && at < record_at) {
           latencies.push_back(arrived - epoch_ms(std::string(data.substr(at + 15, 24))));
         }
-        if (record.starts_with("{\"type\":\"operation_finished\"")) ++run_ends;
+        if (record.starts_with("{\"type\":\"operation_finished\"") && ++watcher.run_ends == kRuns) ++finished;
       }
       watcher.buffer.erase(0, offset);
     }
   }
+  figures.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - figures.started).count();
+  figures.client_cpu = static_cast<double>(std::clock() - figures.cpu_started) / CLOCKS_PER_SEC;
   if (prompter.joinable()) prompter.join();
   // Lost and duplicated against the log.
   std::vector<std::int64_t> log;
@@ -237,7 +260,7 @@ Figures measure(const Server& server, const std::string& session, int watchers) 
   figures.p50 = percentile(latencies, 0.50);
   figures.p99 = percentile(latencies, 0.99);
   figures.max = percentile(latencies, 1.0);
-  if (run_ends < kRuns * watchers) fmt::print("  (timed out: {} of {} run ends seen)\n", run_ends, kRuns * watchers);
+  if (finished < watchers) fmt::print("  (timed out: {} of {} watchers saw every run end)\n", finished, watchers);
   return figures;
 }
 
@@ -285,6 +308,7 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--quick") quick = true;
     if (arg == "--runs" && i + 1 < argc) kRuns = std::max(1, std::atoi(argv[++i]));
+    if (arg == "--chunk-ms" && i + 1 < argc) kChunkDelay = std::chrono::milliseconds(std::max(0, std::atoi(argv[++i])));
     if (arg == "--watchers" && i + 1 < argc) many_option = std::max(1, std::atoi(argv[++i]));
     if (arg == "--help" || arg == "-h") {
       fmt::print("usage: cairn_bench_serve [--quick] [--runs N] [--watchers W]\n"
@@ -320,6 +344,9 @@ int main(int argc, char** argv) {
     for (int r = 0; r < kRuns; ++r) call(server, "POST", "/v1/sessions/bench/refs", Json{{"name", fmt::format("r{}", r)}});
     const Figures figures = measure(server, "bench", watchers);
     results[watchers] = figures;
+    fmt::print("  ({:.2f} s from the first prompt to the last run end seen; {:.2f} MiB to each watcher; this client used "
+               "{:.2f} s of CPU)\n",
+               figures.seconds, static_cast<double>(figures.bytes) / watchers / (1 << 20), figures.client_cpu);
     fmt::print("{:>9} {:>9} {:>9.0f} {:>9.0f} {:>9.0f} {:>6} {:>11} {:>14.1f}\n", watchers, figures.samples, figures.p50,
                figures.p99, figures.max, figures.lost, figures.duplicated, figures.kib_per_watcher);
     ::kill(server.pid, SIGKILL);

@@ -843,6 +843,72 @@ TEST_F(ServeTest, ASlowClientsStreamEndsWithOverflowAndItsCursorResumesIt) {
   }
 }
 
+// A client that lags behind a streaming run: of the message_update events
+// it has not yet taken, only the newest is sent (each carries the whole
+// message so far), so it catches up instead of falling further behind.
+// Nothing else is merged: no update it gets is shorter than the one before,
+// the last is the final text, and every record arrives, once, in order.
+TEST_F(ServeTest, ALaggingClientGetsTheNewestUpdateInPlaceOfTheOnesItMissed) {
+  start_server();
+  create_session("s1");
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int small = 1024;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port_));
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  send_all_bytes(fd, fmt::format("GET /v1/sessions/s1/refs/main/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\r\n", token_));
+  std::this_thread::sleep_for(200ms);
+  // 200 updates of a growing text while this client reads nothing.
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "chatter 200"}}).status, 202);
+  ASSERT_EQ(wait_settled("s1", "main"), "idle");
+  std::string raw;
+  const auto run_end_whole = [&] {
+    const auto at = raw.find("\"type\":\"run_end\"");
+    return at != std::string::npos && raw.find("\n\n", at) != std::string::npos;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!run_end_whole() && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buffer[8192];
+    const ssize_t got = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (got <= 0) break;
+    raw.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(fd);
+  ASSERT_TRUE(run_end_whole()) << raw.substr(0, 2000);
+  raw.resize(raw.rfind("\n\n") + 2);  // whole frames only
+  std::vector<std::size_t> update_lengths;
+  std::size_t final_length = 0;
+  std::int64_t cursor = -1;
+  std::vector<std::int64_t> ids;
+  for (const auto& line : testing::lines_of(raw)) {
+    if (line.rfind("id: ", 0) == 0) ids.push_back(std::stoll(line.substr(4)));
+    if (line.rfind("data: ", 0) != 0) continue;
+    const Json data = Json::parse(line.substr(6));
+    if (data["type"] == "snapshot") cursor = data["cursor"];
+    const bool assistant = data.contains("message") && data["message"].value("role", "") == "assistant";
+    if (data["type"] == "message_update" && assistant) update_lengths.push_back(serve_content_text(data["message"]["content"]).size());
+    if (data["type"] == "message_end" && assistant) final_length = serve_content_text(data["message"]["content"]).size();
+  }
+  EXPECT_EQ(final_length, 20000u);
+  ASSERT_FALSE(update_lengths.empty());
+  EXPECT_LT(update_lengths.size(), 200u) << "a client that read nothing during the run got every update";
+  // (The text's end repeats the whole text: lengths grow or stay.)
+  for (std::size_t i = 1; i < update_lengths.size(); ++i) EXPECT_GE(update_lengths[i], update_lengths[i - 1]) << i;
+  EXPECT_EQ(update_lengths.back(), final_length);
+  EXPECT_EQ(call("GET", "/metrics").body.find("cairn_stream_updates_coalesced_total 0\n"), std::string::npos);
+  // The records: exactly the log's after the snapshot, in order.
+  std::vector<std::int64_t> expected;
+  for (const Json& record : records("s1")) {
+    if (record["seq"].get<std::int64_t>() > cursor && record.value("ref", "main") == "main") expected.push_back(record["seq"]);
+  }
+  EXPECT_EQ(ids, expected);
+}
+
 TEST_F(ServeTest, SigtermEndsEveryStreamWithAFinalEventAndExitsPromptly) {
   start_server();
   create_session("s1");

@@ -301,10 +301,9 @@ class TaskStream : public LiveStream {
     bool overflowed = false;
     {
       std::lock_guard lock(inbox_->mu);
-      for (const auto& frame : inbox_->frames) {
+      for (const auto& frame : inbox_->take_frames()) {
         if (frame->seq) newest = std::max(newest, *frame->seq);
       }
-      inbox_->frames.clear();
       overflowed = inbox_->overflowed;
       inbox_->overflowed = false;
     }

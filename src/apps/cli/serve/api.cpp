@@ -376,6 +376,8 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     text += fmt::format("# TYPE cairn_streams_open gauge\ncairn_streams_open {}\n", metrics_.streams_open.load());
     text += fmt::format("# TYPE cairn_streams_total counter\ncairn_streams_total {}\n", metrics_.streams_total.load());
     text += fmt::format("# TYPE cairn_stream_overflows_total counter\ncairn_stream_overflows_total {}\n", StreamHub::overflows());
+    text += fmt::format("# TYPE cairn_stream_updates_coalesced_total counter\ncairn_stream_updates_coalesced_total {}\n",
+                        StreamHub::coalesced());
     text += fmt::format("# TYPE cairn_sessions_open gauge\ncairn_sessions_open {}\n", pool_.open_count());
     text += fmt::format("# TYPE cairn_tokens_total counter\ncairn_tokens_total{{kind=\"input\"}} {}\ncairn_tokens_total{{kind=\"output\"}} {}\n",
                         metrics_.input_tokens.load(), metrics_.output_tokens.load());

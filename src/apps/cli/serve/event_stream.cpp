@@ -74,7 +74,7 @@ LiveStream::Batch EventStream::take(bool quiet) {
   bool overflowed = false;
   {
     std::lock_guard lock(inbox_->mu);
-    frames.swap(inbox_->frames);
+    frames = inbox_->take_frames();
     overflowed = inbox_->overflowed;
   }
   auto fail_with = [&](const Error& error) {

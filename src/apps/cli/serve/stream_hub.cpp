@@ -11,6 +11,7 @@ namespace cairn::serve {
 
 namespace {
 std::atomic<std::int64_t> overflow_count{0};
+std::atomic<std::int64_t> coalesced_count{0};
 constexpr std::size_t kCacheRecords = 16384;
 constexpr std::size_t kReadAhead = 256;
 
@@ -70,6 +71,7 @@ Status StreamHub::records(const std::optional<std::string>& ref, std::int64_t af
 }
 
 std::int64_t StreamHub::overflows() { return overflow_count.load(std::memory_order_relaxed); }
+std::int64_t StreamHub::coalesced() { return coalesced_count.load(std::memory_order_relaxed); }
 
 StreamHub::StreamHub(std::shared_ptr<Session> session)
     : session_(std::move(session)), thread_([this] { deliver_loop(); }) {}
@@ -112,6 +114,7 @@ void StreamHub::fan_out(const Event& event) {
   auto frame = std::make_shared<Frame>();
   frame->ref = event.ref;
   frame->seq = event.seq;
+  frame->update = event.type == EventType::message_update;
   const std::string json = dump(encode(event));
   frame->without_id = "data: " + json + "\n\n";
   if (event.seq) {
@@ -127,28 +130,43 @@ void StreamHub::fan_out(const Event& event) {
     }
   }
   std::shared_ptr<const Frame> shared = std::move(frame);
-  std::vector<std::function<void()>> wakeups;
-  {
-    std::lock_guard lock(inboxes_mu_);
-    for (const auto& inbox : inboxes_) {
-      // A ref's stream gets its ref's events and the session's own (a fault).
-      if (inbox->ref && !shared->ref.empty() && shared->ref != *inbox->ref) continue;
-      std::lock_guard inbox_lock(inbox->mu);
-      if (inbox->overflowed) continue;
-      // Only a stream that had nothing queued needs waking: one with
-      // frames waiting takes this one with them.
-      const bool was_empty = inbox->frames.empty();
-      if (inbox->frames.size() >= inbox->max_queued) {
-        inbox->overflowed = true;
-        inbox->frames.clear();
-        overflow_count.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        inbox->frames.push_back(shared);
+  std::lock_guard lock(inboxes_mu_);
+  for (const auto& inbox : inboxes_) {
+    // A ref's stream gets its ref's events and the session's own (a fault).
+    if (inbox->ref && !shared->ref.empty() && shared->ref != *inbox->ref) continue;
+    std::lock_guard inbox_lock(inbox->mu);
+    if (inbox->overflowed) continue;
+    // Only a stream that had nothing queued needs waking: one with frames
+    // waiting takes this one with them.
+    bool wake = inbox->frames.empty();
+    if (shared->update) {
+      // A client that has not yet taken the ref's previous update gets
+      // only this one: each carries the whole message so far, and a stream
+      // that lags behind a busy session would otherwise fall further behind.
+      if (auto it = inbox->newest_update.find(shared->ref); it != inbox->newest_update.end()) {
+        inbox->frames[it->second] = shared;
+        coalesced_count.fetch_add(1, std::memory_order_relaxed);
+        continue;
       }
-      if ((was_empty || inbox->overflowed) && inbox->wakeup) wakeups.push_back(inbox->wakeup);
     }
+    if (inbox->frames.size() >= inbox->max_queued) {
+      inbox->overflowed = true;
+      inbox->frames.clear();
+      inbox->newest_update.clear();
+      overflow_count.fetch_add(1, std::memory_order_relaxed);
+      wake = true;
+    } else {
+      inbox->frames.push_back(shared);
+      if (shared->update) {
+        inbox->newest_update[shared->ref] = inbox->frames.size() - 1;
+      } else if (!inbox->newest_update.empty()) {
+        inbox->newest_update.erase(shared->ref);
+      }
+    }
+    // Called under the inbox's lock (as set_wakeup replaces it), not copied
+    // out: a wakeup only posts to the stream's executor and takes none of our locks.
+    if (wake && inbox->wakeup) inbox->wakeup();
   }
-  for (const auto& wakeup : wakeups) wakeup();
 }
 
 void StreamHub::add(const std::shared_ptr<Inbox>& inbox) {

@@ -13,6 +13,8 @@
 #include <condition_variable>
 #include <deque>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,6 +36,7 @@ class StreamHub {
     std::optional<std::int64_t> seq;
     std::string with_id;     // "id: <seq>" and the event with its record (events with a seq)
     std::string without_id;  // the event alone
+    bool update = false;     // a message_update: the message so far, superseded by the next one
   };
   // One stream's queue. `ref` empty: every ref's events.
   struct Inbox {
@@ -41,13 +44,24 @@ class StreamHub {
     std::size_t max_queued = 4096;
     std::mutex mu;
     std::deque<std::shared_ptr<const Frame>> frames;
+    // Per ref, the index in `frames` of its message_update when that is the
+    // ref's newest queued frame: the next update of the ref takes its place.
+    std::unordered_map<std::string, std::size_t> newest_update;
     bool overflowed = false;
     std::function<void()> wakeup;
+
+    // What is queued, emptying the queue; under `mu`.
+    std::deque<std::shared_ptr<const Frame>> take_frames() {
+      newest_update.clear();
+      return std::exchange(frames, {});
+    }
   };
 
   explicit StreamHub(std::shared_ptr<Session> session);
   // How many streams, of every hub, overflowed since the process started.
   static std::int64_t overflows();
+  // How many message_update frames a newer one replaced in a lagging stream's queue.
+  static std::int64_t coalesced();
   ~StreamHub();  // joins its thread
   StreamHub(const StreamHub&) = delete;
   StreamHub& operator=(const StreamHub&) = delete;
