@@ -399,6 +399,27 @@ class ServeTest : public ::testing::Test {
     }
   }
 
+  // A stream whose client has a receive buffer so small that it fills with
+  // a frame or two: the server's writes then wait, and its queue for this
+  // client grows. The socket, once the request is sent and the server has
+  // had a moment to answer it; -1 when the connection failed.
+  int open_slow_stream(const std::string& path) const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int small = 1024;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<std::uint16_t>(port_));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    send_all_bytes(fd, fmt::format("GET {} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\r\n", path, token_));
+    std::this_thread::sleep_for(200ms);
+    return fd;
+  }
+
   std::vector<Json> records(const std::string& session) {
     std::vector<Json> out;
     std::int64_t after = -1;
@@ -789,18 +810,8 @@ TEST_F(ServeTest, TheSessionStreamCarriesEveryRefsRecordsAndEphemeralEventsHaveN
 TEST_F(ServeTest, ASlowClientsStreamEndsWithOverflowAndItsCursorResumesIt) {
   start_server({"--stream-queue", "8"});
   create_session("s1");
-  // A receive buffer this small fills with a frame or two: the server's
-  // writes then wait, and its queue for this client grows.
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int small = 1024;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<std::uint16_t>(port_));
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  send_all_bytes(fd, fmt::format("GET /v1/sessions/s1/refs/main/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\r\n", token_));
-  std::this_thread::sleep_for(200ms);
+  const int fd = open_slow_stream("/v1/sessions/s1/refs/main/events");
+  ASSERT_GE(fd, 0);
   // Runs that stream long texts, until the kernel's buffers are full and
   // the server counts this stream's queue overflowing (how much that takes
   // depends on the build: a slower server coalesces more of the deltas).
@@ -851,16 +862,8 @@ TEST_F(ServeTest, ASlowClientsStreamEndsWithOverflowAndItsCursorResumesIt) {
 TEST_F(ServeTest, ALaggingClientGetsTheNewestUpdateInPlaceOfTheOnesItMissed) {
   start_server();
   create_session("s1");
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int small = 1024;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<std::uint16_t>(port_));
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  send_all_bytes(fd, fmt::format("GET /v1/sessions/s1/refs/main/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\r\n", token_));
-  std::this_thread::sleep_for(200ms);
+  const int fd = open_slow_stream("/v1/sessions/s1/refs/main/events");
+  ASSERT_GE(fd, 0);
   // 200 updates of a growing text while this client reads nothing.
   ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "chatter 200"}}).status, 202);
   ASSERT_EQ(wait_settled("s1", "main"), "idle");
