@@ -8,6 +8,7 @@
 // targets: p99 at 1,000 watchers <= 5 x p99 at 1 watcher and <= 50 ms;
 // <= 64 KiB per idle watcher.
 #include <arpa/inet.h>
+#include <netinet/tcp.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -46,6 +47,7 @@ using cairn::testing::HttpTestServer;
 using cairn::testing::ReceivedRequest;
 using cairn::testing::ScriptedResponse;
 
+bool keep_dir = false;  // something went wrong: the server's log stays for a look
 int kRuns = 50;  // --runs
 std::chrono::milliseconds kChunkDelay{0};  // --chunk-ms: the scripted model's pause before each chunk
 constexpr int kCallsPerRun = 3;
@@ -83,7 +85,9 @@ struct Server {
   std::string token;
 };
 
-Json call(const Server& server, const std::string& method, const std::string& target, const Json& body = nullptr) {
+// The body of the reply to one request.
+std::string call_text(const Server& server, const std::string& method, const std::string& target,
+                      const Json& body = nullptr) {
   const int fd = connect_loopback(server.port);
   const std::string payload = body.is_null() ? std::string() : body.dump();
   std::string raw = fmt::format("{} {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {}\r\n", method,
@@ -94,7 +98,11 @@ Json call(const Server& server, const std::string& method, const std::string& ta
   const std::string reply = read_to_end(fd);
   ::close(fd);
   const auto body_at = reply.find("\r\n\r\n");
-  return body_at == std::string::npos ? Json() : Json::parse(reply.substr(body_at + 4), nullptr, false);
+  return body_at == std::string::npos ? std::string() : reply.substr(body_at + 4);
+}
+
+Json call(const Server& server, const std::string& method, const std::string& target, const Json& body = nullptr) {
+  return Json::parse(call_text(server, method, target, body), nullptr, false);
 }
 
 std::int64_t rss_kib(pid_t pid) {
@@ -105,11 +113,26 @@ std::int64_t rss_kib(pid_t pid) {
   return 0;
 }
 
-// Milliseconds since the epoch of "2026-12-03T11:42:15.688Z".
-std::int64_t epoch_ms(const std::string& timestamp) {
-  std::tm tm{};
-  if (timestamp.size() < 23 || !::strptime(timestamp.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return 0;
-  return static_cast<std::int64_t>(::timegm(&tm)) * 1000 + std::stoi(timestamp.substr(20, 3));
+// Milliseconds since the epoch of "2026-12-03T11:42:15.688Z": the date's
+// part from timegm once per day seen, the rest from its digits (strptime
+// for each of 640,000 frames would cost this client more than it measures).
+std::int64_t epoch_ms(std::string_view timestamp) {
+  static std::string day;
+  static std::int64_t day_ms = 0;
+  if (timestamp.size() < 23) return 0;
+  if (timestamp.substr(0, 10) != day) {
+    std::tm tm{};
+    const std::string date(timestamp.substr(0, 10));
+    if (!::strptime(date.c_str(), "%Y-%m-%d", &tm)) return 0;
+    day = date;
+    day_ms = static_cast<std::int64_t>(::timegm(&tm)) * 1000;
+  }
+  const auto number = [&](std::size_t at, std::size_t digits) {
+    std::int64_t value = 0;
+    for (std::size_t i = at; i < at + digits; ++i) value = value * 10 + (timestamp[i] - '0');
+    return value;
+  };
+  return day_ms + ((number(11, 2) * 60 + number(14, 2)) * 60 + number(17, 2)) * 1000 + number(20, 3);
 }
 
 std::int64_t now_ms() {
@@ -135,6 +158,7 @@ struct Figures {
   double seconds = 0, client_cpu = 0;
   std::size_t bytes = 0;  // received by all watchers
   int ended = 0;          // streams the server ended before the last run did
+  std::string recorded;   // with one watcher: every byte it received
 };
 
 double percentile(std::vector<std::int64_t> values, double p) {
@@ -182,7 +206,7 @@ Figures measure(const Server& server, const std::string& session, int watchers) 
     const int n = ::epoll_wait(epoll, ready.data(), static_cast<int>(ready.size()), 100);
     for (int k = 0; k < n; ++k) {
       Watcher& watcher = all[ready[static_cast<std::size_t>(k)].data.u64];
-      char chunk_buffer[16384];
+      static char chunk_buffer[65536];
       for (;;) {
         const ssize_t got = ::recv(watcher.fd, chunk_buffer, sizeof(chunk_buffer), 0);
         if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -191,12 +215,18 @@ Figures measure(const Server& server, const std::string& session, int watchers) 
           ++figures.ended;
           const std::string_view tail = std::string_view(watcher.buffer).substr(watcher.buffer.size() - std::min<std::size_t>(watcher.buffer.size(), 300));
           fmt::print("  a stream ended early; its last bytes: {}\n", tail);
+          keep_dir = true;
+          std::istringstream metrics(call_text(server, "GET", "/metrics"));
+          for (std::string line; std::getline(metrics, line);) {
+            if (line.starts_with("cairn_streams_ended_total")) fmt::print("  {}\n", line);
+          }
           if (watcher.run_ends < kRuns) ++finished;
           break;
         }
         if (got < 0) break;
         watcher.buffer.append(chunk_buffer, static_cast<std::size_t>(got));
         figures.bytes += static_cast<std::size_t>(got);
+        if (watchers == 1) figures.recorded.append(chunk_buffer, static_cast<std::size_t>(got));
       }
       const std::int64_t arrived = now_ms();
       if (!watcher.head_done) {
@@ -227,7 +257,7 @@ Figures measure(const Server& server, const std::string& session, int watchers) 
         // An event that announces a record says when it did (the record was
         // durable then); a record sent in a catch-up has no such moment.
         if (auto at = data.find("\"publishedAt\":\""); at != std::string_view::npos && at < record_at) {
-          latencies.push_back(arrived - epoch_ms(std::string(data.substr(at + 15, 24))));
+          latencies.push_back(arrived - epoch_ms(data.substr(at + 15, 24)));
         }
         if (record.starts_with("{\"type\":\"operation_finished\"") && ++watcher.run_ends == kRuns) ++finished;
       }
@@ -262,6 +292,92 @@ Figures measure(const Server& server, const std::string& session, int watchers) 
   figures.max = percentile(latencies, 1.0);
   if (finished < watchers) fmt::print("  (timed out: {} of {} watchers saw every run end)\n", finished, watchers);
   return figures;
+}
+
+// The machine's own ceiling, with no cairn work in it: one thread writes
+// `stream` to each of `watchers` loopback TCP sockets as fast as they take
+// it (non-blocking, 64 KiB at a time), this one reads them all and
+// discards. What it takes, in seconds of time and of CPU (both threads).
+std::pair<double, double> bare_fan_out(const std::string& stream, int watchers) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || ::listen(listener, 4096) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    ::close(listener);
+    return {0, 0};
+  }
+  std::vector<int> readers, writers;
+  for (int i = 0; i < watchers; ++i) {
+    readers.push_back(connect_loopback(ntohs(address.sin_port)));
+    writers.push_back(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    const int one = 1;
+    ::setsockopt(writers.back(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ::fcntl(readers.back(), F_SETFL, O_NONBLOCK);
+  }
+  ::close(listener);
+  constexpr std::size_t kPiece = 64 * 1024;
+  const auto started = std::chrono::steady_clock::now();
+  const std::clock_t cpu_started = std::clock();
+  std::thread writer([&] {
+    const int epoll = ::epoll_create1(EPOLL_CLOEXEC);
+    std::vector<std::size_t> sent(writers.size(), 0);
+    for (std::size_t i = 0; i < writers.size(); ++i) {
+      epoll_event event{.events = EPOLLOUT, .data = {.u64 = i}};
+      ::epoll_ctl(epoll, EPOLL_CTL_ADD, writers[i], &event);
+    }
+    std::size_t done = 0;
+    std::vector<epoll_event> ready(256);
+    while (done < writers.size()) {
+      const int n = ::epoll_wait(epoll, ready.data(), static_cast<int>(ready.size()), 1000);
+      for (int k = 0; k < n; ++k) {
+        const std::size_t i = ready[static_cast<std::size_t>(k)].data.u64;
+        for (;;) {
+          const ssize_t wrote = ::send(writers[i], stream.data() + sent[i], std::min(kPiece, stream.size() - sent[i]), MSG_NOSIGNAL);
+          if (wrote <= 0) break;
+          sent[i] += static_cast<std::size_t>(wrote);
+          if (sent[i] == stream.size()) {
+            ::epoll_ctl(epoll, EPOLL_CTL_DEL, writers[i], nullptr);
+            ++done;
+            break;
+          }
+        }
+      }
+    }
+    ::close(epoll);
+  });
+  const int epoll = ::epoll_create1(EPOLL_CLOEXEC);
+  std::vector<std::size_t> received(readers.size(), 0);
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    epoll_event event{.events = EPOLLIN, .data = {.u64 = i}};
+    ::epoll_ctl(epoll, EPOLL_CTL_ADD, readers[i], &event);
+  }
+  std::size_t done = 0;
+  std::vector<epoll_event> ready(256);
+  std::vector<char> scratch(kPiece);
+  while (done < readers.size()) {
+    const int n = ::epoll_wait(epoll, ready.data(), static_cast<int>(ready.size()), 1000);
+    if (n == 0) break;  // stalled: report what it took so far
+    for (int k = 0; k < n; ++k) {
+      const std::size_t i = ready[static_cast<std::size_t>(k)].data.u64;
+      for (ssize_t got; (got = ::recv(readers[i], scratch.data(), scratch.size(), 0)) > 0;) {
+        received[i] += static_cast<std::size_t>(got);
+      }
+      if (received[i] >= stream.size()) {
+        ::epoll_ctl(epoll, EPOLL_CTL_DEL, readers[i], nullptr);
+        ++done;
+      }
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  writer.join();
+  const double cpu = static_cast<double>(std::clock() - cpu_started) / CLOCKS_PER_SEC;
+  ::close(epoll);
+  for (const int fd : readers) ::close(fd);
+  for (const int fd : writers) ::close(fd);
+  return {seconds, cpu};
 }
 
 Server start_server(const std::filesystem::path& dir, const HttpTestServer& model_server) {
@@ -354,6 +470,15 @@ int main(int argc, char** argv) {
   }
   const Figures& one = results[1];
   const Figures& lots = results[many];
+  if (!one.recorded.empty()) {
+    const auto [seconds, cpu] = bare_fan_out(one.recorded, many);
+    const double gib = static_cast<double>(one.recorded.size()) * many / (1 << 30);
+    fmt::print("\nthis machine's ceiling, with no cairn work: the {:.2f} MiB one watcher received, written to {} loopback "
+               "sockets by one thread and read by another, {:.2f} GiB in all: {:.2f} s ({:.2f} s of CPU), {:.0f} MiB/s;\n"
+               "the runs made them in {:.2f} s (with 1 watcher), which needs {:.0f} MiB/s\n",
+               static_cast<double>(one.recorded.size()) / (1 << 20), many, gib, seconds, cpu,
+               seconds > 0 ? gib * 1024 / seconds : 0.0, one.seconds, one.seconds > 0 ? gib * 1024 / one.seconds : 0.0);
+  }
   fmt::print("\nreference (issue 19): p99 at 1,000 watchers <= 5 x p99 at 1 watcher and <= 50 ms; <= 64 KiB per idle "
              "watcher; 0 lost, 0 duplicated\n");
   fmt::print("here: p99 {} watchers / 1 watcher = {:.1f} (p99 {:.0f} ms vs {:.0f} ms); {:.1f} KiB per idle watcher; "
@@ -361,6 +486,10 @@ int main(int argc, char** argv) {
              many, one.p99 > 0 ? lots.p99 / one.p99 : 0.0, lots.p99, one.p99, lots.kib_per_watcher, lots.lost + one.lost,
              lots.duplicated + one.duplicated);
   std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  if (keep_dir) {
+    fmt::print("kept {} (the servers' logs are its w*/serve.err)\n", dir.string());
+  } else {
+    std::filesystem::remove_all(dir, ec);
+  }
   return 0;
 }

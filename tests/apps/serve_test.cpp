@@ -829,6 +829,7 @@ TEST_F(ServeTest, ASlowClientsStreamEndsWithOverflowAndItsCursorResumesIt) {
   ::close(fd);
   const auto at = raw.find("\"type\":\"stream_overflow\"");
   ASSERT_NE(at, std::string::npos) << raw.substr(0, 2000);
+  EXPECT_NE(call("GET", "/metrics").body.find("cairn_streams_ended_total{reason=\"ended_by_server\"} 1\n"), std::string::npos);
   const auto line_start = raw.rfind("data: ", at);
   const Json overflow = Json::parse(raw.substr(line_start + 6, raw.find('\n', at) - line_start - 6));
   const std::int64_t cursor = overflow["cursor"];

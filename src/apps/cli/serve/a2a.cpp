@@ -289,7 +289,7 @@ class TaskStream : public LiveStream {
 
   Batch take(bool quiet) override {
     Batch batch;
-    batch.bytes = std::move(initial_);
+    batch.text() = std::move(initial_);
     initial_.clear();
     if (done_) {
       batch.done = true;
@@ -337,7 +337,7 @@ class TaskStream : public LiveStream {
           update = {{"statusUpdate", {{"taskId", view_.id.id()}, {"contextId", view_.id.context()}, {"status", status}, {"metadata", metadata}}}};
         } else if (type == "operation_finished") {
           if (view_.state == "TASK_STATE_COMPLETED" && !view_.answers.empty()) {
-            batch.bytes += frame({{"artifactUpdate", {{"taskId", view_.id.id()}, {"contextId", view_.id.context()},
+            batch.text() += frame({{"artifactUpdate", {{"taskId", view_.id.id()}, {"contextId", view_.id.context()},
                                                        {"artifact", view_.artifacts()[0]}, {"lastChunk", true},
                                                        {"metadata", metadata}}}},
                                  rpc_id_, std::nullopt);
@@ -351,7 +351,7 @@ class TaskStream : public LiveStream {
         } else {
           continue;
         }
-        batch.bytes += frame(update, rpc_id_, line.seq);
+        batch.text() += frame(update, rpc_id_, line.seq);
         if (done_) return;
       }
     }

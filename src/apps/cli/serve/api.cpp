@@ -375,6 +375,13 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     }
     text += fmt::format("# TYPE cairn_streams_open gauge\ncairn_streams_open {}\n", metrics_.streams_open.load());
     text += fmt::format("# TYPE cairn_streams_total counter\ncairn_streams_total {}\n", metrics_.streams_total.load());
+    {
+      std::lock_guard lock(metrics_.mu);
+      text += "# TYPE cairn_streams_ended_total counter\n";
+      for (const auto& [reason, count] : metrics_.streams_ended) {
+        text += fmt::format("cairn_streams_ended_total{{reason=\"{}\"}} {}\n", reason, count);
+      }
+    }
     text += fmt::format("# TYPE cairn_stream_overflows_total counter\ncairn_stream_overflows_total {}\n", StreamHub::overflows());
     text += fmt::format("# TYPE cairn_stream_updates_coalesced_total counter\ncairn_stream_updates_coalesced_total {}\n",
                         StreamHub::coalesced());

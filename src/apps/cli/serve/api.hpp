@@ -28,6 +28,7 @@ struct Metrics {
   std::map<std::string, std::int64_t> runs;                      // outcome → count
   std::atomic<std::int64_t> streams_open{0};
   std::atomic<std::int64_t> streams_total{0};
+  std::map<std::string, std::int64_t> streams_ended;  // why (under mu) → count
   std::atomic<std::int64_t> input_tokens{0}, output_tokens{0};
   std::atomic<std::int64_t> cost_microdollars{0};
 };

@@ -68,7 +68,7 @@ void EventStream::set_wakeup(std::function<void()> wakeup) {
 
 LiveStream::Batch EventStream::take(bool quiet) {
   Batch batch;
-  batch.bytes = std::move(initial_);
+  batch.text() = std::move(initial_);
   initial_.clear();
   std::deque<std::shared_ptr<const StreamHub::Frame>> frames;
   bool overflowed = false;
@@ -78,26 +78,26 @@ LiveStream::Batch EventStream::take(bool quiet) {
     overflowed = inbox_->overflowed;
   }
   auto fail_with = [&](const Error& error) {
-    batch.bytes += sse_frame(Json{{"type", "stream_error"}, {"error", to_json(error)}});
+    batch.text() += sse_frame(Json{{"type", "stream_error"}, {"error", to_json(error)}});
     batch.done = true;
   };
   for (const auto& frame : frames) {
     if (!frame->seq) {
-      batch.bytes += frame->without_id;
+      batch.share(frame, frame->without_id);
       continue;
     }
     const std::int64_t seq = *frame->seq;
     if (seq <= cursor_) continue;  // the snapshot (or the replay) has it
     if (seq <= last_sent_) {
-      batch.bytes += frame->without_id;  // its record went out already
+      batch.share(frame, frame->without_id);  // its record went out already
       continue;
     }
     std::int64_t last = last_sent_;
-    if (auto caught = host_->hub->records(inbox_->ref, last_sent_, seq, batch.bytes, last); !caught) {
+    if (auto caught = host_->hub->records(inbox_->ref, last_sent_, seq, batch.text(), last); !caught) {
       fail_with(caught.error());
       return batch;
     }
-    batch.bytes += frame->with_id;
+    batch.share(frame, frame->with_id);
     last_sent_ = seq;
   }
   if (quiet && frames.empty() && !overflowed) {
@@ -106,7 +106,7 @@ LiveStream::Batch EventStream::take(bool quiet) {
     const std::int64_t size = host_->session->size();
     if (size - 1 > last_sent_) {
       std::int64_t last = last_sent_;
-      if (auto caught = host_->hub->records(inbox_->ref, last_sent_, size, batch.bytes, last); !caught) {
+      if (auto caught = host_->hub->records(inbox_->ref, last_sent_, size, batch.text(), last); !caught) {
         fail_with(caught.error());
         return batch;
       }
@@ -114,7 +114,7 @@ LiveStream::Batch EventStream::take(bool quiet) {
     }
   }
   if (overflowed) {
-    batch.bytes += sse_frame(Json{{"type", "stream_overflow"},
+    batch.text() += sse_frame(Json{{"type", "stream_overflow"},
                                   {"message", "this client read too slowly; reconnect with Last-Event-ID"},
                                   {"cursor", last_sent_}});
     batch.done = true;

@@ -119,35 +119,47 @@ struct HttpServer::Impl {
       wakeup();
     });
     bool quiet = false;
+    std::string_view ended = "client_closed";  // why the stream ended, for /metrics
     for (;;) {
       if (peer_gone->load()) break;
       woken->store(false);
-      std::string bytes;
-      bool done = false;
+      LiveStream::Batch batch;
       if (stopping.load()) {
-        bytes = live->final_frame();
-        done = true;
+        batch.text() = live->final_frame();
+        batch.done = true;
+        ended = "server_stopped";
       } else {
-        LiveStream::Batch batch = live->take(std::exchange(quiet, false));
-        bytes = std::move(batch.bytes);
-        done = batch.done;
+        batch = live->take(std::exchange(quiet, false));
       }
-      if (!bytes.empty()) {
+      const bool done = batch.done;
+      std::vector<asio::const_buffer> buffers;
+      for (const std::string_view bytes : batch.views()) buffers.emplace_back(bytes.data(), bytes.size());
+      const bool wrote = !buffers.empty();
+      if (wrote) {
         stream.expires_after(options.write_timeout);
-        auto [ec, n] = co_await asio::async_write(stream, asio::buffer(bytes), kTuple);
-        if (ec) break;
+        auto [ec, n] = co_await asio::async_write(stream, buffers, kTuple);
+        if (ec) {
+          ended = "write_failed";
+          break;
+        }
       }
-      if (done) break;
+      if (done) {
+        if (ended != "server_stopped") ended = "ended_by_server";  // an overflow, or a log that could not be read
+        break;
+      }
       // Something was written: take again before sleeping (what came
       // meanwhile woke nobody, since the stream had frames queued).
-      if (!bytes.empty() || woken->load()) continue;
+      if (wrote || woken->load()) continue;
       timer->expires_after(options.heartbeat);
       auto [ec] = co_await timer->async_wait(kTuple);
       if (!ec && !woken->load()) {
         static constexpr std::string_view kHeartbeat = ": heartbeat\n\n";
         stream.expires_after(options.write_timeout);
         auto [write_ec, n] = co_await asio::async_write(stream, asio::buffer(kHeartbeat), kTuple);
-        if (write_ec) break;
+        if (write_ec) {
+          ended = "write_failed";
+          break;
+        }
         quiet = true;  // take again: records no event announced go out at each heartbeat
         continue;
       }
@@ -159,6 +171,10 @@ struct HttpServer::Impl {
     }
     --open_streams;
     api.metrics().streams_open--;
+    {
+      std::lock_guard lock(api.metrics().mu);
+      ++api.metrics().streams_ended[std::string(ended)];
+    }
   }
 
   // A member, not a lambda: g++ 12 frees a coroutine lambda's captures twice.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -48,9 +49,38 @@ HttpResponse json_response(int status, const Json& body);
 class LiveStream {
  public:
   virtual ~LiveStream() = default;
-  struct Batch {
-    std::string bytes;  // whole SSE frames
+  // Whole SSE frames to write, in order: text of the batch's own, and
+  // frames shared with other streams, which are written from where they
+  // are rather than copied (a thousand watchers of one event share its bytes).
+  class Batch {
+   public:
+    // The batch's own text after what it holds so far, to append to.
+    std::string& text() {
+      if (segments_.empty() || segments_.back().holder) segments_.emplace_back();
+      return segments_.back().own;
+    }
+    // `bytes`, which `holder` keeps alive, after what it holds so far.
+    void share(std::shared_ptr<const void> holder, std::string_view bytes) {
+      if (!bytes.empty()) segments_.push_back(Segment{std::move(holder), bytes, {}});
+    }
+    // The bytes in order; valid while the batch lives and is not changed.
+    std::vector<std::string_view> views() const {
+      std::vector<std::string_view> out;
+      for (const auto& segment : segments_) {
+        const std::string_view bytes = segment.holder ? segment.shared : std::string_view(segment.own);
+        if (!bytes.empty()) out.push_back(bytes);
+      }
+      return out;
+    }
     bool done = false;  // end the stream once these are written
+
+   private:
+    struct Segment {
+      std::shared_ptr<const void> holder;  // set: `shared`; else `own`
+      std::string_view shared;
+      std::string own;
+    };
+    std::vector<Segment> segments_;
   };
   // Called once, before the first take(): how the stream says it has more.
   virtual void set_wakeup(std::function<void()> wakeup) = 0;
