@@ -427,9 +427,10 @@ int main(int argc, char** argv) {
     if (arg == "--chunk-ms" && i + 1 < argc) kChunkDelay = std::chrono::milliseconds(std::max(0, std::atoi(argv[++i])));
     if (arg == "--watchers" && i + 1 < argc) many_option = std::max(1, std::atoi(argv[++i]));
     if (arg == "--help" || arg == "-h") {
-      fmt::print("usage: cairn_bench_serve [--quick] [--runs N] [--watchers W]\n"
+      fmt::print("usage: cairn_bench_serve [--quick] [--runs N] [--watchers W] [--chunk-ms MS]\n"
                  "  W watchers of one session's SSE stream while N runs (default 50) go on at once on N refs\n"
-                 "  (scripted model, SQLite store, sync full); W = 1, then 1000 (--quick: 200)\n");
+                 "  (scripted model, SQLite store, sync full); W = 1, then 1000 (--quick: 200)\n"
+                 "  --chunk-ms: the scripted model pauses MS before each chunk of its stream (default 0)\n");
       return 0;
     }
   }
