@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 #include "cairn/overloaded.hpp"
 
 namespace cairn {

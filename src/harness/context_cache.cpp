@@ -1,6 +1,6 @@
 #include "context_cache.hpp"
 
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 #include "cairn/store/session.hpp"
 
 namespace cairn {

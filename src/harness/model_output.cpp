@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/llm/tool_arguments.hpp"
+#include "llm/tool_arguments.hpp"
 #include "cairn/utf8.hpp"
 #include "utf8.hpp"
 

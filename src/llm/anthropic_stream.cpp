@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "anthropic_wire.hpp"
-#include "cairn/llm/tool_arguments.hpp"
+#include "llm/tool_arguments.hpp"
 
 namespace cairn::anthropic {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "cairn/json.hpp"
 #include "cairn/llm/provider.hpp"
-#include "cairn/llm/sse.hpp"
+#include "llm/sse.hpp"
 #include "message_builder.hpp"
 #include "provider_support.hpp"
 #include "wire_support.hpp"

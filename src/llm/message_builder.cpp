@@ -1,6 +1,6 @@
 #include "message_builder.hpp"
 
-#include "cairn/llm/tool_arguments.hpp"
+#include "llm/tool_arguments.hpp"
 
 namespace cairn::wire {
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/edit_distance.hpp"
+#include "util/edit_distance.hpp"
 #include "cairn/llm/model_catalog.hpp"
 
 namespace cairn {

@@ -1,4 +1,4 @@
-#include "cairn/llm/sse.hpp"
+#include "llm/sse.hpp"
 
 #include <algorithm>
 #include <charconv>

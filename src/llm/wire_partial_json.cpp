@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "cairn/llm/tool_arguments.hpp"
+#include "llm/tool_arguments.hpp"
 #include "wire_support.hpp"
 
 namespace cairn::wire {

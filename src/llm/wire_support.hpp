@@ -21,7 +21,7 @@
 #include "cairn/json.hpp"
 #include "cairn/llm/http.hpp"
 #include "cairn/llm/provider.hpp"
-#include "cairn/llm/sse.hpp"
+#include "llm/sse.hpp"
 #include "cairn/utf8.hpp"
 
 namespace cairn::wire {

@@ -1,4 +1,4 @@
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 
 #include <array>
 #include <cstring>

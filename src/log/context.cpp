@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "cairn/log/index.hpp"
-#include "cairn/parallel.hpp"
+#include "log/index.hpp"
+#include "util/parallel.hpp"
 
 namespace cairn {
 namespace {

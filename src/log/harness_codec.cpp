@@ -3,7 +3,7 @@
 // resumable. Shapes follow the design document's HarnessEntry types.
 #include <fmt/format.h>
 
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 #include "cairn/overloaded.hpp"
 #include "json_reader.hpp"
 #include "record_codec_detail.hpp"

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 
 namespace cairn {
 

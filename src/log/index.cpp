@@ -1,5 +1,5 @@
 // SessionIndex: state, reads and queries over one session's records.
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 #include "id_table.hpp"
 
 namespace cairn {

@@ -3,7 +3,7 @@
 // reaches the medium; a stored record that fails here is corruption.
 #include <fmt/format.h>
 
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 
 namespace cairn {
 namespace {

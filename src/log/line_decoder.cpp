@@ -16,8 +16,8 @@
 #include <cmath>
 #include <limits>
 
-#include "cairn/log/checksum.hpp"
-#include "cairn/log/index.hpp"
+#include "log/checksum.hpp"
+#include "log/index.hpp"
 #include "cairn/log/record.hpp"
 
 namespace cairn {

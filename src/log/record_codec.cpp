@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "cairn/log/checksum.hpp"
-#include "cairn/log/index.hpp"
+#include "log/checksum.hpp"
+#include "log/index.hpp"
 #include "cairn/log/record.hpp"
 #include "cairn/overloaded.hpp"
 #include "json_reader.hpp"

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 
 namespace cairn {
 

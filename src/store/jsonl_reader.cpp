@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 #include "chunk_pipeline.hpp"
 #include "file_io.hpp"
 

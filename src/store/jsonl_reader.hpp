@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 #include "cairn/store/session.hpp"
 #include "cairn/store/store.hpp"
 

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 #include "file_io.hpp"
 #include "jsonl_reader.hpp"
 #include "repair.hpp"

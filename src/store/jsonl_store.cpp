@@ -18,6 +18,7 @@
 #include "jsonl_reader.hpp"
 #include "new_file.hpp"
 #include "session_ids.hpp"
+#include "store/log_medium.hpp"
 
 namespace cairn {
 namespace {

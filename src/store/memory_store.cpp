@@ -10,6 +10,7 @@
 
 #include "cairn/store/store.hpp"
 #include "session_ids.hpp"
+#include "store/log_medium.hpp"
 
 namespace cairn {
 namespace {

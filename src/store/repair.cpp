@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "../log/staged_state.hpp"
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 
 namespace cairn::repair {
 namespace {

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 #include "cairn/log/record.hpp"
 #include "cairn/store/session.hpp"
 

@@ -19,8 +19,9 @@
 
 #include <fmt/format.h>
 
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 #include "../log/staged_state.hpp"
+#include "store/log_medium.hpp"
 
 namespace cairn {
 
@@ -106,7 +107,7 @@ void splice_seq(PreparedRecord& record) {
 }  // namespace
 
 Session::Session(SessionHeader header, SessionIndex index, std::unique_ptr<LogMedium> medium, OpenReport report)
-    : header_(std::move(header)), report_(std::move(report)), medium_(std::move(medium)), index_(std::move(index)) {}
+    : header_(std::move(header)), report_(std::move(report)), medium_(std::move(medium)), index_(std::make_unique<SessionIndex>(std::move(index))) {}
 
 Session::~Session() = default;
 
@@ -211,7 +212,7 @@ Result<AppendResult> Session::append_batch(std::vector<Record> batch) {
 // Runs without write_mu_: only the leader is here, and it is the index's only
 // writer, so it may read the index without the shared lock.
 void Session::lead_group(std::vector<std::shared_ptr<Writer>>& group) {
-  StagedState state(index_);
+  StagedState state(*index_);
   std::vector<PreparedRecord> accepted;
   std::vector<Writer*> landed;  // writers with records in `accepted`
 
@@ -254,14 +255,14 @@ void Session::lead_group(std::vector<std::shared_ptr<Writer>>& group) {
   }
 
   std::unique_lock index_lock(index_mu_);
-  for (const PreparedRecord& record : accepted) index_.add(record.meta, record.line);
+  for (const PreparedRecord& record : accepted) index_->add(record.meta, record.line);
 }
 
 // ---- reads ------------------------------------------------------------------
 
 #define CAIRN_READ(expr)                  \
   std::shared_lock lock(index_mu_);       \
-  return index_.expr
+  return index_->expr
 
 Result<std::optional<TreeEntry>> Session::get_entry(std::string_view id) const { CAIRN_READ(get_entry(id)); }
 Result<std::optional<Record>> Session::get_record(std::int64_t seq) const { CAIRN_READ(get_record(seq)); }
@@ -286,7 +287,7 @@ std::string Session::new_entry_id() const {
   std::shared_lock lock(index_mu_);
   for (;;) {
     std::string id = cairn::new_entry_id();
-    if (!index_.type_of_id(id)) return id;
+    if (!index_->type_of_id(id)) return id;
   }
 }
 Result<std::optional<std::string>> Session::name() const { CAIRN_READ(name()); }
@@ -296,7 +297,7 @@ Result<SessionContext> Session::build_context(std::string_view ref) const { CAIR
 Result<SessionContext> Session::branch_settings(std::string_view ref) const {
   CAIRN_READ(build_context_for_ref(ref, false));
 }
-Result<SessionContext> Session::stream_context(std::string_view ref, const SessionIndex::ContextSink& sink) const {
+Result<SessionContext> Session::stream_context(std::string_view ref, const ContextSink& sink) const {
   CAIRN_READ(stream_context(ref, sink));
 }
 Result<SessionContext> Session::build_context_at(std::optional<std::string_view> leaf) const {

@@ -16,6 +16,7 @@
 #include "cairn/store/store.hpp"
 #include "sqlite_db.hpp"
 #include "sqlite_lock.hpp"
+#include "store/log_medium.hpp"
 
 namespace cairn::sqlite {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 #include "chunk_pipeline.hpp"
 #include "sqlite_medium.hpp"
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 #include "sqlite_db.hpp"
 
 namespace cairn::sqlite {

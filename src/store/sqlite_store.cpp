@@ -35,7 +35,7 @@
 #include "sqlite_db.hpp"
 #include "sqlite_lock.hpp"
 #include "sqlite_medium.hpp"
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 #include "repair.hpp"
 #include "sqlite_records.hpp"
 #include "session_ids.hpp"

@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "cairn/log/checksum.hpp"
-#include "cairn/parallel.hpp"
+#include "log/checksum.hpp"
+#include "util/parallel.hpp"
 
 namespace cairn {
 namespace {

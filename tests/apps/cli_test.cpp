@@ -27,7 +27,7 @@
 
 #include "cairn/harness/harness.hpp"
 #include "cairn/llm/faux.hpp"
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 #include "cairn/store/store.hpp"
 #include "support/test_support.hpp"
 

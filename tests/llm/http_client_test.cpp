@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/llm/sse.hpp"
+#include "llm/sse.hpp"
 #include "support/http_test_server.hpp"
 
 namespace cairn {

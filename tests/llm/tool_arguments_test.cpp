@@ -1,4 +1,4 @@
-#include "cairn/llm/tool_arguments.hpp"
+#include "llm/tool_arguments.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/llm/tool_arguments.hpp"
+#include "llm/tool_arguments.hpp"
 #include "cairn/llm/wire_providers.hpp"
 #include "llm/provider_test_support.hpp"
 #include "llm/wire_streams.hpp"

@@ -1,7 +1,8 @@
 // The checksum every record line ends with (cairn/log/checksum.hpp).
 #include <gtest/gtest.h>
 
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
+#include "log/index.hpp"
 #include "cairn/log/record.hpp"
 #include "cairn/store/store.hpp"
 #include "support/test_support.hpp"

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "cairn/json.hpp"
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 #include "cairn/log/message.hpp"
 #include "cairn/log/record.hpp"
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <random>
 
-#include "cairn/log/index.hpp"
+#include "log/index.hpp"
 #include "cairn/log/message.hpp"
 #include "cairn/log/record.hpp"
 #include "support/test_support.hpp"

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/log/checksum.hpp"
+#include "log/checksum.hpp"
 #include "cairn/store/store.hpp"
 #include "store/file_io.hpp"
 #include "support/test_support.hpp"

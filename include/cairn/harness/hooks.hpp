@@ -191,7 +191,7 @@ class Hooks {
     (state_->lists.*list).emplace(id, std::move(fn));
     return Subscription([weak = std::weak_ptr<State>(state_), list, id] {
       if (auto state = weak.lock()) {
-        std::lock_guard lock(state->mu);
+        std::lock_guard guard(state->mu);
         (state->lists.*list).erase(id);
       }
     });

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -81,5 +82,10 @@ struct SessionContext {
   std::optional<ModelRef> model;
   std::optional<std::vector<std::string>> active_tool_names;
 };
+
+// Receives a context's messages one at a time, in order, rather than held
+// (Session::stream_context, for a reader that prints or sends a long context).
+using ContextSink = std::function<void(AgentMessage&& message, std::string&& entry_id)>;
+
 
 }  // namespace cairn

@@ -1,10 +1,12 @@
 // An open session: its log, its index, and the one writer that appends to it.
+// Sessions are opened and created by a Store (cairn/store/store.hpp); the
+// index and the medium a store writes through are the library's own.
 // Thread-safe: reads may run from any thread while appends go on; concurrent
 // appends share one write and one sync (group commit).
 #pragma once
 
-#include <deque>
 #include <array>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -15,7 +17,6 @@
 
 #include "cairn/error.hpp"
 #include "cairn/log/ids.hpp"  // ids and the clock, for the users of sessions
-#include "cairn/log/index.hpp"
 #include "cairn/log/query.hpp"
 #include "cairn/log/record.hpp"
 
@@ -55,22 +56,10 @@ struct [[nodiscard]] AppendResult {
   std::int64_t count = 0;
 };
 
-// One record prepared for the medium: its index fields and its stored line.
-struct PreparedRecord {
-  RecordMeta meta;
-  std::string line;
-};
-
-// Where one session's records live durably. Implemented by each store.
-class LogMedium {
- public:
-  virtual ~LogMedium() = default;
-  // Makes `records` durable under the store's sync policy: all of them or, on
-  // failure, none (the medium rolls back what it wrote).
-  virtual Status append(const std::vector<PreparedRecord>& records) = 0;
-  // Where the log lives, for messages ("jsonl file /x/y.jsonl").
-  virtual std::string describe() const = 0;
-};
+// The library's internals (src/log/index.hpp, src/store/log_medium.hpp):
+// what a store builds when it opens a session.
+class SessionIndex;
+class LogMedium;
 
 // How long this session's appends took, from the call to durable (the
 // successful ones, since it was opened): a histogram with the upper bounds
@@ -86,7 +75,7 @@ struct AppendStats {
 
 class Session {
  public:
-  // `medium` is null for a read-only session.
+  // Called by stores. `medium` is null for a read-only session.
   Session(SessionHeader header, SessionIndex index, std::unique_ptr<LogMedium> medium, OpenReport report);
   ~Session();
   Session(const Session&) = delete;
@@ -133,7 +122,7 @@ class Session {
   // build_context with the messages handed to `sink` one at a time, in order,
   // rather than held (for a reader that prints or sends a long context). The
   // sink runs under the session's read lock: it must not append.
-  Result<SessionContext> stream_context(std::string_view ref, const SessionIndex::ContextSink& sink) const;
+  Result<SessionContext> stream_context(std::string_view ref, const ContextSink& sink) const;
   // The model, thinking level and active tools in force at the ref's leaf.
   Result<SessionContext> branch_settings(std::string_view ref = "main") const;
   std::int64_t size() const;
@@ -149,7 +138,7 @@ class Session {
   std::unique_ptr<LogMedium> medium_;
 
   mutable std::shared_mutex index_mu_;
-  SessionIndex index_;
+  std::unique_ptr<SessionIndex> index_;  // never null
 
   mutable std::mutex write_mu_;
   std::deque<std::shared_ptr<Writer>> writers_;  // the queue; its front leads

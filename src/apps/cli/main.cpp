@@ -15,13 +15,9 @@
 #include "agent_setup.hpp"
 #include "cli.hpp"
 #include "interactive.hpp"
+#include "cairn/version.hpp"
 #include "interactive_picker.hpp"
 #include "print_mode.hpp"
-
-// The build may pass the project's version; this is the one it was written for.
-#ifndef CAIRN_VERSION_STRING
-#define CAIRN_VERSION_STRING "0.1.0"
-#endif
 
 namespace {
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/parallel.hpp"
+#include "util/parallel.hpp"
 #include "cli.hpp"
 #include "text.hpp"
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cairn/log/ids.hpp"
+#include "cairn/version.hpp"
 #include "json_views.hpp"
 #include "stream_hub.hpp"
 

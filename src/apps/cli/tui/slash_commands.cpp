@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "cairn/edit_distance.hpp"
+#include "util/edit_distance.hpp"
 
 namespace cairn::cli::tui {
 namespace {

@@ -1,4 +1,4 @@
-#include "cairn/edit_distance.hpp"
+#include "util/edit_distance.hpp"
 
 #include <algorithm>
 #include <vector>

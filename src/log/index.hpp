@@ -240,7 +240,7 @@ class SessionIndex : public MutableLogState {
   // The ref's context with its messages handed to `sink` one at a time, in
   // order, instead of held in the result (whose messages stay empty): a
   // long branch is printed or sent in memory bounded by a batch of messages.
-  using ContextSink = std::function<void(AgentMessage&& message, std::string&& entry_id)>;
+  using ContextSink = cairn::ContextSink;
   Result<SessionContext> stream_context(std::string_view ref, const ContextSink& sink) const;
 
   std::int64_t size() const { return next_seq(); }

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The installed cairn as an embedder gets it: `cmake --install` into a
+# temporary prefix; both examples built out of tree against it, once with
+# find_package(cairn) and once with pkg-config, run, and their output
+# checked; the Debian packages built with CPack and their contents listed;
+# the bash completion driven as bash drives it.
+# Usage: check_install.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+source_dir=$(realpath "$1")
+build_dir=$(realpath "$2")
+work=$(mktemp -d "${TMPDIR:-/tmp}/cairn-install.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+fail() { echo "check_install: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+step "cmake --install into $prefix"
+cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+for f in bin/cairn include/cairn/harness/harness.hpp include/cairn/version.hpp include/cairn/store/store.hpp \
+  lib/cmake/cairn/cairnConfig.cmake lib/cmake/cairn/cairnConfigVersion.cmake lib/cmake/cairn/cairnTargets.cmake \
+  lib/pkgconfig/cairn.pc share/man/man1/cairn.1 share/bash-completion/completions/cairn; do
+  [[ -e $prefix/$f ]] || fail "the install lacks $f"
+done
+compgen -G "$prefix/lib/libcairn.*" >/dev/null || fail "the install lacks libcairn"
+# readline (GPL-3) is the command's line editor and never part of the library.
+for lib in "$prefix"/lib/libcairn.*; do
+  if { nm -D --undefined-only "$lib" 2>/dev/null; nm --undefined-only "$lib" 2>/dev/null; } | grep -qE ' (rl_|readline|add_history)'; then
+    fail "$lib refers to readline"
+  fi
+done
+# The library's internals stay behind it.
+for f in log/index.hpp log/checksum.hpp parallel.hpp; do
+  [[ ! -e $prefix/include/cairn/$f ]] || fail "an internal header is installed: include/cairn/$f"
+done
+if grep -rq '#include "\(log\|util\|store\|harness\|llm\)/' "$prefix/include/cairn"; then
+  fail "an installed header includes one of the library's own headers"
+fi
+"$prefix/bin/cairn" --version | grep -qx "cairn $(sed -n 's/^#define CAIRN_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/cairn/version.hpp")" \
+  || fail "cairn --version does not match version.hpp"
+man -l "$prefix/share/man/man1/cairn.1" 2>/dev/null | grep -q "coding agent" \
+  || grep -q "coding agent" "$prefix/share/man/man1/cairn.1" || fail "the man page does not describe cairn"
+
+# Runs an example in a fresh directory and checks what it printed.
+check_embed() {  # BINARY
+  local dir output
+  dir=$(mktemp -d "$work/run.XXXXXX")
+  output=$(cd "$dir" && "$1" "$dir/embed.db") || fail "$1 failed: $output"
+  grep -qx 'tool_start seq=[0-9]* word_count {"text":"the quick brown fox jumps over the lazy dog"}' <<<"$output" \
+    || fail "$1 did not run its tool: $output"
+  grep -qx 'tool_end word_count -> \[{"type":"text","text":"9"}\]' <<<"$output" || fail "$1: wrong tool result: $output"
+  grep -qx 'run_end seq=[0-9]* completed' <<<"$output" || fail "$1: the run did not complete: $output"
+  grep -qx 'answer: The sentence has 9 words.' <<<"$output" || fail "$1: wrong answer: $output"
+  # The session it wrote is a valid log.
+  local session
+  session=$(sed -n 's/^session: \([^ ]*\) in .*/\1/p' <<<"$output")
+  "$prefix/bin/cairn" --store "sqlite:$dir/embed.db" verify "$session" >/dev/null || fail "$1 wrote a log verify refuses"
+}
+check_watch() {  # BINARY
+  local dir output
+  dir=$(mktemp -d "$work/run.XXXXXX")
+  output=$(cd "$dir" && "$1" "$dir/watch.db") || fail "$1 failed: $output"
+  grep -qx 'snapshot: transcript [0-9]* entries, cursor [0-9]*, run running, tool lookup running' <<<"$output" \
+    || fail "$1 did not attach mid-run: $output"
+  grep -qx 'seq [0-9]* message_end toolResult' <<<"$output" || fail "$1 missed the tool's result: $output"
+  grep -qx 'seq [0-9]* run_end' <<<"$output" || fail "$1 missed run_end: $output"
+  grep -q '^run .* ended ok; session ' <<<"$output" || fail "$1: the run did not end ok: $output"
+  # Each durable record once, in order.
+  local seqs
+  seqs=$(sed -n 's/^seq \([0-9][0-9]*\) .*/\1/p' <<<"$output")
+  [[ $seqs == "$(sort -n -u <<<"$seqs")" ]] || fail "$1 printed a seq twice or out of order: $output"
+}
+
+for example in embed watch; do
+  step "examples/$example with find_package(cairn)"
+  cmake -S "$source_dir/examples/$example" -B "$work/$example-cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$work/$example-cmake" >/dev/null
+  "check_$example" "$work/$example-cmake/$example"
+
+  step "examples/$example with pkg-config"
+  # shellcheck disable=SC2046  # the flags are words
+  g++ -std=c++23 -O1 -Wall -Wextra -Werror "$source_dir/examples/$example/main.cpp" -o "$work/$example-pc" \
+    $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs cairn)
+  "check_$example" "$work/$example-pc"
+done
+
+step "bash completion"
+if [[ -r /usr/share/bash-completion/bash_completion ]]; then
+  completions=$(PATH="$prefix/bin:$PATH" bash -c '
+    source /usr/share/bash-completion/bash_completion
+    source "$1"
+    complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+      COMPREPLY=(); _cairn cairn "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"; printf "%s\n" "${COMPREPLY[@]}" | sort | paste -sd " "; }
+    complete_words cairn re
+    complete_words cairn serve --li
+    complete_words cairn --thinking h' _ "$prefix/share/bash-completion/completions/cairn")
+  [[ $completions == $'repair resume\n--listen\nhigh' ]] || fail "bash completion gave: $completions"
+else
+  fail "bash-completion is not installed (scripts/install-deps installs it)"
+fi
+
+step "cpack -G DEB"
+(cd "$work" && cpack -G DEB --config "$build_dir/CPackConfig.cmake" -B "$work/packages" >/dev/null)
+runtime=$(compgen -G "$work/packages/cairn_*.deb") || fail "no cairn package"
+dev=$(compgen -G "$work/packages/libcairn-dev_*.deb") || fail "no libcairn-dev package"
+runtime_files=$(dpkg -c "$runtime")
+dev_files=$(dpkg -c "$dev")
+for f in ./usr/bin/cairn ./usr/share/man/man1/cairn.1 ./usr/share/bash-completion/completions/cairn \
+  ./usr/share/doc/cairn/copyright; do
+  grep -q " $f\$" <<<"$runtime_files" || fail "the cairn package lacks $f"
+done
+for f in ./usr/include/cairn/harness/harness.hpp ./usr/include/cairn/version.hpp ./usr/lib/cmake/cairn/cairnConfig.cmake \
+  ./usr/lib/cmake/cairn/cairnConfigVersion.cmake ./usr/lib/cmake/cairn/cairnTargets.cmake ./usr/lib/pkgconfig/cairn.pc \
+  ./usr/share/doc/libcairn-dev/copyright; do
+  grep -q " $f\$" <<<"$dev_files" || fail "the libcairn-dev package lacks $f"
+done
+grep -q ' ./usr/lib/libcairn\.\(a\|so\)' <<<"$dev_files" || fail "the libcairn-dev package lacks the library"
+depends=$(dpkg-deb -f "$runtime" Depends)
+for d in libc6 libstdc++6 libsqlite3-0 libcurl4 libreadline8; do
+  grep -q "$d" <<<"$depends" || fail "the cairn package does not depend on $d: $depends"
+done
+dpkg-deb -f "$dev" Depends | grep -q nlohmann-json3-dev || fail "libcairn-dev does not depend on nlohmann-json3-dev"
+echo "packages: $(basename "$runtime") $(basename "$dev")"
+echo "check_install: all good"
