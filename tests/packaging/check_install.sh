@@ -79,9 +79,12 @@ for example in embed watch; do
   "check_$example" "$work/$example-cmake/$example"
 
   step "examples/$example with pkg-config"
+  # A shared libcairn outside the loader's paths is found through the
+  # program's run path, as an embedder's program would find it.
   # shellcheck disable=SC2046  # the flags are words
   g++ -std=c++23 -O1 -Wall -Wextra -Werror "$source_dir/examples/$example/main.cpp" -o "$work/$example-pc" \
-    $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs cairn)
+    $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs cairn) \
+    -Wl,-rpath,"$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=libdir cairn)"
   "check_$example" "$work/$example-pc"
 done
 
@@ -121,5 +124,8 @@ for d in libc6 libstdc++6 libsqlite3-0 libcurl4 libreadline8; do
   grep -q "$d" <<<"$depends" || fail "the cairn package does not depend on $d: $depends"
 done
 dpkg-deb -f "$dev" Depends | grep -q nlohmann-json3-dev || fail "libcairn-dev does not depend on nlohmann-json3-dev"
-echo "packages: $(basename "$runtime") $(basename "$dev")"
+# Kept for .ci/run, which installs them with apt on its clean machine.
+mkdir -p "$build_dir/packages"
+cp "$runtime" "$dev" "$build_dir/packages/"
+echo "packages: $build_dir/packages/$(basename "$runtime") $build_dir/packages/$(basename "$dev")"
 echo "check_install: all good"

@@ -87,5 +87,4 @@ struct SessionContext {
 // (Session::stream_context, for a reader that prints or sends a long context).
 using ContextSink = std::function<void(AgentMessage&& message, std::string&& entry_id)>;
 
-
 }  // namespace cairn
