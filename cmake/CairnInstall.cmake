@@ -67,11 +67,16 @@ if(CAIRN_MAN_PAGE)
     message(FATAL_ERROR "help2man not found: it makes the man page (scripts/install-deps installs it; "
                         "-DCAIRN_MAN_PAGE=OFF builds without the page)")
   endif()
+  # help2man reads `cairn --help`; each command's own --help goes into a
+  # COMMANDS section (cmake/man_commands.sh).
   add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/cairn.1
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cmake/man_commands.sh $<TARGET_FILE:cairn_cli>
+            ${CMAKE_CURRENT_BINARY_DIR}/cairn.1.commands
     COMMAND ${CAIRN_HELP2MAN} --no-info --section=1
             "--name=a coding agent whose sessions survive anything"
+            --include=${CMAKE_CURRENT_BINARY_DIR}/cairn.1.commands
             --output=${CMAKE_CURRENT_BINARY_DIR}/cairn.1 $<TARGET_FILE:cairn_cli>
-    DEPENDS cairn_cli VERBATIM)
+    DEPENDS cairn_cli ${CMAKE_CURRENT_SOURCE_DIR}/cmake/man_commands.sh VERBATIM)
   add_custom_target(cairn_man ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/cairn.1)
   install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cairn.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runtime)
 endif()
