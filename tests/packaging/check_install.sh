@@ -74,10 +74,15 @@ check_watch() {  # BINARY
   [[ $seqs == "$(sort -n -u <<<"$seqs")" ]] || fail "$1 printed a seq twice or out of order: $output"
 }
 
+step "docs/embedding.md quotes examples/embed/main.cpp as it is"
+awk '/^## A complete program/ { in_section = 1 } in_section && /^```cpp/ { in_code = 1; next }
+     in_code && /^```/ { exit } in_code { print }' "$source_dir/docs/embedding.md" |
+  diff -u - "$source_dir/examples/embed/main.cpp" >/dev/null || fail "docs/embedding.md's program differs from examples/embed/main.cpp"
+
 for example in embed watch; do
   step "examples/$example with find_package(cairn)"
   cmake -S "$source_dir/examples/$example" -B "$work/$example-cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_BUILD_TYPE=Release >/dev/null
+    -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS=-O0 >/dev/null  # compiled to be run once: no optimisation
   cmake --build "$work/$example-cmake" >/dev/null
   "check_$example" "$work/$example-cmake/$example"
 
@@ -85,7 +90,7 @@ for example in embed watch; do
   # A shared libcairn outside the loader's paths is found through the
   # program's run path, as an embedder's program would find it.
   # shellcheck disable=SC2046  # the flags are words
-  g++ -std=c++23 -O1 -Wall -Wextra -Werror "$source_dir/examples/$example/main.cpp" -o "$work/$example-pc" \
+  g++ -std=c++23 -O0 -Wall -Wextra -Werror "$source_dir/examples/$example/main.cpp" -o "$work/$example-pc" \
     $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs cairn) \
     -Wl,-rpath,"$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=libdir cairn)"
   "check_$example" "$work/$example-pc"
