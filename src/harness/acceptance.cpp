@@ -334,10 +334,17 @@ RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
     run_id = rt->op->id;
     hook_event = resume_event(*rt->op);
   }
+  // Recovery work nests under cairn.harness.resume: the before_resume
+  // hooks and the operation's own span.
+  trace::Span span("cairn.harness.resume", [&] {
+    return Json{{"runId", run_id}, {"sessionId", session->id()}, {"ref", rt->name}, {"recovery", true}};
+  });
   call_hooks(*this, rt->name, run_id, "before_resume", hooks.handlers(&Hooks::Lists::before_resume),
              [&](const auto& hook) { hook(HookContext{rt->name, run_id}, hook_event); });
   publish(Event{EventType::run_resume, rt->name, run_id, std::nullopt, {{"recovery", true}}});
-  return run_operation(*this, rt, true);
+  RunResult result = run_operation(*this, rt, true);
+  if (span) span.set("outcome", to_string(result.outcome));
+  return result;
 }
 
 AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
@@ -400,6 +407,10 @@ AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
       renew(rt->cancel);
       rt->cancel.request_stop();
     }
+    trace::Span span("cairn.harness.resume", [&] {
+      return Json{{"runId", result.run_id}, {"sessionId", session->id()}, {"ref", rt->name}, {"recovery", true},
+                  {"abort", true}};
+    });
     auto ended = run_operation(*this, rt, true);
     if (ended.outcome == Outcome::faulted) {
       result.outcome = Outcome::faulted;

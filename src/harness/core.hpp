@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cairn/harness/harness.hpp"
+#include "cairn/trace.hpp"
 #include "context_cache.hpp"
 #include "event_bus.hpp"
 #include "op_state.hpp"
@@ -197,6 +198,12 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
 template <class Fn, class Call>
 void call_hooks(HarnessCore& core, const std::string& ref, const std::optional<std::string>& run_id,
                 std::string_view name, const std::vector<Fn>& handlers, Call&& call) {
+  if (handlers.empty()) return;
+  trace::Span span("cairn.harness.hook", [&] {
+    Json payload = {{"hook", name}, {"ref", ref}, {"handlers", handlers.size()}};
+    if (run_id) payload["runId"] = *run_id;
+    return payload;
+  });
   for (const auto& handler : handlers) {
     try {
       if constexpr (std::is_same_v<decltype(call(handler)), bool>) {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "llm/traced_stream.hpp"
 #include "model_output.hpp"
 #include "operation.hpp"
 
@@ -73,7 +74,7 @@ T Operation::generation_cycle(Purpose purpose, const std::function<AttemptOutcom
   bool retrying = false;
   while (true) {
     const Attempt current = begin_attempt(exhausted);
-    AttemptOutcome<T> outcome = attempt(current);
+    AttemptOutcome<T> outcome = traced_attempt<T>(purpose, current, attempt);
     if (auto* done = std::get_if<T>(&outcome)) {
       if (retrying) core_.publish(event(EventType::retry_end, {{"purpose", name}, {"attempt", current.number}, {"success", true}}));
       return std::move(*done);
@@ -94,6 +95,35 @@ T Operation::generation_cycle(Purpose purpose, const std::function<AttemptOutcom
     }
     throw RunFailed{std::move(failure.error)};
   }
+}
+
+// One attempt inside its span, cairn.harness.generation: an attempt that
+// failed is an error span, one the cycle makes again is marked so.
+template <class T>
+Operation::AttemptOutcome<T> Operation::traced_attempt(Purpose purpose, const Attempt& current,
+                                                       const std::function<AttemptOutcome<T>(const Attempt&)>& attempt) {
+  trace::Span span("cairn.harness.generation", [&] {
+    const ModelRef& model = current.config->branch.model_ref;
+    return Json{{"runId", run_id_},
+                {"purpose", purpose_name(purpose)},
+                {"attempt", current.number},
+                {"provider", model.provider},
+                {"model", model.model_id},
+                {"gen_ai.provider.name", model.provider},
+                {"gen_ai.request.model", model.model_id}};
+  });
+  AttemptOutcome<T> outcome = attempt(current);
+  if (span) {
+    if (const auto* failure = std::get_if<AttemptFailed>(&outcome)) {
+      span.set("retryable", failure->retryable);
+      // A retryable failure's error names the give-up (retries_exhausted);
+      // this attempt's was the provider's.
+      span.fail(failure->retryable ? "provider_error" : failure->error.code, failure->what);
+    } else if (std::holds_alternative<AttemptAgain>(outcome)) {
+      span.set("again", true);
+    }
+  }
+  return outcome;
 }
 
 template AssistantMessage Operation::generation_cycle<AssistantMessage>(
@@ -156,7 +186,7 @@ std::vector<std::string> Operation::generate(Purpose purpose, const std::vector<
           StreamOptions options = attempt.config->stream_options;
           options.max_tokens = request.max_tokens;
           const Models::Entry& served = attempt.served();
-          ProviderResponse response = served.provider->stream(served.model, context, options, {}, {}, cancel_);
+          ProviderResponse response = stream_traced(*served.provider, served.model, context, options, {}, {}, cancel_, secrets());
           add_spend(response.message.usage);
           if (summary_failed(response)) {
             check_cancelled();

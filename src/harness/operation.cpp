@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cairn/trace.hpp"
 #include "model_output.hpp"
 
 namespace cairn {
@@ -40,7 +41,39 @@ Operation::Operation(HarnessCore& core, std::shared_ptr<RefRuntime> rt, bool rec
   cancel_ = rt_->cancel.get_token();
 }
 
+// The operation's span: cairn.harness.run (a run), .compaction or
+// .navigation, with the outcome it ended in.
 RunResult Operation::run() {
+  trace::Span span(span_name(kind()), [&] {
+    Json payload = {{"runId", run_id_}, {"sessionId", core_.session->id()}, {"ref", rt_->name}, {"recovery", recovery_},
+                    {"gen_ai.conversation.id", core_.session->id()}};
+    if (kind() == OperationKind::run) payload["gen_ai.operation.name"] = "invoke_agent";
+    return payload;
+  });
+  RunResult result = run_procedure();
+  if (span) {
+    span.set("outcome", to_string(result.outcome));
+    if (spend_.input || spend_.output) {
+      span.set("gen_ai.usage.input_tokens", spend_.input);
+      span.set("gen_ai.usage.output_tokens", spend_.output);
+    }
+    if (result.error && (result.outcome == Outcome::failed || result.outcome == Outcome::faulted)) {
+      span.fail(result.error->code, result.error->message);
+    }
+  }
+  return result;
+}
+
+std::string_view Operation::span_name(OperationKind kind) {
+  switch (kind) {
+    case OperationKind::run: return "cairn.harness.run";
+    case OperationKind::compaction: return "cairn.harness.compaction";
+    case OperationKind::navigation: return "cairn.harness.navigation";
+  }
+  return "cairn.harness.operation";
+}
+
+RunResult Operation::run_procedure() {
   try {
     try {
       return procedure();

@@ -81,7 +81,7 @@ class Operation {
   Operation(const Operation&) = delete;
   Operation& operator=(const Operation&) = delete;
 
-  // The procedure, to its end: the one place its exceptions stop.
+  // The procedure, to its end, inside the operation's span.
   RunResult run();
 
  protected:
@@ -94,6 +94,10 @@ class Operation {
   virtual RunResult failed(Error error);
   // What this kind of operation's end event and result add.
   virtual void describe_end(Outcome outcome, RunResult& result, Json& data) = 0;
+
+  // The procedure, to its end: the one place its exceptions stop.
+  RunResult run_procedure();
+  static std::string_view span_name(OperationKind kind);
 
   // ---- state ---------------------------------------------------------------
 
@@ -188,6 +192,9 @@ class Operation {
   template <class T>
   T generation_cycle(Purpose purpose, const std::function<AttemptOutcome<T>(const Attempt&)>& attempt,
                      const std::function<Error(const Attempt&)>& exhausted);
+  template <class T>
+  AttemptOutcome<T> traced_attempt(Purpose purpose, const Attempt& current,
+                                   const std::function<AttemptOutcome<T>(const Attempt&)>& attempt);
   Attempt begin_attempt(const std::function<Error(const Attempt&)>& exhausted);
   void append_generation_started(Purpose purpose, const Attempt& attempt);
   // Backs off before the next attempt; RunCancelled if cancelled meanwhile.

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "llm/traced_stream.hpp"
 #include "model_output.hpp"
 #include "run_procedure.hpp"
 #include "stream_redactor.hpp"
@@ -104,7 +105,8 @@ ProviderResponse RunProcedure::stream_response(const Attempt& attempt, const Llm
   StreamRedactor redactor(secrets());
   auto on_event = [&](const ProviderEvent& e) { relay(e, redactor, started); };
   const Models::Entry& served = attempt.served();
-  ProviderResponse response = served.provider->stream(served.model, context, options, before_payload(), on_event, cancel_);
+  ProviderResponse response =
+      stream_traced(*served.provider, served.model, context, options, before_payload(), on_event, cancel_, secrets());
   sanitize_response(response.message, secrets());
   add_spend(response.message.usage);
   std::lock_guard lock(core_.mu);

@@ -75,6 +75,7 @@ RunResult RunProcedure::driver_loop() {
 // model or tools), the next step's configuration is taken, queued steering
 // is consumed and auto-compaction is decided.
 void RunProcedure::checkpoint() {
+  trace::Span span("cairn.harness.checkpoint", [&] { return Json{{"runId", run_id_}}; });
   check_cancelled();
   for (const auto& write : with_op([](const OpState& op) { return op.pending_writes; })) append_if_missing(write);
   take_config();
@@ -109,6 +110,7 @@ void RunProcedure::publish_queue_update() {
 
 void RunProcedure::step() {
   const std::string step_id = core_.session->new_entry_id();
+  trace::Span span("cairn.harness.step", [&] { return Json{{"runId", run_id_}, {"stepId", step_id}}; });
   if (watched()) core_.publish(event(EventType::step_start, {{"stepId", step_id}}));
   AssistantMessage assistant = request_assistant();
   publish_context_usage();
@@ -160,9 +162,11 @@ void RunProcedure::compact_if_over_threshold() {
 // the context as it was and the run going; a summary that cannot be had
 // fails the run (RunFailed).
 bool RunProcedure::auto_compact(const std::string& reason) {
+  trace::Span span("cairn.harness.compaction", [&] { return Json{{"runId", run_id_}, {"reason", reason}}; });
   core_.publish(event(EventType::compaction_start, {{"reason", reason}}));
   try {
     Compacted done = compact_branch(reason, std::nullopt, core_.session->new_entry_id());
+    span.set("outcome", done.cancelled ? "cancelled" : "completed");
     if (done.cancelled) {
       core_.publish(event(EventType::compaction_end, {{"reason", reason}, {"outcome", "cancelled"}, {"fromHook", false}}));
       return false;
@@ -174,6 +178,7 @@ bool RunProcedure::auto_compact(const std::string& reason) {
     publish_context_usage();
     return true;
   } catch (const RunFailed& failure) {
+    span.fail(failure.error.code, failure.error.message);
     core_.publish(event(EventType::compaction_end, {{"reason", reason},
                                            {"outcome", "failed"},
                                            {"fromHook", false},

@@ -88,6 +88,7 @@ class RunProcedure final : public Operation {
   bool before_tool(PendingCall& p);
   void start(PendingCall& p, const std::string& assistant_id, const std::string& step_id);
   ToolResult execute(PendingCall& p, std::stop_token cancel, const std::string& step_id);
+  ToolResult execute_tool(PendingCall& p, std::stop_token cancel, const std::string& step_id);
   void end_call(PendingCall& p, const std::string& step_id, BatchResults& results);
   std::optional<std::string> settle(const ToolCallState& call);
   static ToolResult interrupted_result(std::string_view why, const std::optional<std::string>& unsettled);

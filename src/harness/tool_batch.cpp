@@ -148,7 +148,8 @@ void RunProcedure::run_parallel(const std::vector<const ToolCallState*>& open, c
         continue;
       }
       const std::size_t slot = calls.size() - 1;
-      workers.emplace_back([this, &p, &done, slot, token = stop.get_token(), &step_id] {
+      workers.emplace_back([this, &p, &done, slot, token = stop.get_token(), &step_id, context = trace::current()] {
+        trace::ContextScope scope(context);  // the call's span is the step's child, as on the run's thread
         done.push(slot, execute(p, token, step_id));
       });
       ++running;
@@ -268,6 +269,32 @@ void RunProcedure::start(PendingCall& p, const std::string& assistant_id, const 
 // Runs the call's tool, on the run's thread or a worker's. An exception
 // becomes an error result.
 ToolResult RunProcedure::execute(PendingCall& p, std::stop_token cancel, const std::string& step_id) {
+  trace::Span span("cairn.harness.tool", [&] {
+    Json payload = {{"runId", run_id_},
+                    {"toolName", p.call.name},
+                    {"toolCallId", p.call.call_id},
+                    {"replay", to_string(p.tool->replay)},
+                    {"gen_ai.operation.name", "execute_tool"},
+                    {"gen_ai.tool.name", p.call.name},
+                    {"gen_ai.tool.call.id", p.call.call_id}};
+    if (p.call.started) payload["recovery"] = true;  // run again after a crash
+    if (trace::capture_content()) payload["gen_ai.tool.call.arguments"] = secrets().redact(p.args.dump());
+    return payload;
+  });
+  ToolResult result = execute_tool(p, std::move(cancel), step_id);
+  if (span) {
+    span.set("isError", result.is_error);
+    if (trace::capture_content()) {
+      Json content = tool_result_json(result);
+      secrets().redact_in_place(content);
+      span.set("gen_ai.tool.call.result", content.dump());
+    }
+    if (result.is_error) span.fail("tool_error", fmt::format("tool {} returned an error result", p.call.name));
+  }
+  return result;
+}
+
+ToolResult RunProcedure::execute_tool(PendingCall& p, std::stop_token cancel, const std::string& step_id) {
   ToolContext context{.ref = rt_->name, .run_id = run_id_, .tool_call_id = p.call.call_id, .cancel = std::move(cancel),
                       .app = std::move(p.app)};
   context.update = [this, &p, &step_id](const ToolResult& update) {

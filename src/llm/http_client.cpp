@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cairn/llm/http.hpp"
+#include "cairn/trace.hpp"
 #include "curl_support.hpp"
 
 namespace cairn {
@@ -202,6 +203,13 @@ HttpResult HttpClient::stream(const HttpRequest& request, const OnHeaders& on_he
   };
   for (const auto& header : request.headers) {
     if (!add_header(header_line(header))) return failed(HttpFailure::other, "out of memory building the request headers");
+  }
+  // W3C Trace Context: a request made inside a span (a provider request
+  // in cairn.llm.request) carries it, unless the caller set its own.
+  if (!find_header(request.headers, "traceparent")) {
+    if (std::string parent = trace::traceparent(); !parent.empty() && !add_header("traceparent: " + parent)) {
+      return failed(HttpFailure::other, "out of memory building the request headers");
+    }
   }
   // curl would otherwise wait up to a second for "100 Continue" before
   // sending a large body, which LLM requests often are.

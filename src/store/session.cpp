@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include "cairn/store/session.hpp"
+#include "cairn/trace.hpp"
 
 #include <condition_variable>
 #include <charconv>
@@ -146,8 +147,20 @@ AppendStats Session::append_stats() const {
 }
 
 Result<AppendResult> Session::append(std::vector<Record> batch) {
+  trace::Span span("cairn.session.append", [&] {
+    Json types = Json::array();
+    for (const auto& record : batch) types.push_back(to_string(type_of(record)));
+    return Json{{"sessionId", header_.id}, {"entryType", batch.size() == 1 ? types[0] : Json(types)}, {"count", batch.size()}};
+  });
   const auto started = std::chrono::steady_clock::now();
   auto result = append_batch(std::move(batch));
+  if (span) {
+    if (result) {
+      span.set("seq", result->first_seq + result->count - 1);
+    } else {
+      span.fail(result.error().code, result.error().message);
+    }
+  }
   if (result && result->count > 0) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const auto bucket = std::lower_bound(AppendStats::kBounds.begin(), AppendStats::kBounds.end(), seconds) -

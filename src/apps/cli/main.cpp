@@ -18,6 +18,7 @@
 #include "cairn/version.hpp"
 #include "interactive_picker.hpp"
 #include "print_mode.hpp"
+#include "tracing.hpp"
 
 namespace {
 
@@ -54,8 +55,7 @@ cairn::cli::Outcome<void> apply_leading_store(const CLI::App& app, CLI::App& com
 // -p, whose value is optional: `cairn -p new` would run `cairn new`. A word
 // right after -p (or --print) is its prompt: it is bound to it here, before
 // parsing. Returns the arguments in the reversed order CLI11 parses.
-std::vector<std::string> bind_print_word(const CLI::App& app, int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+std::vector<std::string> bind_print_word(const CLI::App& app, std::vector<std::string> args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") break;
@@ -82,6 +82,10 @@ std::vector<std::string> bind_print_word(const CLI::App& app, int argc, char** a
 
 int run(int argc, char** argv) {
   using namespace cairn::cli;
+  // The trace sinks outlive everything the command does, and flush at its end.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto tracing = start_tracing(args);
+  if (!tracing) return tracing.error();
   CLI::App app{
       "cairn: a coding agent whose sessions survive anything. Run it in a directory: `cairn -p PROMPT` for one "
       "prompt, `cairn` for the interactive mode; kill it at any moment and `cairn resume SESSION` (or `cairn -c`) "
@@ -122,7 +126,7 @@ int run(int argc, char** argv) {
   register_models_command(app, commands);
 
   try {
-    app.parse(bind_print_word(app, argc, argv));
+    app.parse(bind_print_word(app, std::move(args)));
   } catch (const CLI::ParseError& error) {
     // --help and --version arrive as "errors" with status 0 and print
     // themselves; every other parse error is a usage error, said in one line.

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "a2a.hpp"
+#include "cairn/trace.hpp"
 #include "event_stream.hpp"
 #include "json_views.hpp"
 #include "stream_hub.hpp"
@@ -325,6 +326,12 @@ Reply Api::handle(const HttpRequest& request) {
     route_name = "auth";
     reply = Reply{std::move(refusal)};
   } else {
+    // W3C Trace Context: the operations this request starts join its
+    // caller's trace (run_detached carries the context to their threads).
+    std::optional<trace::ContextScope> caller;
+    if (auto header = request.header("traceparent")) {
+      if (auto parent = trace::parse_traceparent(*header)) caller.emplace(std::move(*parent));
+    }
     try {
       reply = route(request, route_name);
     } catch (const std::exception& error) {

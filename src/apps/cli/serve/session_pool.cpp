@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cairn/trace.hpp"
 #include "stream_hub.hpp"
 
 namespace cairn::serve {
@@ -103,7 +104,8 @@ void SessionPool::run_detached(const std::shared_ptr<SessionHost>& host, std::fu
   host->running.fetch_add(1);
   // Detached: a server that stops leaves its operations to their log
   // (durable at every step, resumed at the next start) rather than wait.
-  std::thread([host, work = std::move(work)] {
+  std::thread([host, work = std::move(work), context = trace::current()] {
+    trace::ContextScope scope(context);  // the caller's trace, if it sent one
     work();
     touch(*host);
     host->running.fetch_sub(1);

@@ -1,0 +1,53 @@
+#include "tracing.hpp"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace cairn::cli {
+namespace {
+
+bool truthy(const char* value) {
+  if (value == nullptr) return false;
+  const std::string_view text(value);
+  return text == "1" || text == "true" || text == "yes" || text == "on";
+}
+
+}  // namespace
+
+Outcome<Tracing> start_tracing(std::vector<std::string>& args) {
+  std::string file;
+  if (const char* env = std::getenv("CAIRN_TRACE"); env != nullptr) file = env;
+  bool content = truthy(std::getenv("CAIRN_TRACE_CONTENT"));
+  for (std::size_t i = 0; i < args.size();) {
+    const std::string& arg = args[i];
+    if (arg == "--") break;
+    if (arg == "--trace-content") {
+      content = true;
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+    } else if (arg == "--trace") {
+      if (i + 1 >= args.size() || args[i + 1].empty()) return std::unexpected(report(kUsage, "--trace needs a FILE"));
+      file = args[i + 1];
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i), args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+    } else if (arg.starts_with("--trace=")) {
+      file = arg.substr(8);
+      if (file.empty()) return std::unexpected(report(kUsage, "--trace needs a FILE"));
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  Tracing tracing;
+  trace::set_capture_content(content);
+  if (!file.empty()) {
+    auto sink = trace::JsonLinesSink::open(file);
+    if (!sink) return std::unexpected(report(kFailure, sink.error().message));
+    tracing.file = std::move(*sink);
+  }
+  auto otlp = trace::OtlpOptions::from_environment();
+  if (!otlp) return std::unexpected(report(kUsage, otlp.error().message));
+  if (*otlp) tracing.otlp = std::make_unique<trace::OtlpExporter>(std::move(**otlp));
+  return tracing;
+}
+
+}  // namespace cairn::cli
