@@ -1,11 +1,16 @@
 // Harness benchmarks. Prints the harness's own cost per step (memory session,
 // sync none, the faux provider and a tool that does nothing, so what is left
-// is the harness: records, context building, events, tool dispatch) and the
-// latency of abort() to run_end while a tool runs on one ref and a stream is
-// stalled on another.
+// is the harness: records, context building, events, tool dispatch), what
+// tracing adds to it (nobody listening, a JSON-lines sink, an OTLP exporter
+// to a local receiver), and the latency of abort() to run_end while a tool
+// runs on one ref and a stream is stalled on another.
 //
 //   cairn_bench_harness [--quick]
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -25,6 +30,8 @@
 #include "cairn/harness/harness.hpp"
 #include "cairn/llm/faux.hpp"
 #include "cairn/store/store.hpp"
+#include "cairn/trace_sinks.hpp"
+#include "support/http_test_server.hpp"
 
 using namespace cairn;
 using Clock = std::chrono::steady_clock;
@@ -251,6 +258,101 @@ AbortTimes abort_times(Store& store, int rounds) {
   return times;
 }
 
+// ---- tracing ------------------------------------------------------------------
+
+enum class TraceSink { none, json_lines, otlp };
+
+// The per-step samples of `blocks` blocks of `per_block` 20-step prompts for
+// each sink, the sinks taking turns block by block so that the machine's
+// drift touches them alike.
+std::map<TraceSink, std::vector<StepSample>> traced_step_times(Store& store, int steps, int blocks, int per_block,
+                                                                const std::string& receiver_url) {
+  std::map<TraceSink, std::vector<StepSample>> out;
+  const auto file = std::filesystem::temp_directory_path() / fmt::format("cairn-bench-trace-{}.jsonl", ::getpid());
+  for (int block = 0; block < blocks; ++block) {
+    for (TraceSink sink : {TraceSink::none, TraceSink::json_lines, TraceSink::otlp}) {
+      std::unique_ptr<trace::JsonLinesSink> json_lines;
+      std::unique_ptr<trace::OtlpExporter> otlp;
+      if (sink == TraceSink::json_lines) {
+        auto opened = trace::JsonLinesSink::open(file);
+        if (!opened) die(opened.error().message);
+        json_lines = std::move(*opened);
+      } else if (sink == TraceSink::otlp) {
+        otlp = std::make_unique<trace::OtlpExporter>(trace::OtlpOptions{
+            .traces_url = receiver_url + "/v1/traces", .metrics_url = receiver_url + "/v1/metrics", .max_queue = 65536});
+      }
+      auto samples = step_times(store, steps, per_block, per_block);
+      auto& all = out[sink];
+      all.insert(all.end(), samples.begin(), samples.end());
+      if (json_lines && !json_lines->flush(std::chrono::seconds(30))) die("the JSON-lines sink did not catch up");
+      if (otlp && !otlp->flush(std::chrono::seconds(30))) die("the OTLP exporter did not catch up");
+      if (otlp && otlp->stats().dropped > 0) die(fmt::format("the OTLP exporter dropped {} spans", otlp->stats().dropped));
+    }
+    std::filesystem::remove(file);
+  }
+  return out;
+}
+
+// Spans one 20-step prompt makes, per step.
+double spans_per_step(Store& store, int steps) {
+  std::atomic<std::int64_t> starts{0};
+  auto counting = trace::subscribe([&](const trace::SpanEvent& e) {
+    if (e.type == trace::SpanEventType::start) ++starts;
+  });
+  (void)step_times(store, steps, 1, 1);
+  return static_cast<double>(starts.load()) / steps;
+}
+
+// What a span costs when nobody listens, in ns: made and ended, with a
+// payload that is never built.
+double inactive_span_ns() {
+  constexpr int kSpans = 5'000'000;
+  std::string runs = "run";
+  const auto start = Clock::now();
+  for (int i = 0; i < kSpans; ++i) {
+    trace::Span span("cairn.bench", [&] { return Json{{"runId", runs}}; });
+    if (span) die("a span was active with nobody listening");
+  }
+  return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kSpans;
+}
+
+void print_tracing(Store& store, int steps, int blocks, int per_block) {
+  testing::HttpTestServer receiver([](const testing::ReceivedRequest&) {
+    return testing::ScriptedResponse{.headers = {{"Content-Type", "application/json"}},
+                                     .body = {{.bytes = "{}"}},
+                                     .framing = testing::ScriptedResponse::Framing::content_length};
+  });
+  const auto runs = traced_step_times(store, steps, blocks, per_block, receiver.url(""));
+  std::printf("%-38s %8s %10s %12s %12s %8s
+", "tracing, per step", "prompts", "ctx msgs", "median us", "p90 us",
+              "ratio");
+  auto median = [](const std::vector<StepSample>& samples) {
+    std::vector<double> times;
+    for (const auto& sample : samples) times.push_back(sample.per_step_us);
+    return summarize(times).median;
+  };
+  const double base = median(runs.at(TraceSink::none));
+  for (auto [sink, label] : {std::pair{TraceSink::none, "nobody listening"}, std::pair{TraceSink::json_lines, "JSON-lines sink"},
+                             std::pair{TraceSink::otlp, "OTLP exporter, local receiver"}}) {
+    const auto& samples = runs.at(sink);
+    std::vector<double> times;
+    std::size_t context = 0;
+    for (const auto& sample : samples) {
+      times.push_back(sample.per_step_us);
+      context = std::max(context, sample.context_messages);
+    }
+    const Summary s = summarize(times);
+    std::printf("%-38s %8zu %10zu %12.1f %12.1f %8.2f\n", label, times.size(), context, s.median, s.p90, s.median / base);
+  }
+  const double spans = spans_per_step(store, steps);
+  const double span_ns = inactive_span_ns();
+  const double share = spans * span_ns / (base * 1000) * 100;
+  std::printf("nobody listening: %.1f spans per step x %.1f ns per inactive span = %.0f ns per step, "
+              "%.3f %% of the step's %.1f us\n",
+              spans, span_ns, spans * span_ns, share, base);
+  std::printf("target: nobody listening costs <= 2 %% of a step (%s)\n\n", share <= 2.0 ? "met" : "NOT MET");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -284,6 +386,8 @@ int main(int argc, char** argv) {
               "watched: a listener is subscribed, so every event is built and delivered\n",
               kSteps, kSteps - 1, kPerSession);
   std::printf("target: median per step <= 50 us\n\n");
+
+  print_tracing(*store, kSteps, quick ? 2 : 6, kPerSession);
 
   const AbortTimes aborts = abort_times(*store, abort_rounds);
   std::printf("%-38s %8s %10s %12s %12s\n", "abort() -> run_end", "rounds", "", "median ms", "max ms");
