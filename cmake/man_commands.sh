@@ -20,6 +20,12 @@ out=$2
 .B CAIRN_STORE
 The store when --store is not given.
 .TP
+.B CAIRN_TRACE, CAIRN_TRACE_CONTENT
+A file the spans are appended to as JSON lines (as --trace FILE); 1 to put message text, tool arguments and results in them (as --trace-content).
+.TP
+.B OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+Spans and metrics go to this OTLP/HTTP collector (JSON encoding); the README lists every variable read.
+.TP
 .B XDG_DATA_HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME
 Where the default store, models.json, settings.json, serve's tokens and the spill files live.
 [SEE ALSO]

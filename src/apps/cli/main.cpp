@@ -92,6 +92,13 @@ int run(int argc, char** argv) {
       "goes on where its log says it was. The commands below inspect, verify, fork, import and repair sessions.",
       "cairn"};
   app.set_version_flag("--version", std::string("cairn ") + CAIRN_VERSION_STRING);
+  // Taken out of the arguments before parsing (start_tracing), so every
+  // command has them wherever they stand; said here, where users look.
+  app.footer(
+      "Tracing, every command, anywhere on the line:\n"
+      "  --trace FILE             append spans to FILE as JSON lines (or CAIRN_TRACE=FILE); OTLP/HTTP when\n"
+      "                           OTEL_EXPORTER_OTLP_ENDPOINT is set\n"
+      "  --trace-content          put message text, tool arguments and results in the spans (or CAIRN_TRACE_CONTENT=1)");
   app.require_subcommand(0, 1);
   app.fallthrough(false);
 
