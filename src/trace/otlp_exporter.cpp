@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <random>
@@ -101,11 +102,39 @@ OtlpOptions otlp_sanitized(OtlpOptions options) {
   return options;
 }
 
+// How much of a collector's answer is read: a partial success is short.
+constexpr std::size_t kOtlpMaxAnswer = 64 * 1024;
+
 struct OtlpSendOutcome {
   bool accepted = false;
   bool cancelled = false;  // the exporter is stopping: not worth a report
   std::string failure;     // "HTTP 400", "connect_failed (…)"
+  std::string answer;      // the body of an accepting answer (its start)
 };
+
+// What an accepting answer's partialSuccess says was refused all the same:
+// `field` is "rejectedSpans" or "rejectedDataPoints", an int64 (so, in the
+// JSON mapping, usually a string).
+std::uint64_t otlp_rejected(const std::string& answer, const char* field) {
+  const Json parsed = Json::parse(answer, nullptr, false);
+  if (!parsed.is_object()) return 0;
+  auto partial = parsed.find("partialSuccess");
+  if (partial == parsed.end() || !partial->is_object()) return 0;
+  auto rejected = partial->find(field);
+  if (rejected == partial->end()) return 0;
+  if (rejected->is_number_unsigned() || (rejected->is_number_integer() && rejected->get<std::int64_t>() > 0)) {
+    return rejected->get<std::uint64_t>();
+  }
+  if (rejected->is_string()) {
+    std::uint64_t count = 0;
+    for (char c : rejected->get<std::string>()) {
+      if (c < '0' || c > '9' || count > UINT64_MAX / 10) return 0;
+      count = count * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return count;
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -278,14 +307,21 @@ void OtlpExporter::Impl::work(std::stop_token stop) {
 bool OtlpExporter::Impl::export_spans(std::span<const OtlpSpan> spans, std::stop_token stop) {
   OtlpSendOutcome outcome =
       send(options.traces_url, traces_headers, otlp_body(otlp_traces_request(resource, spans)), stop);
+  const std::uint64_t rejected =
+      outcome.accepted ? std::min<std::uint64_t>(otlp_rejected(outcome.answer, "rejectedSpans"), spans.size())
+                       : spans.size();
   {
     std::lock_guard lock(mu);
-    (outcome.accepted ? stats.exported : stats.dropped) += spans.size();
+    stats.exported += spans.size() - rejected;
+    stats.dropped += rejected;
   }
   if (!outcome.accepted && !outcome.cancelled) {
     report_once(fmt::format("gave up sending {} spans to {}: {}", spans.size(), traces_shown, outcome.failure));
+  } else if (outcome.accepted && rejected != 0) {
+    // Not the collector's errorMessage: it may quote what the spans hold.
+    report_once(fmt::format("{} refused {} of {} spans (a partial success)", traces_shown, rejected, spans.size()));
   }
-  return outcome.accepted;
+  return rejected == 0;
 }
 
 bool OtlpExporter::Impl::export_metrics(std::stop_token stop) {
@@ -295,7 +331,9 @@ bool OtlpExporter::Impl::export_metrics(std::stop_token stop) {
   if (!outcome.accepted && !outcome.cancelled) {
     report_once(fmt::format("gave up sending metrics to {}: {}", metrics_shown, outcome.failure));
   }
-  return outcome.accepted;
+  const std::uint64_t rejected = outcome.accepted ? otlp_rejected(outcome.answer, "rejectedDataPoints") : 0;
+  if (rejected != 0) report_once(fmt::format("{} refused {} metric data points", metrics_shown, rejected));
+  return outcome.accepted && rejected == 0;
 }
 
 OtlpSendOutcome OtlpExporter::Impl::send(const std::string& url, const HttpHeaders& headers, std::string body,
@@ -318,11 +356,16 @@ OtlpSendOutcome OtlpExporter::Impl::send(const std::string& url, const HttpHeade
     auto check_deadline = [&] {
       if (OtlpClock::now() >= request_deadline) cut.request_stop();
     };
+    std::string answer;
     HttpResult result = http.stream(
-        request, [&](int, const HttpHeaders&) { check_deadline(); }, [&](std::string_view) { check_deadline(); },
+        request, [&](int, const HttpHeaders&) { check_deadline(); },
+        [&](std::string_view chunk) {
+          check_deadline();
+          answer.append(chunk.substr(0, kOtlpMaxAnswer - std::min(answer.size(), kOtlpMaxAnswer)));
+        },
         cut.get_token());
     if (stop.stop_requested()) return {.accepted = false, .cancelled = true, .failure = "stopped"};
-    if (result.status >= 200 && result.status < 300) return {.accepted = true, .failure = {}};
+    if (result.status >= 200 && result.status < 300) return {.accepted = true, .answer = std::move(answer)};
 
     {
       std::lock_guard lock(mu);

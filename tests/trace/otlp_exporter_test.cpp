@@ -115,6 +115,14 @@ void otlp_emit_tool(const std::string& name, bool failed) {
   if (failed) tool.fail("tool_error", "exit status 1");
 }
 
+void otlp_expect_stats(const OtlpExporter& exporter, std::uint64_t exported, std::uint64_t dropped,
+                       std::uint64_t failed_requests) {
+  const OtlpExporter::Stats stats = exporter.stats();
+  EXPECT_EQ(stats.exported, exported);
+  EXPECT_EQ(stats.dropped, dropped);
+  EXPECT_EQ(stats.failed_requests, failed_requests);
+}
+
 TEST(OtlpExporter, SpansArriveWithNamesParentsKindsAttributesStatusResourceAndHeaders) {
   HttpTestServer server([](const ReceivedRequest&) { return otlp_answer(200); });
   OtlpReports reports;
@@ -189,10 +197,7 @@ TEST(OtlpExporter, SpansArriveWithNamesParentsKindsAttributesStatusResourceAndHe
   EXPECT_EQ(requests[0].header("authorization"), "Bearer secret-token");
   EXPECT_EQ(requests[0].header("x-both"), "traces");  // the signal's header wins
 
-  const OtlpExporter::Stats stats = exporter.stats();
-  EXPECT_EQ(stats.exported, 2u);
-  EXPECT_EQ(stats.dropped, 0u);
-  EXPECT_EQ(stats.failed_requests, 0u);
+  otlp_expect_stats(exporter, 2u, 0u, 0u);
   EXPECT_TRUE(reports.all().empty());
 }
 
@@ -322,10 +327,7 @@ TEST(OtlpExporter, ABatchRefusedWith503TwiceIsRetriedAndDelivered) {
   ASSERT_TRUE(exporter.flush(2s));
   EXPECT_EQ(otlp_requests_to(server, "/v1/traces").size(), 3u);
   EXPECT_EQ(otlp_received_spans(server).size(), 3u);  // the same span, three times
-  const OtlpExporter::Stats stats = exporter.stats();
-  EXPECT_EQ(stats.exported, 1u);
-  EXPECT_EQ(stats.dropped, 0u);
-  EXPECT_EQ(stats.failed_requests, 2u);
+  otlp_expect_stats(exporter, 1u, 0u, 2u);
   EXPECT_TRUE(reports.all().empty());
 }
 
@@ -343,10 +345,7 @@ TEST(OtlpExporter, ABatchRefusedWith400IsGivenUpCountedAndReportedOnce) {
     otlp_emit_tool("secret-tool-name", false);
     otlp_emit_tool("secret-tool-name", false);
     EXPECT_FALSE(exporter.flush(2s));
-    const OtlpExporter::Stats stats = exporter.stats();
-    EXPECT_EQ(stats.exported, 0u);
-    EXPECT_EQ(stats.dropped, 5u);
-    EXPECT_EQ(stats.failed_requests, 2u);
+    otlp_expect_stats(exporter, 0u, 5u, 2u);
 
     const std::vector<std::string> messages = reports.all();
     ASSERT_EQ(messages.size(), 1u);
@@ -363,6 +362,24 @@ TEST(OtlpExporter, ABatchRefusedWith400IsGivenUpCountedAndReportedOnce) {
   }
 }
 
+TEST(OtlpExporter, SpansAPartialSuccessRejectsAreCountedAsDropped) {
+  HttpTestServer server([](const ReceivedRequest&) {
+    ScriptedResponse partial = otlp_answer(200);
+    partial.body = {{.bytes = R"({"partialSuccess":{"rejectedSpans":"1","errorMessage":"span too large"}})"}};
+    return partial;
+  });
+  OtlpReports reports;
+  OtlpExporter exporter(otlp_test_options(server, reports));
+  otlp_emit_tool("bash", false);
+  otlp_emit_tool("read", false);
+  EXPECT_FALSE(exporter.flush(2s));
+  otlp_expect_stats(exporter, 1u, 1u, 0u);
+  const std::vector<std::string> messages = reports.all();
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_NE(messages[0].find("refused 1 of 2 spans"), std::string::npos) << messages[0];
+  EXPECT_EQ(messages[0].find("span too large"), std::string::npos) << messages[0];
+}
+
 // The destructor's report: "<n> spans were dropped ...".
 std::optional<long> otlp_dropped_in_all(const std::vector<std::string>& messages) {
   for (const std::string& message : messages) {
@@ -371,7 +388,7 @@ std::optional<long> otlp_dropped_in_all(const std::vector<std::string>& messages
   return std::nullopt;
 }
 
-// Emits `spans` spans on this thread with an exporter sending to `url`, then
+// Emits 2000 spans on this thread with an exporter sending to `url`, then
 // destroys the exporter: neither may wait on the collector.
 void otlp_expect_never_blocks(const std::string& url) {
   constexpr int kSpans = 2000;
