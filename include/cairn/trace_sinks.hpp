@@ -56,7 +56,11 @@ class JsonLinesSink {
 struct OtlpOptions {
   std::string traces_url;   // the full URL spans are POSTed to
   std::string metrics_url;  // the same for metrics; empty: no metrics
-  std::vector<std::pair<std::string, std::string>> headers;  // often credentials: never printed
+  // Often credentials: never printed. `headers` go with both signals; the
+  // per-signal ones are added to them (and win over a header of the same name).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::pair<std::string, std::string>> traces_headers;
+  std::vector<std::pair<std::string, std::string>> metrics_headers;
   std::string service_name = "cairn";
   std::vector<std::pair<std::string, std::string>> resource_attributes;
   std::size_t max_queue = 2048;   // finished spans waiting to be sent
@@ -65,7 +69,10 @@ struct OtlpOptions {
   std::chrono::milliseconds export_timeout{10000};   // one request, connect to last byte
   std::chrono::milliseconds flush_timeout{5000};     // what the destructor waits, at most
   std::chrono::milliseconds metrics_interval{10000}; // between metric exports
-  int max_attempts = 5;  // per batch, on 429, 502, 503, 504 or no answer; backing off from 1 s
+  int max_attempts = 5;  // per batch, on 429, 502, 503, 504 or no answer
+  // The wait before the first retry, doubling for each further one (with
+  // jitter, at most 30 s); a Retry-After of the collector's wins.
+  std::chrono::milliseconds retry_backoff{1000};
   Report report;         // default: standard error
 
   // From the OpenTelemetry variables: OTEL_EXPORTER_OTLP_ENDPOINT (base:
