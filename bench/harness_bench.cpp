@@ -323,8 +323,7 @@ void print_tracing(Store& store, int steps, int blocks, int per_block) {
                                      .framing = testing::ScriptedResponse::Framing::content_length};
   });
   const auto runs = traced_step_times(store, steps, blocks, per_block, receiver.url(""));
-  std::printf("%-38s %8s %10s %12s %12s %8s
-", "tracing, per step", "prompts", "ctx msgs", "median us", "p90 us",
+  std::printf("%-38s %8s %10s %12s %12s %8s\n", "tracing, per step", "prompts", "ctx msgs", "median us", "p90 us",
               "ratio");
   auto median = [](const std::vector<StepSample>& samples) {
     std::vector<double> times;

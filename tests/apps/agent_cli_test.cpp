@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -602,6 +603,83 @@ TEST_F(AgentCliKillTest, AgentCliAKilledRunResumesWithoutRunningTheCommandAgain)
   // Nothing is left to resume.
   Finished again = cairn(resume);
   EXPECT_EQ(again.status, 2) << again.err;
+}
+
+// A resumed run's trace: `cairn resume --trace FILE` with an OTLP collector
+// set writes and sends a cairn.harness.resume span whose children are the
+// resumed work, and the provider request carries its span as traceparent.
+TEST_F(AgentCliKillTest, AgentCliAResumedRunIsTracedUnderAResumeSpan) {
+  HttpTestServer server({openai_tool_reply("call_slow", "bash", Json{{"command", slow_command()}}),
+                         openai_text_reply("Interrupted; not run again.")});
+  run_until_killed(server, "traced-run");
+
+  std::mutex mu;
+  std::vector<Json> exported;
+  HttpTestServer collector([&](const testing::ReceivedRequest& request) {
+    if (request.target == "/v1/traces") {
+      std::lock_guard lock(mu);
+      exported.push_back(Json::parse(request.body));
+    }
+    return ScriptedResponse{.headers = {{"Content-Type", "application/json"}}, .body = {{.bytes = "{}"}},
+                            .framing = ScriptedResponse::Framing::content_length};
+  });
+  extra_env_ = {"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.url(""), "OTEL_SERVICE_NAME=cairn-test"};
+  const auto trace_file = path("io") / "trace.jsonl";
+  auto resume = endpoint(server);
+  resume.insert(resume.begin(), {"resume", "traced-run", "--trace", trace_file.string()});
+  Finished resumed = cairn(resume);
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_EQ(count_of(read_file(path("work") / "out.txt"), "line"), 1);
+
+  // The file: every span started and ended, the resume span the root.
+  std::map<std::string, Json> starts;  // span id -> start event
+  std::ifstream in(trace_file);
+  std::string root;
+  for (std::string line; std::getline(in, line);) {
+    Json event = Json::parse(line);
+    if (event["type"] == "start") {
+      if (!event.contains("parentSpanId")) root = event["spanId"];
+      starts[event["spanId"]] = event;
+    }
+  }
+  ASSERT_FALSE(root.empty());
+  EXPECT_EQ(starts[root]["name"], "cairn.harness.resume");
+  std::set<std::string> under_resume;
+  for (const auto& [id, event] : starts) {
+    std::string at = id;
+    while (starts[at].contains("parentSpanId")) at = starts[at]["parentSpanId"];
+    EXPECT_EQ(at, root) << event.dump();  // one tree: nothing outside the resume, nothing of the dead process
+    under_resume.insert(event["name"].get<std::string>());
+  }
+  for (const char* name : {"cairn.harness.run", "cairn.harness.step", "cairn.harness.generation", "cairn.llm.request",
+                           "cairn.session.append"}) {
+    EXPECT_TRUE(under_resume.contains(name)) << name;
+  }
+  EXPECT_FALSE(under_resume.contains("cairn.harness.tool"));  // the bash call was not run again
+
+  // The collector got the same spans, under the service's name.
+  std::set<std::string> sent;
+  {
+    std::lock_guard lock(mu);
+    ASSERT_FALSE(exported.empty());
+    for (const auto& body : exported) {
+      const Json& resource = body["resourceSpans"][0]["resource"]["attributes"];
+      EXPECT_NE(resource.dump().find("cairn-test"), std::string::npos);
+      for (const auto& span : body["resourceSpans"][0]["scopeSpans"][0]["spans"]) sent.insert(span["spanId"].get<std::string>());
+    }
+  }
+  std::set<std::string> written;
+  for (const auto& [id, event] : starts) written.insert(id);
+  EXPECT_EQ(sent, written);
+
+  // The model's request carried the cairn.llm.request span.
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  const auto parent = requests[1].header("traceparent");
+  ASSERT_TRUE(parent);
+  const std::string span_id = parent->substr(36, 16);
+  EXPECT_EQ(starts[span_id]["name"], "cairn.llm.request");
+  EXPECT_FALSE(requests[0].header("traceparent"));  // the killed run traced nothing
 }
 
 TEST_F(AgentCliKillTest, AgentCliAbortEndsAKilledRun) {
