@@ -46,6 +46,12 @@ struct TestSpan {
 
 struct SpanForest {
   std::vector<TestSpan> spans;  // in the order they started
+
+  std::set<std::string> trace_ids() const {
+    std::set<std::string> out;
+    for (const auto& span : spans) out.insert(span.trace_id);
+    return out;
+  }
   std::vector<std::size_t> roots;
   std::vector<std::string> problems;  // an end without a start, a span never ended, an unknown parent
 
@@ -83,6 +89,59 @@ struct SpanForest {
       }
     }
     return forest;
+  }
+
+  // The spans an OTLP collector received (the bodies POSTed to
+  // /v1/traces) of the traces `traces` names, in the order they started.
+  static SpanForest from_otlp(const std::vector<Json>& bodies, const std::set<std::string>& traces) {
+    std::vector<trace::SpanEvent> events;
+    std::vector<std::pair<std::string, trace::SpanEvent>> ends;  // by start time, after all starts
+    for (const auto& body : bodies) {
+      for (const auto& resource : body.at("resourceSpans")) {
+        for (const auto& scope : resource.at("scopeSpans")) {
+          for (const auto& span : scope.at("spans")) {
+            if (!traces.contains(span.at("traceId").get<std::string>())) continue;
+            trace::SpanEvent start;
+            start.type = trace::SpanEventType::start;
+            start.name = span.at("name");
+            start.trace_id = span.at("traceId");
+            start.span_id = span.at("spanId");
+            start.parent_span_id = span.value("parentSpanId", "");
+            start.timestamp_ns = std::stoll(span.at("startTimeUnixNano").get<std::string>());
+            for (const auto& attribute : span.value("attributes", Json::array())) {
+              const Json& value = attribute.at("value");
+              Json plain;
+              if (value.contains("stringValue")) plain = value["stringValue"];
+              else if (value.contains("intValue")) plain = std::stoll(value["intValue"].get<std::string>());
+              else if (value.contains("doubleValue")) plain = value["doubleValue"];
+              else if (value.contains("boolValue")) plain = value["boolValue"];
+              else if (value.contains("arrayValue")) {
+                plain = Json::array();
+                for (const auto& item : value["arrayValue"].value("values", Json::array())) {
+                  plain.push_back(item.contains("stringValue") ? item["stringValue"] : item);
+                }
+              }
+              start.payload[attribute.at("key").get<std::string>()] = plain;
+            }
+            trace::SpanEvent end = start;
+            end.payload = Json::object();
+            const Json status = span.value("status", Json::object());
+            if (status.value("code", 0) == 2) {
+              end.type = trace::SpanEventType::error;
+              end.error = trace::SpanError{start.payload.value("error.type", ""), status.value("message", "")};
+            } else {
+              end.type = trace::SpanEventType::end;
+            }
+            events.push_back(std::move(start));
+            ends.emplace_back(end.span_id, std::move(end));
+          }
+        }
+      }
+    }
+    std::stable_sort(events.begin(), events.end(),
+                     [](const auto& a, const auto& b) { return a.timestamp_ns < b.timestamp_ns; });
+    for (auto& [id, end] : ends) events.push_back(std::move(end));
+    return from_events(events);
   }
 
   // One line per span, indented by depth, with the attributes that tell

@@ -8,7 +8,10 @@
 #include <fmt/format.h>
 
 #include "cairn/trace.hpp"
+#include "cairn/trace_sinks.hpp"
 #include "harness/harness_support.hpp"
+#include "llm/provider_test_support.hpp"
+#include "support/http_test_server.hpp"
 #include "support/test_support.hpp"
 #include "trace/span_collector.hpp"
 
@@ -16,6 +19,41 @@ namespace cairn::testing {
 namespace {
 
 constexpr std::string_view kKey = "sk-trace-test-0123456789abcdef";
+
+// A collector: answers every export 200 and keeps what it received.
+class OtlpReceiver {
+ public:
+  OtlpReceiver()
+      : server_([this](const ReceivedRequest& request) {
+          {
+            std::lock_guard lock(mu_);
+            std::string raw = request.method + " " + request.target + "\n";
+            for (const auto& [name, value] : request.headers) raw += name + ": " + value + "\n";
+            raw_ += raw + request.body + "\n";
+            if (request.target == "/v1/traces") bodies_.push_back(Json::parse(request.body));
+          }
+          return ScriptedResponse{.headers = {{"Content-Type", "application/json"}}, .body = {{.bytes = "{}"}},
+                                  .framing = ScriptedResponse::Framing::content_length};
+        }) {}
+  trace::OtlpOptions options() const {
+    return trace::OtlpOptions{.traces_url = server_.url("/v1/traces"), .metrics_url = server_.url("/v1/metrics"),
+                              .max_queue = 100000};
+  }
+  std::vector<Json> bodies() const {
+    std::lock_guard lock(mu_);
+    return bodies_;
+  }
+  std::string all_bytes() const {
+    std::lock_guard lock(mu_);
+    return raw_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Json> bodies_;
+  std::string raw_;
+  HttpTestServer server_;  // last: destroyed first, while what it writes to lives
+};
 
 class SpanTreeTest : public HarnessTest {
  protected:
@@ -169,6 +207,56 @@ TEST_F(SpanTreeTest, ARunWithToolsARetryAndACompactionMakesTheDesignsTree) {
     EXPECT_EQ(bytes.find("the final answer"), std::string::npos) << bytes;
     EXPECT_EQ(bytes.find(kKey), std::string::npos) << bytes;
   }
+}
+
+// The same run through the OTLP exporter: the collector receives the same
+// tree, with the same attributes and statuses, and no content.
+TEST_F(SpanTreeTest, ACollectorReceivesTheSameTreeOverOtlp) {
+  no_proxy_for_the_test_server();
+  OtlpReceiver receiver;
+  SpanCollector collector;
+  {
+    trace::OtlpExporter exporter(receiver.options());
+    (void)traced_run(collector);
+    ASSERT_TRUE(exporter.flush(std::chrono::seconds(10)));
+    EXPECT_EQ(exporter.stats().dropped, 0u);
+  }
+  const SpanForest direct = SpanForest::from_events(collector.events());
+  // (The collector also got the spans of the exchanges before: the history.)
+  const SpanForest received = SpanForest::from_otlp(receiver.bodies(), direct.trace_ids());
+  ASSERT_TRUE(received.problems.empty()) << received.problems.front();
+  EXPECT_EQ(received.render({}), direct.render({}));
+  ASSERT_EQ(received.spans.size(), direct.spans.size());
+  for (const auto& span : direct.spans) {
+    const auto found = std::find_if(received.spans.begin(), received.spans.end(),
+                                    [&](const TestSpan& other) { return other.id == span.id; });
+    ASSERT_NE(found, received.spans.end()) << span.name;
+    EXPECT_EQ(found->parent, span.parent) << span.name;
+    EXPECT_EQ(found->attributes, span.attributes) << span.name;
+    EXPECT_EQ(found->error.has_value(), span.error.has_value()) << span.name;
+  }
+  const std::string bytes = receiver.all_bytes();
+  EXPECT_EQ(bytes.find("prompt-text-of-the-user"), std::string::npos);
+  EXPECT_EQ(bytes.find("tool-argument-text"), std::string::npos);
+  EXPECT_EQ(bytes.find("the final answer"), std::string::npos);
+  EXPECT_EQ(bytes.find(kKey), std::string::npos);
+}
+
+TEST_F(SpanTreeTest, CapturedContentReachesTheCollectorAndTheKeyNever) {
+  no_proxy_for_the_test_server();
+  trace::set_capture_content(true);
+  OtlpReceiver receiver;
+  SpanCollector collector;
+  {
+    trace::OtlpExporter exporter(receiver.options());
+    (void)traced_run(collector);
+    ASSERT_TRUE(exporter.flush(std::chrono::seconds(10)));
+  }
+  const std::string bytes = receiver.all_bytes();  // every byte received: headers, bodies, metrics
+  EXPECT_NE(bytes.find("prompt-text-of-the-user"), std::string::npos);
+  EXPECT_NE(bytes.find("tool-argument-text two"), std::string::npos);
+  EXPECT_NE(bytes.find("the final answer"), std::string::npos);
+  EXPECT_EQ(bytes.find(kKey), std::string::npos);
 }
 
 TEST_F(SpanTreeTest, CapturedContentIsThereAndTheKeyIsNot) {
