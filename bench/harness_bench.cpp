@@ -260,33 +260,77 @@ AbortTimes abort_times(Store& store, int rounds) {
 
 // ---- tracing ------------------------------------------------------------------
 
-enum class TraceSink { none, json_lines, otlp };
+enum class TraceSink { none, json_lines, otlp, otlp_down, otlp_hung, otlp_failing };
+
+// Collectors that fail in each way the exporter must shrug off.
+struct Collectors {
+  testing::HttpTestServer ok{[](const testing::ReceivedRequest&) {
+    return testing::ScriptedResponse{.headers = {{"Content-Type", "application/json"}},
+                                     .body = {{.bytes = "{}"}},
+                                     .framing = testing::ScriptedResponse::Framing::content_length};
+  }};
+  testing::HttpTestServer hung{testing::ScriptedResponse{.stall_before_response = true}};
+  testing::HttpTestServer failing{testing::ScriptedResponse{.status = 500, .reason = "Internal Server Error",
+                                                            .framing = testing::ScriptedResponse::Framing::content_length}};
+  std::string down = "http://127.0.0.1:9";  // discard: nothing listens there on these machines
+
+  std::string url(TraceSink sink) const {
+    switch (sink) {
+      case TraceSink::otlp: return ok.url("");
+      case TraceSink::otlp_down: return down;
+      case TraceSink::otlp_hung: return hung.url("");
+      case TraceSink::otlp_failing: return failing.url("");
+      default: return {};
+    }
+  }
+};
+
+constexpr std::pair<TraceSink, const char*> kTraceSinks[] = {
+    {TraceSink::none, "nobody listening"},
+    {TraceSink::json_lines, "JSON-lines sink"},
+    {TraceSink::otlp, "OTLP exporter, local receiver"},
+    {TraceSink::otlp_down, "OTLP, collector down"},
+    {TraceSink::otlp_hung, "OTLP, collector never answers"},
+    {TraceSink::otlp_failing, "OTLP, collector answers 500"},
+};
 
 // The per-step samples of `blocks` blocks of `per_block` 20-step prompts for
 // each sink, the sinks taking turns block by block so that the machine's
 // drift touches them alike.
 std::map<TraceSink, std::vector<StepSample>> traced_step_times(Store& store, int steps, int blocks, int per_block,
-                                                                const std::string& receiver_url) {
+                                                                const Collectors& collectors) {
   std::map<TraceSink, std::vector<StepSample>> out;
   const auto file = std::filesystem::temp_directory_path() / fmt::format("cairn-bench-trace-{}.jsonl", ::getpid());
   for (int block = 0; block < blocks; ++block) {
-    for (TraceSink sink : {TraceSink::none, TraceSink::json_lines, TraceSink::otlp}) {
+    for (auto [sink, label] : kTraceSinks) {
       std::unique_ptr<trace::JsonLinesSink> json_lines;
       std::unique_ptr<trace::OtlpExporter> otlp;
       if (sink == TraceSink::json_lines) {
         auto opened = trace::JsonLinesSink::open(file);
         if (!opened) die(opened.error().message);
         json_lines = std::move(*opened);
-      } else if (sink == TraceSink::otlp) {
-        otlp = std::make_unique<trace::OtlpExporter>(trace::OtlpOptions{
-            .traces_url = receiver_url + "/v1/traces", .metrics_url = receiver_url + "/v1/metrics", .max_queue = 65536});
+      } else if (sink != TraceSink::none) {
+        const std::string url = collectors.url(sink);
+        otlp = std::make_unique<trace::OtlpExporter>(
+            trace::OtlpOptions{.traces_url = url + "/v1/traces", .metrics_url = url + "/v1/metrics", .max_queue = 65536,
+                               .export_timeout = std::chrono::milliseconds(2000),
+                               .flush_timeout = std::chrono::milliseconds(200), .report = [](const std::string&) {}});
       }
       auto samples = step_times(store, steps, per_block, per_block);
       auto& all = out[sink];
       all.insert(all.end(), samples.begin(), samples.end());
       if (json_lines && !json_lines->flush(std::chrono::seconds(30))) die("the JSON-lines sink did not catch up");
-      if (otlp && !otlp->flush(std::chrono::seconds(30))) die("the OTLP exporter did not catch up");
-      if (otlp && otlp->stats().dropped > 0) die(fmt::format("the OTLP exporter dropped {} spans", otlp->stats().dropped));
+      if (sink == TraceSink::otlp) {
+        if (!otlp->flush(std::chrono::seconds(30))) die("the OTLP exporter did not catch up");
+        if (otlp->stats().dropped > 0) die(fmt::format("the OTLP exporter dropped {} spans", otlp->stats().dropped));
+      }
+      if (otlp) {
+        // A failing collector: the exporter lets go within its flush timeout.
+        const auto stopping = Clock::now();
+        otlp.reset();
+        const double ms = millis(Clock::now() - stopping);
+        if (ms > 200 + 1000) die(fmt::format("the OTLP exporter took {:.0f} ms to stop", ms));
+      }
     }
     std::filesystem::remove(file);
   }
@@ -317,12 +361,8 @@ double inactive_span_ns() {
 }
 
 void print_tracing(Store& store, int steps, int blocks, int per_block) {
-  testing::HttpTestServer receiver([](const testing::ReceivedRequest&) {
-    return testing::ScriptedResponse{.headers = {{"Content-Type", "application/json"}},
-                                     .body = {{.bytes = "{}"}},
-                                     .framing = testing::ScriptedResponse::Framing::content_length};
-  });
-  const auto runs = traced_step_times(store, steps, blocks, per_block, receiver.url(""));
+  const Collectors collectors;
+  const auto runs = traced_step_times(store, steps, blocks, per_block, collectors);
   std::printf("%-38s %8s %10s %12s %12s %8s\n", "tracing, per step", "prompts", "ctx msgs", "median us", "p90 us",
               "ratio");
   auto median = [](const std::vector<StepSample>& samples) {
@@ -331,8 +371,7 @@ void print_tracing(Store& store, int steps, int blocks, int per_block) {
     return summarize(times).median;
   };
   const double base = median(runs.at(TraceSink::none));
-  for (auto [sink, label] : {std::pair{TraceSink::none, "nobody listening"}, std::pair{TraceSink::json_lines, "JSON-lines sink"},
-                             std::pair{TraceSink::otlp, "OTLP exporter, local receiver"}}) {
+  for (auto [sink, label] : kTraceSinks) {
     const auto& samples = runs.at(sink);
     std::vector<double> times;
     std::size_t context = 0;

@@ -539,6 +539,58 @@ TEST_F(AgentCliTest, AgentCliNoToolsSendsNoToolsAndToolsChoosesThem) {
             (std::vector<std::string>{"read", "bash", "edit", "write", "grep", "find", "ls", "ask_user"}));
 }
 
+// ---- traces ------------------------------------------------------------------------------
+
+// A collector that never answers costs the run nothing and its exit at most
+// the exporter's flush timeout (5 s); the lost spans are said once.
+TEST_F(AgentCliTest, AgentCliAHungCollectorDelaysTheExitByAtMostTheFlushTimeout) {
+  HttpTestServer server({openai_text_reply("Answered despite the collector.")});
+  HttpTestServer collector(ScriptedResponse{.stall_before_response = true});
+  extra_env_ = {"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.url(""),
+                "OTEL_EXPORTER_OTLP_HEADERS=x-collector-key=sk-collector-secret-5521"};
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "Say something"});
+  const auto started = std::chrono::steady_clock::now();
+  Finished run = cairn(args);
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "Answered despite the collector.\n");
+  EXPECT_LT(took, 5s + 4s) << "the exit waited longer than the flush timeout";
+  EXPECT_EQ(count_of(run.err, "spans were dropped"), 1) << run.err;
+  EXPECT_LE(count_of(run.err, "cairn: trace export:"), 2) << run.err;  // at most the first failure and the total
+  EXPECT_EQ(run.err.find("sk-collector-secret-5521"), std::string::npos) << run.err;
+  // The collector's key went where it belongs.
+  const auto received = collector.requests();
+  ASSERT_FALSE(received.empty());
+  EXPECT_EQ(received[0].header("x-collector-key"), "sk-collector-secret-5521");
+}
+
+TEST_F(AgentCliTest, AgentCliTraceSettingsThatCannotWorkStopTheCommandFirst) {
+  HttpTestServer server({openai_text_reply("never sent")});
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "hi", "--trace", (path("work") / "missing" / "t.jsonl").string()});
+  Finished unwritable = cairn(args);
+  EXPECT_EQ(unwritable.status, 1) << unwritable.err;
+  EXPECT_NE(unwritable.err.find("missing/t.jsonl"), std::string::npos) << unwritable.err;
+
+  extra_env_ = {"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"};
+  args = endpoint(server);
+  args.insert(args.begin(), {"-p", "hi"});
+  Finished grpc = cairn(args);
+  EXPECT_EQ(grpc.status, 2) << grpc.err;
+  EXPECT_NE(grpc.err.find("OTEL_EXPORTER_OTLP_PROTOCOL"), std::string::npos) << grpc.err;
+  EXPECT_TRUE(server.requests().empty());
+
+  extra_env_.clear();
+  Finished missing = cairn({"sessions", "--trace"});
+  EXPECT_EQ(missing.status, 2) << missing.err;
+  EXPECT_NE(missing.err.find("--trace needs a FILE"), std::string::npos) << missing.err;
+
+  Finished help = cairn({"--help"});
+  EXPECT_NE(help.out.find("--trace FILE"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--trace-content"), std::string::npos) << help.out;
+}
+
 // ---- durability ------------------------------------------------------------------------
 
 class AgentCliKillTest : public AgentCliTest {

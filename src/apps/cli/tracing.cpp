@@ -26,7 +26,10 @@ Outcome<Tracing> start_tracing(std::vector<std::string>& args) {
       content = true;
       args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
     } else if (arg == "--trace") {
-      if (i + 1 >= args.size() || args[i + 1].empty()) return std::unexpected(report(kUsage, "--trace needs a FILE"));
+      // An option after it is not its file (--trace=-odd names one that is).
+      if (i + 1 >= args.size() || args[i + 1].empty() || args[i + 1].starts_with("-")) {
+        return std::unexpected(report(kUsage, "--trace needs a FILE"));
+      }
       file = args[i + 1];
       args.erase(args.begin() + static_cast<std::ptrdiff_t>(i), args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
     } else if (arg.starts_with("--trace=")) {
