@@ -606,6 +606,46 @@ TEST_F(ServeTest, SessionsRefsAndRunsThroughTheApi) {
   EXPECT_EQ(metrics.body.find("cairn_append_seconds_count 0\n"), std::string::npos) << metrics.body;
 }
 
+// W3C Trace Context: a prompt sent with a traceparent runs in its caller's
+// trace; one without (or with a malformed one) starts a trace of its own.
+TEST_F(ServeTest, APromptWithATraceparentRunsInItsCallersTrace) {
+  const auto trace_file = path("serve-trace.jsonl");
+  start_server({"--trace", trace_file.string()});
+  create_session("traced");
+  const std::string caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736", caller_span = "00f067aa0ba902b7";
+  ASSERT_EQ(call("POST", "/v1/sessions/traced/refs/main/prompt", Json{{"text", "say one"}}.dump(),
+                 {fmt::format("traceparent: 00-{}-{}-01", caller_trace, caller_span)})
+                .status,
+            202);
+  EXPECT_EQ(wait_settled("traced", "main"), "idle");
+  ASSERT_EQ(call("POST", "/v1/sessions/traced/refs/main/prompt", Json{{"text", "say two"}}.dump(),
+                 {"traceparent: 00-not-a-trace-01"})
+                .status,
+            202);
+  EXPECT_EQ(wait_settled("traced", "main"), "idle");
+
+  // The sink writes off the run's thread: wait for both runs' ends.
+  std::vector<Json> runs;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (runs.size() < 2) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << serve_slurp(trace_file);
+    runs.clear();
+    for (const auto& line : testing::lines_of(serve_slurp(trace_file))) {
+      const Json event = Json::parse(line);
+      if (event["name"] == "cairn.harness.run" && event["type"] == "start") runs.push_back(event);
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(runs[0]["traceId"], caller_trace);
+  EXPECT_EQ(runs[0]["parentSpanId"], caller_span);
+  EXPECT_NE(runs[1]["traceId"], caller_trace);
+  EXPECT_FALSE(runs[1].contains("parentSpanId"));
+  // The model's request carried the run's trace on.
+  const auto requests = model_.requests();
+  ASSERT_GE(requests.size(), 1u);
+  EXPECT_TRUE(requests[0].header("traceparent").value_or("").starts_with("00-" + caller_trace + "-"));
+}
+
 TEST_F(ServeTest, ARunningRefRefusesWhatWouldConflictAndAbortReturnsTheClearedQueue) {
   start_server();
   create_session("s1");
