@@ -302,6 +302,33 @@ TEST_F(SpanTreeTest, ARunCrashedMidToolResumesUnderAResumeSpan) {
   EXPECT_EQ(effects_->count("effect", "x1"), 1);
 }
 
+TEST_F(SpanTreeTest, ManualCompactionAndNavigationAreOperationsOfTheirOwn) {
+  auto& h = scripted_harness();
+  for (int i = 0; i < 3; ++i) {
+    script({FauxResponse::text(std::string(200, 'a'))});
+    ASSERT_TRUE(h.main().prompt(std::string(200, 'q')).ok());
+  }
+  auto context = session_->build_context("main");
+  ASSERT_TRUE(context);
+  const std::string target = context->entry_ids.at(1);
+  SpanCollector collector;
+  collector.start();
+  ASSERT_TRUE(h.main().compact().ok());
+  ASSERT_TRUE(h.main().navigate_tree(target, NavigateOptions{.summarize = true}).ok());
+  collector.stop();
+  const SpanForest forest = SpanForest::from_events(collector.events());
+  ASSERT_TRUE(forest.problems.empty()) << forest.problems.front();
+  EXPECT_EQ(forest.render({"cairn.session.append"}),
+            "cairn.harness.compaction\n"
+            "  cairn.harness.generation attempt=1 purpose=compaction\n"
+            "    cairn.llm.request\n"  // the history's summary
+            "    cairn.llm.request\n"  // the split turn's prefix: one generation, two requests
+            "cairn.harness.navigation\n"
+            "  cairn.harness.generation attempt=1 purpose=branch_summary\n"
+            "    cairn.llm.request\n");
+  EXPECT_EQ(forest.named("cairn.harness.navigation").front()->attributes.at("outcome"), "ok");
+}
+
 TEST_F(SpanTreeTest, AFailedRunIsAnErrorSpanAndTheCallerSeesAResultNotAnException) {
   auto& harness = make_harness();
   faux_->push(FauxResponse::failure("bad request", false));
