@@ -53,6 +53,8 @@ struct SpanEvent {
 // "timestamp" (ms), "durationMs", "context", "payload", "error"}.
 Json to_json(const SpanEvent& event);
 
+// Called for every span event on the thread that made it, under a shared
+// lock: a listener must not start spans, subscribe or unsubscribe.
 using Listener = std::function<void(const SpanEvent&)>;
 
 // A listener's registration; unsubscribes when destroyed. After the

@@ -86,6 +86,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   auto tracing = start_tracing(args);
   if (!tracing) return tracing.error();
+  const ActiveTracing active(*tracing);
   CLI::App app{
       "cairn: a coding agent whose sessions survive anything. Run it in a directory: `cairn -p PROMPT` for one "
       "prompt, `cairn` for the interactive mode; kill it at any moment and `cairn resume SESSION` (or `cairn -c`) "

@@ -12,6 +12,7 @@
 #include "agent_setup.hpp"
 #include "cairn/llm/model_registry.hpp"
 #include "cli.hpp"
+#include "tracing.hpp"
 #include "serve/api.hpp"
 #include "serve/http_server.hpp"
 #include "serve/session_pool.hpp"
@@ -108,7 +109,9 @@ int run_serve(const ServeOptions& options) {
   std::fflush(stderr);
   std::fflush(stdout);
   // Operations still running are left to their log: every step they took is
-  // durable, and the next start resumes them. Nothing waits for them.
+  // durable, and the next start resumes them. Nothing waits for them but
+  // the spans already made, which get the sinks' flush timeout.
+  flush_active_tracing();
   ::_exit(kOk);
 }
 

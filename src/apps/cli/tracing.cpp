@@ -13,7 +13,21 @@ bool truthy(const char* value) {
   return text == "1" || text == "true" || text == "yes" || text == "on";
 }
 
+const Tracing* active_tracing = nullptr;  // set and cleared on the main thread only
+
 }  // namespace
+
+void Tracing::flush() const {
+  if (file) (void)file->flush(std::chrono::seconds(5));
+  if (otlp) (void)otlp->flush(trace::OtlpOptions{}.flush_timeout);
+}
+
+ActiveTracing::ActiveTracing(const Tracing& tracing) { active_tracing = &tracing; }
+ActiveTracing::~ActiveTracing() { active_tracing = nullptr; }
+
+void flush_active_tracing() {
+  if (active_tracing) active_tracing->flush();
+}
 
 Outcome<Tracing> start_tracing(std::vector<std::string>& args) {
   std::string file;
