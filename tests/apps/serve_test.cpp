@@ -64,6 +64,7 @@ std::string serve_content_text(const Json& content) {
 //   "loop N"      call ls N times, then answer "looped"
 //   "touch NAME"  call bash once to append NAME to ran.txt (beside the work
 //                 directory), then answer "touched"
+//   "touch slowly NAME"  the same, the answer taking 1.2 s to stream
 //   "ask"         call ask_user once, then answer with what came back
 ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
   const Json body = Json::parse(request.body, nullptr, false);
@@ -90,10 +91,12 @@ ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
     return testing::openai_text_reply("looped");
   }
   if (prompt.rfind("touch ", 0) == 0) {
+    const bool slowly = prompt.rfind("touch slowly ", 0) == 0;
+    const std::string name = prompt.substr(slowly ? 13 : 6);
     if (results_since == 0) {
-      return testing::openai_tool_reply(call_id, "bash", {{"command", fmt::format("echo {} >> ../ran.txt", prompt.substr(6))}});
+      return testing::openai_tool_reply(call_id, "bash", {{"command", fmt::format("echo {} >> ../ran.txt", name)}});
     }
-    return testing::openai_text_reply("touched");
+    return testing::openai_text_reply("touched", slowly ? 300ms : 1ms);
   }
   if (prompt == "wait") return testing::openai_text_reply("waited", 500ms);
   if (prompt.rfind("chatter ", 0) == 0) {  // N pieces of 100 characters: N message_updates, each the whole text so far
@@ -1160,10 +1163,16 @@ TEST_F(ServeTest, AKilledServerResumesEveryRunAndRunsNoToolTwice) {
   }
   for (int i = 0; i < runs; ++i) {
     const std::string ref = i == 0 ? "main" : fmt::format("r{}", i);
-    ASSERT_EQ(call("POST", fmt::format("/v1/sessions/s1/refs/{}/prompt", ref), Json{{"text", fmt::format("touch t{}", i)}}).status, 202);
+    ASSERT_EQ(call("POST", fmt::format("/v1/sessions/s1/refs/{}/prompt", ref),
+                   Json{{"text", fmt::format("touch slowly t{}", i)}})
+                  .status,
+              202);
   }
   // Killed while the runs are at different points: some have started their
-  // command (or ran it), others have not yet got their first answer.
+  // command (or ran it), others have not yet got their first answer. The
+  // answer after the command streams for 1.2 s, so that however loaded the
+  // machine, the kill lands before every run has finished (a run that
+  // finished leaves nothing to resume, and the check below would fail).
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   for (;;) {
     int started = 0;
