@@ -70,6 +70,12 @@ enum class Errc {
   compaction_failed,      // the summary request failed in a way retrying cannot fix
   branch_summary_failed,  // the same for a navigation's branch summary
 
+  // ---- tool servers (MCP) ----
+  server_unavailable,  // the server is not running (it failed to start, or died and is being restarted)
+  server_error,        // the server answered with an error, or with something that is not the protocol
+  timed_out,           // no answer within the call's time
+  cancelled,           // the caller stopped waiting (an abort)
+
   // ---- harness: faulted (or a store's own code, above) ----
   internal_error,  // a bug stopped a run; the operation restores as suspended
 };

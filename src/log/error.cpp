@@ -55,6 +55,10 @@ std::string_view to_string(Errc code) {
     case Errc::would_split_tool_call: return "would_split_tool_call";
     case Errc::compaction_failed: return "compaction_failed";
     case Errc::branch_summary_failed: return "branch_summary_failed";
+    case Errc::server_unavailable: return "server_unavailable";
+    case Errc::server_error: return "server_error";
+    case Errc::timed_out: return "timed_out";
+    case Errc::cancelled: return "cancelled";
     case Errc::internal_error: return "internal_error";
   }
   assert(false && "an Errc without its spelling");

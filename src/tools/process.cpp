@@ -43,37 +43,6 @@ struct Fd {
   }
 };
 
-// What PATH lookup would find for `name`, so that a missing program is a
-// spawn failure as with posix_spawnp, not a shell's "not found" on exit 127.
-// 0 when found, else the errno.
-int find_program(const std::string& name, const std::optional<std::vector<std::string>>& environment,
-                 const std::filesystem::path& cwd) {
-  const auto executable = [&](const std::filesystem::path& path) {
-    const std::filesystem::path full = path.is_relative() && !cwd.empty() ? cwd / path : path;
-    return ::access(full.c_str(), X_OK) == 0 ? 0 : errno;
-  };
-  if (name.find('/') != std::string::npos) return executable(name);
-  std::string path = "/bin:/usr/bin";  // confstr(_CS_PATH), what execvp uses without PATH
-  if (environment) {
-    for (const auto& entry : *environment) {
-      if (entry.starts_with("PATH=")) path = entry.substr(5);
-    }
-  } else if (const char* own = std::getenv("PATH")) {
-    path = own;
-  }
-  int error = ENOENT;
-  for (std::size_t start = 0; start <= path.size();) {
-    const std::size_t colon = std::min(path.find(':', start), path.size());
-    const std::string dir = path.substr(start, colon - start);
-    start = colon + 1;
-    if (dir.empty()) continue;
-    const int found = executable(std::filesystem::path(dir) / name);
-    if (found == 0) return 0;
-    if (found == EACCES) error = EACCES;  // execvp reports EACCES when only such candidates exist
-  }
-  return error;
-}
-
 // The program itself: reaped once, by us.
 struct Child {
   pid_t pid = -1;
@@ -180,6 +149,34 @@ bool process_group_alive(pid_t pgid) {
   // (without /proc, assume one does).
   if (::access("/proc/self/stat", R_OK) != 0) return true;
   return !live_group_members(pgid).empty();
+}
+
+int find_program(const std::string& name, const std::optional<std::vector<std::string>>& environment,
+                 const std::filesystem::path& cwd) {
+  const auto executable = [&](const std::filesystem::path& path) {
+    const std::filesystem::path full = path.is_relative() && !cwd.empty() ? cwd / path : path;
+    return ::access(full.c_str(), X_OK) == 0 ? 0 : errno;
+  };
+  if (name.find('/') != std::string::npos) return executable(name);
+  std::string path = "/bin:/usr/bin";  // confstr(_CS_PATH), what execvp uses without PATH
+  if (environment) {
+    for (const auto& entry : *environment) {
+      if (entry.starts_with("PATH=")) path = entry.substr(5);
+    }
+  } else if (const char* own = std::getenv("PATH")) {
+    path = own;
+  }
+  int error = ENOENT;
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t colon = std::min(path.find(':', start), path.size());
+    const std::string dir = path.substr(start, colon - start);
+    start = colon + 1;
+    if (dir.empty()) continue;
+    const int found = executable(std::filesystem::path(dir) / name);
+    if (found == 0) return 0;
+    if (found == EACCES) error = EACCES;  // execvp reports EACCES when only such candidates exist
+  }
+  return error;
 }
 
 ProcessOutcome run_process(const ProcessSpec& spec) {

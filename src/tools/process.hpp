@@ -60,6 +60,12 @@ struct [[nodiscard]] ProcessOutcome {
 
 ProcessOutcome run_process(const ProcessSpec& spec);
 
+// What PATH lookup (in `environment`'s PATH, else ours) would find for
+// `name`, so that a missing program is a spawn failure as with posix_spawnp,
+// not a shell's "not found" on exit 127. 0 when found, else the errno.
+int find_program(const std::string& name, const std::optional<std::vector<std::string>>& environment,
+                 const std::filesystem::path& cwd);
+
 // Whether any process of group `pgid` is still running (zombies do not count:
 // once killed they only wait for their parent, often init, to reap them).
 bool process_group_alive(pid_t pgid);

@@ -818,9 +818,12 @@ TEST_F(ServeTest, TheSessionStreamCarriesEveryRefsRecordsAndEphemeralEventsHaveN
   std::optional<std::int64_t> last_id;
   int run_ends = 0;
   bool saw_update = false;
+  std::vector<std::string> seen;  // what the stream said, for a failure's message
   while (run_ends < 2) {
     auto frame = stream.next();
-    ASSERT_TRUE(frame);
+    ASSERT_TRUE(frame) << (stream.ended() ? "the server ended the stream" : "the stream stalled") << " after "
+                       << fmt::format("{}", fmt::join(seen, ", "));
+    seen.push_back(frame->data.value("type", "?") == "stream_error" ? frame->data.dump() : frame->data.value("type", "?"));
     serve_take_records(*frame, seqs, last_id);
     const std::string type = frame->data.value("type", "");
     if (type == "message_update") {
