@@ -225,8 +225,11 @@ Status HarnessCore::note_missing(const std::string& ref, const OpState& op, Susp
   if (op.tool_batch) {
     for (const auto& call : op.tool_batch->calls) {
       const bool rerun = !call.result_exists && (!call.started || replay_of(*call.started) == Replay::safe);
+      // A tool the application describes as gone (an MCP server's) is
+      // answered with an error result instead: resuming is not refused.
       const bool known = std::any_of(options.tools.begin(), options.tools.end(),
-                                     [&](const Tool& t) { return t.name == call.name; });
+                                     [&](const Tool& t) { return t.name == call.name; }) ||
+                         (options.describe_missing_tool && options.describe_missing_tool(call.name));
       if (rerun && call.started && !known &&
           std::find(missing.tools.begin(), missing.tools.end(), call.name) == missing.tools.end()) {
         missing.tools.push_back(call.name);

@@ -127,8 +127,17 @@ const StepConfig& Operation::take_config() {
                        .validators = core_.validators,
                        .system_prompt = options.system_prompt,
                        .convert_to_llm = options.convert_to_llm,
-                       .tool_context = options.tool_context};
+                       .tool_context = options.tool_context,
+                       .describe_missing_tool = options.describe_missing_tool};
   return config_;
+}
+
+std::string StepConfig::missing_tool_message(std::string_view name, std::string_view what) const {
+  std::string message = fmt::format("Tool {} {}", name, what);
+  if (describe_missing_tool) {
+    if (auto more = describe_missing_tool(name)) message += fmt::format(": {}", *more);
+  }
+  return message;
 }
 
 const Tool* StepConfig::find_tool(std::string_view name) const {

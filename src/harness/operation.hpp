@@ -62,7 +62,10 @@ struct StepConfig {
   SystemPrompt system_prompt;
   std::function<std::vector<LlmMessage>(const std::vector<AgentMessage>&)> convert_to_llm;
   std::function<std::any()> tool_context;
+  std::function<std::optional<std::string>(std::string_view)> describe_missing_tool;
 
+  // "Tool NAME <what>", with what describe_missing_tool says of it.
+  std::string missing_tool_message(std::string_view name, std::string_view what) const;
   const Tool* find_tool(std::string_view name) const;
   // A tool the branch has active, else nothing.
   const Tool* find_active_tool(std::string_view name) const;

@@ -178,7 +178,7 @@ RunProcedure::PendingCall RunProcedure::prepare(const ToolCallState& call, const
   }
   const Tool* tool = config_.find_active_tool(call.name);
   if (!tool) {
-    p.result = ToolResult::text(fmt::format("Tool {} not found", call.name), true);
+    p.result = ToolResult::text(config_.missing_tool_message(call.name, "not found"), true);
     return p;
   }
   if (auto it = config_.validators.find(call.name); it != config_.validators.end()) {
@@ -202,7 +202,7 @@ RunProcedure::PendingCall RunProcedure::resumed_call(const ToolCallState& call) 
   const std::optional<std::string> unsettled = settle(call);
   if (replay_of(*call.started) == Replay::safe && !unsettled) {
     if (const Tool* tool = config_.find_tool(call.name)) p.tool = *tool;
-    if (!p.tool) p.result = ToolResult::text(fmt::format("Tool {} is not available to run again", call.name), true);
+    if (!p.tool) p.result = ToolResult::text(config_.missing_tool_message(call.name, "is not available to run again"), true);
   } else {
     p.result = interrupted_result(unsettled ? "and it was not run again" : "and the tool is not safe to run again", unsettled);
   }

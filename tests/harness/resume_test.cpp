@@ -85,6 +85,41 @@ TEST_F(HarnessTest, CrashMidToolWithReplaySafeRunsItAgain) {
   EXPECT_EQ(std::get<TextContent>(tool_result(log[5]).content[0]).text, "again");
 }
 
+// Tools that come from outside (an MCP server) may be gone when a session is
+// resumed: a replay-safe call of one does not make resuming refused (the
+// application describes the tool); it gets an error result with what the
+// application says of the tool, and so does a new call of it.
+TEST_F(HarnessTest, AToolGoneAtResumeGetsAnErrorResultSayingWhy) {
+  auto& harness = make_harness();
+  faux_->push(FauxResponse::tool_call("call-1", "echo", args("e1", "again")));
+  memory_store_fail_after(*store_, 5);
+  EXPECT_EQ(harness.main().prompt("go").outcome, Outcome::faulted);
+  reopen();
+  auto gone = options();
+  std::erase_if(gone.tools, [](const Tool& tool) { return tool.name == "echo"; });
+  std::vector<std::string> asked;
+  gone.describe_missing_tool = [&](std::string_view name) -> std::optional<std::string> {
+    asked.emplace_back(name);
+    return std::string("its server is not running");
+  };
+  auto created = AgentHarness::create(std::move(gone));
+  ASSERT_TRUE(created) << created.error().message;
+  faux_->push(FauxResponse::tool_call("call-2", "echo", args("e2")));
+  faux_->push(FauxResponse::text("done"));
+  auto resumed = created->harness.main().resume();
+  ASSERT_TRUE(resumed.ok()) << resumed.error->message;
+  EXPECT_EQ(effects_->count("echo", "e1"), 1);
+  const auto log = records();
+  EXPECT_TRUE(tool_result(log[5]).is_error);
+  EXPECT_EQ(std::get<TextContent>(tool_result(log[5]).content[0]).text,
+            "Tool echo is not available to run again: its server is not running");
+  const auto second = results_for(log, "call-2");
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(std::get<TextContent>(second[0].content[0]).text, "Tool echo not found: its server is not running");
+  EXPECT_FALSE(asked.empty());
+  for (const auto& name : asked) EXPECT_EQ(name, "echo");  // asked only of the tool that is gone
+}
+
 TEST_F(HarnessTest, CrashMidStreamResumesWithTheNextAttempt) {
   auto& harness = make_harness();
   faux_->push(FauxResponse::text("lost"));

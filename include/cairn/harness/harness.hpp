@@ -113,6 +113,12 @@ struct HarnessOptions {
   // harness redacts them from model responses, streamed partials and tool
   // results before it appends or publishes them.
   Secrets secrets;
+  // What more to say of a call to a tool that is not there (a tool of a
+  // server that is missing or gone, when tools come from outside): appended
+  // to the call's error result. A run suspended in a replay-safe call of a
+  // tool this describes resumes, the call answered with that error; one of
+  // a tool it does not describe (nullopt) is refused with missing_identities.
+  std::function<std::optional<std::string>(std::string_view tool_name)> describe_missing_tool;
 };
 
 class HarnessCore;
