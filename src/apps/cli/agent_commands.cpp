@@ -124,7 +124,8 @@ int run_resume(const OperationOptions& options) {
 
 int run_abort(const OperationOptions& options) {
   SetupMode mode{
-      .existing_session = options.session, .create_missing_ref = false, .need_model = false, .need_suspended = true};
+      .existing_session = options.session, .create_missing_ref = false, .need_model = false, .need_suspended = true,
+      .mcp = false};
   auto setup = setup_agent(options.agent, mode);
   if (!setup) return setup.error();
   const SuspendedOperation* waiting = setup->suspended_here();

@@ -185,13 +185,13 @@ ToolEnvironmentPolicy tool_environment_policy(const AgentOptions& options, std::
   return policy;
 }
 
+}  // namespace
+
 std::optional<std::filesystem::path> global_config_dir() {
   if (auto xdg = env("XDG_CONFIG_HOME")) return std::filesystem::path(*xdg) / "cairn";
   if (auto home = env("HOME")) return std::filesystem::path(*home) / ".config" / "cairn";
   return std::nullopt;
 }
-
-}  // namespace
 
 Outcome<std::vector<std::string>> chosen_tools(const AgentOptions& options) { return chosen_tools_of(options); }
 Outcome<std::optional<ConfiguredModel>> named_model(const ModelRegistry& registry, const AgentOptions& options) {
@@ -262,6 +262,10 @@ void add_agent_options(CLI::App* app, AgentOptions& options, unsigned groups) {
                     "from $XDG_CONFIG_HOME/cairn/settings.json and .cairn/settings.json come first. Default: ask")
         ->type_name("MODE")
         ->check(CLI::IsMember({"ask", "auto-edit", "never-ask"}));
+    app->add_option("--mcp-config", options.mcp_configs,
+                    "MCP servers from FILE too (repeatable; after $XDG_CONFIG_HOME/cairn/mcp.json and ./.mcp.json, "
+                    "a server named again replaces the earlier one). See cairn mcp list")
+        ->type_name("FILE");
     app->add_option("--tool-env-allow", options.tool_env_allow,
                     "Variables the filter lets through after all, comma-separated or repeated (e.g. GITHUB_TOKEN)")
         ->type_name("NAMES")
@@ -331,7 +335,8 @@ std::string describe_suspended(const SuspendedOperation& operation) {
 Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options, const ModelRegistry& registry,
                                                     const std::optional<ConfiguredModel>& model,
                                                     const std::vector<std::string>& tool_names,
-                                                    std::shared_ptr<Session> session, const std::filesystem::path& cwd) {
+                                                    std::shared_ptr<Session> session, const std::filesystem::path& cwd,
+                                                    const std::shared_ptr<McpServers>& mcp) {
   HarnessOptions harness_options;
   harness_options.session = session;
   harness_options.models = make_models(registry, make_wire_provider);
@@ -355,6 +360,12 @@ Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options,
       harness_options.tools.push_back(std::move(tool));
     }
   }
+  std::vector<Tool> own_tools = harness_options.tools;
+  if (mcp) {
+    for (auto& tool : usable_tools(mcp->tools())) harness_options.tools.push_back(std::move(tool));
+    for (const auto& value : mcp->config().secrets.values()) harness_options.secrets.add(value);
+    harness_options.describe_missing_tool = [mcp](std::string_view name) { return mcp->describe_missing(name); };
+  }
   SystemPromptOptions prompt_options;
   prompt_options.cwd = cwd;
   if (options.system_prompt) prompt_options.replace = prompt_text_or_file(*options.system_prompt);
@@ -364,8 +375,22 @@ Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options,
   harness_options.system_prompt = make_system_prompt(std::move(prompt_options), harness_options.tools);
   auto policy = make_approval_policy(options.approval, cwd, global_config_dir());
   if (!policy) return std::unexpected(policy.error());
+  if (mcp) {
+    // After the settings files' rules (the callback), before the mode's.
+    const bool never_ask = options.approval == "never-ask";
+    policy->decide = [files = std::move(policy->decide), mcp, never_ask](const ApprovalCall& call) -> std::optional<ApprovalVerdict> {
+      if (files) {
+        if (auto verdict = files(call)) return verdict;
+      }
+      if (never_ask) {
+        if (mcp->approval_override(call.tool_name) == ApprovalDecision::deny) return mcp->approval(call.tool_name);
+        return std::nullopt;
+      }
+      return mcp->approval(call.tool_name);
+    };
+  }
   harness_options.approval = std::move(*policy);
-  return CodingHarnessOptions{std::move(harness_options), std::move(context_files)};
+  return CodingHarnessOptions{std::move(harness_options), std::move(context_files), std::move(own_tools)};
 }
 
 Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mode) {
@@ -425,13 +450,20 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
     return std::unexpected(kUsage);
   }
 
-  auto harness_options = coding_harness_options(options, *registry, model, *tool_names, session, cwd);
+  std::shared_ptr<McpServers> mcp;
+  if (mode.mcp && !options.no_tools) {
+    auto started = process_mcp_servers(options.mcp_configs, cwd);
+    if (!started) return std::unexpected(started.error());
+    mcp = std::move(*started);
+  }
+  auto harness_options = coding_harness_options(options, *registry, model, *tool_names, session, cwd, mcp);
   if (!harness_options) return std::unexpected(report(kUsage, harness_options.error().message));
   std::vector<ContextFile> context_files = std::move(harness_options->context_files);
 
   auto created = AgentHarness::create(std::move(harness_options->harness));
   if (!created) return std::unexpected(report(kFailure, created.error().message));
   auto harness = std::make_unique<AgentHarness>(std::move(created->harness));
+  McpToolsBinding mcp_binding(mcp, *harness, std::move(harness_options->own_tools));
 
   if (!ref_exists) {
     auto made = harness->create_ref(options.ref, session->leaf("main"));
@@ -473,7 +505,9 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
       .model = std::move(model),
       .tool_names = std::move(registered),
       .context_files = std::move(context_files),
+      .mcp = std::move(mcp),
       .harness = std::move(harness),
+      .mcp_binding = std::move(mcp_binding),
       .ref = std::move(ref),
       .suspended = std::move(created->suspended),
   };

@@ -26,6 +26,7 @@
 #include "cairn/llm/model_registry.hpp"
 #include "cairn/store/store.hpp"
 #include "cli.hpp"
+#include "mcp_servers.hpp"
 #include "system_prompt.hpp"
 
 namespace cairn::cli {
@@ -50,6 +51,7 @@ struct AgentOptions {
   std::string tool_env = "filtered";  // --tool-env filtered|inherit
   std::vector<std::string> tool_env_allow;  // --tool-env-allow NAME,...: let through the filter
   std::string approval = "ask";       // --approval ask|auto-edit|never-ask (approval_settings.hpp)
+  std::vector<std::string> mcp_configs;     // --mcp-config FILE, repeatable (mcp_servers.hpp)
 };
 
 // Which options a command takes. --store is always there.
@@ -57,7 +59,7 @@ enum AgentOptionGroups : unsigned {
   kSessionChoice = 1u << 0,  // --session, -c/--continue, -r/--resume
   kRefChoice = 1u << 1,      // --ref
   kModelChoice = 1u << 2,    // --model, --thinking, --api, --base-url, --api-key, --models-file
-  kAgentShape = 1u << 3,     // --system-prompt, --append-system-prompt, --tools, --no-tools, --tool-env, --tool-env-allow, --approval
+  kAgentShape = 1u << 3,     // --system-prompt, --append-system-prompt, --tools, --no-tools, --tool-env, --tool-env-allow, --approval, --mcp-config
   kAllAgentOptions = kSessionChoice | kRefChoice | kModelChoice | kAgentShape,
 };
 
@@ -85,6 +87,9 @@ struct SetupMode {
   // "cairn: session <id>" on stderr once the session is open and the ref
   // and operation choices hold.
   bool announce_session = true;
+  // Start the MCP servers (once per process) and offer their tools; false
+  // where no tool runs (abort). --no-tools starts none either.
+  bool mcp = true;
 };
 
 // An open session with a harness over it, for one ref. Members are
@@ -101,7 +106,9 @@ struct AgentSetup {
   std::optional<ConfiguredModel> model;  // the model in use; empty only when !need_model and none was found
   std::vector<std::string> tool_names;   // the registered tools, in order
   std::vector<ContextFile> context_files;  // what the system prompt includes
+  std::shared_ptr<McpServers> mcp;     // null: no MCP server is configured (or mode.mcp was false)
   std::unique_ptr<AgentHarness> harness;
+  McpToolsBinding mcp_binding;         // goes before the harness
   AgentRef ref;
   // Every ref's suspended operation found on opening; see suspended_here().
   std::vector<SuspendedOperation> suspended;
@@ -128,14 +135,21 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
 // system prompt with the context files found from `cwd`, the approval
 // policy, and the keys kept out of everything written. Errors: a bad
 // approval setting or model (the message says which).
+// With `mcp`, the servers' tools are added, with their approval (in ask and
+// auto-edit: the user's override, else the annotations' default, after the
+// settings files' rules; in never-ask only an override's deny stops a call),
+// what to say of a call of a server's tool that is gone, and the secrets
+// the MCP configuration holds.
 struct CodingHarnessOptions {
   HarnessOptions harness;
   std::vector<ContextFile> context_files;  // what the system prompt includes
+  std::vector<Tool> own_tools;             // the coding tools alone, without the MCP servers'
 };
 Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options, const ModelRegistry& registry,
                                                     const std::optional<ConfiguredModel>& model,
                                                     const std::vector<std::string>& tool_names,
-                                                    std::shared_ptr<Session> session, const std::filesystem::path& cwd);
+                                                    std::shared_ptr<Session> session, const std::filesystem::path& cwd,
+                                                    const std::shared_ptr<McpServers>& mcp = nullptr);
 // The tools --tools / --no-tools leave (reported: an unknown name).
 Outcome<std::vector<std::string>> chosen_tools(const AgentOptions& options);
 // The model --model or the ad-hoc endpoint options name; nullopt when none is (reported: a bad one).
@@ -144,6 +158,9 @@ Outcome<std::optional<ConfiguredModel>> named_model(const ModelRegistry& registr
 // The text shown when no model is configured: the key variables, models.json
 // with an example, a local server on the command line.
 std::string no_model_help(const ModelRegistry& registry);
+
+// $XDG_CONFIG_HOME/cairn (default ~/.config/cairn); nullopt without HOME.
+std::optional<std::filesystem::path> global_config_dir();
 
 // Where bash spills long outputs of `session_id`:
 // $XDG_CACHE_HOME/cairn/spill/<id> (default ~/.cache), else under the data dir.

@@ -115,7 +115,8 @@ int run_answer_verb(const AnswerOptions& options, Verb verb) {
                  .create_missing_ref = false,
                  .need_model = false,
                  .need_suspended = true,
-                 .announce_session = false};
+                 .announce_session = false,
+                 .mcp = false};  // an answer runs nothing
   auto setup = setup_agent(options.agent, mode);
   if (!setup) return setup.error();
   auto input = chosen_input(*setup, options.call);

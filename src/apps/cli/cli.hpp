@@ -98,5 +98,6 @@ void register_models_command(CLI::App& app, Commands& commands);
 void register_agent_commands(CLI::App& app, Commands& commands);  // resume, abort, compact
 void register_agent_demo_command(CLI::App& app, Commands& commands);  // demo (and its hidden child)
 void register_serve_command(CLI::App& app, Commands& commands);
+void register_mcp_command(CLI::App& app, Commands& commands);  // mcp list
 
 }  // namespace cairn::cli

@@ -132,6 +132,7 @@ int run(int argc, char** argv) {
   register_agent_demo_command(app, commands);
   register_demo_command(app, commands);
   register_models_command(app, commands);
+  register_mcp_command(app, commands);
 
   try {
     app.parse(bind_print_word(app, std::move(args)));

@@ -82,8 +82,15 @@ int run_serve(const ServeOptions& options) {
   auto store = open_store_for(options.agent.store);
   if (!store) return store.error();
   std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  std::shared_ptr<McpServers> mcp;
+  if (!options.agent.no_tools) {
+    auto started = process_mcp_servers(options.agent.mcp_configs, cwd);
+    if (!started) return started.error();
+    mcp = std::move(*started);
+  }
   serve::AgentConfig config{.options = options.agent, .registry = std::move(*registry), .default_model = std::move(model),
-                            .tool_names = std::move(*tool_names), .cwd = std::filesystem::current_path(ec)};
+                            .tool_names = std::move(*tool_names), .cwd = cwd, .mcp = std::move(mcp)};
   const auto idle = std::chrono::milliseconds(static_cast<std::int64_t>(options.idle_close_seconds * 1000));
   serve::SessionPool pool(std::move(*store), std::move(config), idle);
   serve::Api api(pool, std::move(*tokens), serve::ApiLimits{.max_stream_queue = options.stream_queue});

@@ -30,13 +30,15 @@ Result<std::shared_ptr<SessionHost>> SessionPool::host_for(std::shared_ptr<Sessi
   if (!session->header().cwd.empty() && std::filesystem::is_directory(session->header().cwd, ec)) {
     cwd = session->header().cwd;
   }
-  auto options = cli::coding_harness_options(config_.options, config_.registry, model, config_.tool_names, session, cwd);
+  auto options =
+      cli::coding_harness_options(config_.options, config_.registry, model, config_.tool_names, session, cwd, config_.mcp);
   if (!options) return std::unexpected(options.error());
   auto created = AgentHarness::create(std::move(options->harness));
   if (!created) return std::unexpected(created.error());
   auto host = std::make_shared<SessionHost>();
   host->session = std::move(session);
   host->harness = std::make_unique<AgentHarness>(std::move(created->harness));
+  host->mcp_binding = cli::McpToolsBinding(config_.mcp, *host->harness, std::move(options->own_tools));
   host->suspended_at_open = std::move(created->suspended);
   host->hub = std::make_shared<StreamHub>(host->session);
   host->hub_subscription = host->harness->on_event([hub = host->hub](const Event& event) { hub->publish(event); });

@@ -32,6 +32,7 @@ struct AgentConfig {
   std::optional<ConfiguredModel> default_model;  // --model, else the first available
   std::vector<std::string> tool_names;
   std::filesystem::path cwd;  // for sessions whose header names no directory that exists
+  std::shared_ptr<cli::McpServers> mcp;  // the server's MCP servers (this directory's configuration); may be null
 };
 
 // One open session. Members go in reverse: the harness before the session.
@@ -40,6 +41,7 @@ class StreamHub;
 struct SessionHost {
   std::shared_ptr<Session> session;
   std::unique_ptr<AgentHarness> harness;
+  cli::McpToolsBinding mcp_binding;  // before the harness goes
   std::shared_ptr<StreamHub> hub;  // the fan-out of its events to its streams
   Subscription hub_subscription;   // before the harness goes
   std::vector<SuspendedOperation> suspended_at_open;
