@@ -9,8 +9,9 @@
 //   GARBAGE_AT_START=1   writes lines that are not JSON-RPC before anything.
 //
 // Tools:
-//   slow_never  {ms}   no annotations (cairn: replay never); answers after ms
-//   slow_safe   {ms}   readOnlyHint (cairn: replay safe); answers after ms
+//   slow_never  {ms, until_gone}  no annotations (cairn: replay never); answers
+//                      after ms, or once the file until_gone names is gone
+//   slow_safe   {ms, until_gone}  readOnlyHint (cairn: replay safe); the same
 //   garbage            writes garbage lines, then answers
 //   big         {mb}   answers with mb megabytes of text
 //   hang               never answers
@@ -18,13 +19,13 @@
 //   change_tools       announces tools/list_changed; `added` appears
 //   progress    {steps} sends a progress notification per step, then answers
 //   fail               answers with isError
-import { appendFileSync } from "node:fs";
+import { appendFileSync, existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 const marker = process.env.MARKER;
 const mark = (line) => { if (marker) appendFileSync(marker, line + "\n"); };
 const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
-const ms = { type: "object", properties: { ms: { type: "number" } } };
+const ms = { type: "object", properties: { ms: { type: "number" }, until_gone: { type: "string" } } };
 
 let toolsChanged = false;
 const tools = () => {
@@ -51,9 +52,19 @@ function call(id, name, args, progressToken) {
   const answer = (result) => { timers.delete(id); send({ jsonrpc: "2.0", id, result }); };
   switch (name) {
     case "slow_never":
-    case "slow_safe":
-      timers.set(id, setTimeout(() => answer(text(`${name} done`)), args.ms ?? 60000));
+    case "slow_safe": {
+      // Answers after ms, or as soon as the file `until_gone` names is gone.
+      const started = Date.now();
+      const poll = () => {
+        if (Date.now() - started >= (args.ms ?? 60000) || (args.until_gone && !existsSync(args.until_gone))) {
+          answer(text(`${name} done`));
+        } else {
+          timers.set(id, setTimeout(poll, 10));
+        }
+      };
+      poll();
       return;
+    }
     case "garbage":
       process.stdout.write("this is not json\n{\"half\": \n[1,2,3]\n");
       return answer(text("after garbage"));
