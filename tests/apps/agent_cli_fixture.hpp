@@ -212,4 +212,15 @@ inline std::string session_line_id(const std::string& err) {
   return {};
 }
 
+// The records of `cairn log --json` output that have `type`.
+inline std::vector<Json> log_of(const std::string& out, const std::string& type) {
+  std::vector<Json> found;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    Json record = Json::parse(line, nullptr, false);
+    if (record.is_object() && record.value("type", "") == type) found.push_back(record);
+  }
+  return found;
+}
+
 }  // namespace cairn::cli_testing

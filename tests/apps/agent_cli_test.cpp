@@ -942,16 +942,6 @@ ScriptedResponse question_reply(const std::string& id, const std::string& questi
 }
 
 // The seqs of the log's records of `type` (`cairn log --json`).
-std::vector<Json> log_of(const std::string& out, const std::string& type) {
-  std::vector<Json> found;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    Json record = Json::parse(line, nullptr, false);
-    if (record.is_object() && record.value("type", "") == type) found.push_back(record);
-  }
-  return found;
-}
-
 class AgentCliApprovalTest : public AgentCliTest {};
 
 // Print mode parks on the bash call and exits 3; a `cairn resume --wait`

@@ -365,6 +365,10 @@ Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options,
     for (auto& tool : usable_tools(mcp->tools())) harness_options.tools.push_back(std::move(tool));
     for (const auto& value : mcp->config().secrets.values()) harness_options.secrets.add(value);
     harness_options.describe_missing_tool = [mcp](std::string_view name) { return mcp->describe_missing(name); };
+  } else {
+    // No server configured: a call of an MCP tool the log names still gets
+    // an error result saying so, rather than making the run unresumable.
+    harness_options.describe_missing_tool = [](std::string_view name) { return mcp::describe_missing_tool(name, {}); };
   }
   SystemPromptOptions prompt_options;
   prompt_options.cwd = cwd;
