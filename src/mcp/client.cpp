@@ -97,7 +97,7 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
 
   std::unique_ptr<Transport> make_transport() const {
     if (const auto* stdio = std::get_if<StdioTransport>(&config.transport)) {
-      return make_stdio_transport(*stdio, options.stderr_log);
+      return make_stdio_transport(*stdio, options.stderr_log, options.withhold_variable);
     }
     return make_http_transport(std::get<HttpTransport>(config.transport));
   }

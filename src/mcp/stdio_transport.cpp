@@ -65,8 +65,8 @@ class OwnedFd {
 
 class StdioChannel final : public Transport {
  public:
-  StdioChannel(StdioTransport config, std::filesystem::path stderr_log)
-      : config_(std::move(config)), stderr_log_(std::move(stderr_log)) {}
+  StdioChannel(StdioTransport config, std::filesystem::path stderr_log, std::function<bool(std::string_view)> withhold)
+      : config_(std::move(config)), stderr_log_(std::move(stderr_log)), withhold_(std::move(withhold)) {}
   ~StdioChannel() override { close(); }
 
   Status open(OnMessage on_message, OnClosed on_closed) override {
@@ -76,7 +76,8 @@ class StdioChannel final : public Transport {
     for (char** entry = environ; *entry != nullptr; ++entry) {
       const std::string_view text(*entry);
       const auto name = text.substr(0, text.find('='));
-      if (!config_.env.contains(std::string(name))) environment.emplace_back(text);
+      if (config_.env.contains(std::string(name)) || (withhold_ && withhold_(name))) continue;
+      environment.emplace_back(text);
     }
     for (const auto& [name, value] : config_.env) environment.push_back(name + "=" + value);
     if (const int missing = tools::find_program(config_.command, environment, config_.cwd); missing != 0) {
@@ -284,6 +285,7 @@ class StdioChannel final : public Transport {
 
   StdioTransport config_;
   std::filesystem::path stderr_log_;
+  std::function<bool(std::string_view)> withhold_;
   OnMessage on_message_;
   OnClosed on_closed_;
   tools::DeathLink link_;
@@ -300,8 +302,9 @@ class StdioChannel final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_stdio_transport(const StdioTransport& config, std::filesystem::path stderr_log) {
-  return std::make_unique<StdioChannel>(config, std::move(stderr_log));
+std::unique_ptr<Transport> make_stdio_transport(const StdioTransport& config, std::filesystem::path stderr_log,
+                                                std::function<bool(std::string_view)> withhold) {
+  return std::make_unique<StdioChannel>(config, std::move(stderr_log), std::move(withhold));
 }
 
 }  // namespace cairn::mcp

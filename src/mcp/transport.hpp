@@ -43,8 +43,10 @@ class Transport {
 
 // Spawns `config`'s program in its own process group, tied to this process
 // (it dies with us, however we die); its stderr appended to `stderr_log`
-// (or /dev/null).
-std::unique_ptr<Transport> make_stdio_transport(const StdioTransport& config, std::filesystem::path stderr_log);
+// (or /dev/null). It gets this process's environment but the variables
+// `withhold` names, and the config's `env` on top.
+std::unique_ptr<Transport> make_stdio_transport(const StdioTransport& config, std::filesystem::path stderr_log,
+                                                std::function<bool(std::string_view name)> withhold = {});
 
 // Streamable HTTP: every message a POST (Accept: application/json,
 // text/event-stream); a response that is an SSE stream cut before its

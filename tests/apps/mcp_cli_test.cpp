@@ -193,6 +193,25 @@ TEST_F(McpCliTest, McpCliListShowsServersToolsAnnotationsAndTheDerivedPolicyButN
   EXPECT_EQ(bad["tools"][0]["replay"], "never");
 }
 
+// A stdio server inherits what the coding tools' processes do: no provider
+// key, no variable named like a secret, but what its `env` gives it.
+TEST_F(McpCliTest, McpCliAStdioServerGetsNeitherProviderKeysNorSecretLookingVariables) {
+  extra_env_ = {"ANTHROPIC_API_KEY=sk-ant-provider-key-0123", "DEPLOY_TOKEN=deploy-token-4567", "PLAIN_SETTING=plain-value"};
+  write_config(Json{{"everything", {{"command", "node"}, {"args", {kEverything, "stdio"}},
+                                    {"env", {{"GIVEN_TOKEN", "given-token-89ab"}}}}}});
+  HttpTestServer server({openai_tool_reply("c_env", "mcp__everything__get-env", Json::object()),
+                         openai_text_reply("Seen.")});
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "Show the environment", "--session", "mcp-env"});
+  Finished run = cairn(args);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string env = result_of(cairn({"log", "mcp-env", "--json"}).out, "c_env");
+  EXPECT_NE(env.find("plain-value"), std::string::npos) << env;
+  EXPECT_NE(env.find("given-token-89ab"), std::string::npos) << env;
+  EXPECT_EQ(env.find("sk-ant-provider-key-0123"), std::string::npos) << env;
+  EXPECT_EQ(env.find("deploy-token-4567"), std::string::npos) << env;
+}
+
 TEST_F(McpCliTest, McpCliABadConfigurationIsOneLineNamingTheFile) {
   std::ofstream(path("work") / ".mcp.json") << "{\"mcpServers\": {\"x\": ";
   Finished listed = finish_in_work({"mcp", "list"});

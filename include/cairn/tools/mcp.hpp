@@ -119,6 +119,10 @@ struct CallProgress {
 struct ClientOptions {
   // Where a stdio server's stderr goes (appended); empty: /dev/null.
   std::filesystem::path stderr_log;
+  // The variables of this process's environment a stdio server does not
+  // inherit (provider keys, say); its configured `env` it gets anyway.
+  // Empty: it inherits everything.
+  std::function<bool(std::string_view name)> withhold_variable;
   std::chrono::milliseconds request_timeout{30000};  // initialize, tools/list, ping
   // A server that dies is started again after 0.25 s, 0.5 s, 1 s … up to
   // this, and then keeps being tried at this interval.

@@ -14,6 +14,7 @@
 #include "cairn/tools/coding_tools.hpp"
 #include "tui/approval_settings.hpp"
 #include "provider_keys.hpp"
+#include "tools/tool_environment.hpp"
 #include "text.hpp"
 
 
@@ -186,6 +187,13 @@ ToolEnvironmentPolicy tool_environment_policy(const AgentOptions& options, std::
 }
 
 }  // namespace
+
+std::function<bool(std::string_view)> mcp_withheld_variables(const AgentOptions& options, const ModelRegistry& registry,
+                                                             const std::optional<ConfiguredModel>& model) {
+  ToolEnvironmentPolicy policy =
+      tool_environment_policy(options, provider_keys(registry, model, process_environment()).variables);
+  return [policy = std::move(policy)](std::string_view name) { return tools::withholds(policy, name); };
+}
 
 std::optional<std::filesystem::path> global_config_dir() {
   if (auto xdg = env("XDG_CONFIG_HOME")) return std::filesystem::path(*xdg) / "cairn";
@@ -456,7 +464,7 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
 
   std::shared_ptr<McpServers> mcp;
   if (mode.mcp && !options.no_tools) {
-    auto started = process_mcp_servers(options.mcp_configs, cwd);
+    auto started = process_mcp_servers(options.mcp_configs, cwd, mcp_withheld_variables(options, *registry, model));
     if (!started) return std::unexpected(started.error());
     mcp = std::move(*started);
   }

@@ -159,6 +159,12 @@ Outcome<std::optional<ConfiguredModel>> named_model(const ModelRegistry& registr
 // with an example, a local server on the command line.
 std::string no_model_help(const ModelRegistry& registry);
 
+// What of cairn's environment a stdio MCP server does not inherit: what the
+// coding tools' processes do not (--tool-env, --tool-env-allow, the provider
+// key variables of `registry` and `model`).
+std::function<bool(std::string_view)> mcp_withheld_variables(const AgentOptions& options, const ModelRegistry& registry,
+                                                             const std::optional<ConfiguredModel>& model);
+
 // $XDG_CONFIG_HOME/cairn (default ~/.config/cairn); nullopt without HOME.
 std::optional<std::filesystem::path> global_config_dir();
 

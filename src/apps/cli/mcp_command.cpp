@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cairn/json.hpp"
+#include "agent_setup.hpp"
 #include "cli.hpp"
 #include "mcp_servers.hpp"
 
@@ -52,7 +53,11 @@ int run_mcp_list(const McpListOptions& options) {
   std::error_code ec;
   const auto cwd = std::filesystem::current_path(ec);
   const auto wait = std::chrono::milliseconds(static_cast<std::int64_t>(options.wait_seconds * 1000));
-  auto started = McpServers::start(options.mcp_configs, cwd, wait, /*quiet=*/true);
+  // The servers get what the agent's would (the default --tool-env filter).
+  auto registry = ModelRegistry::load(std::nullopt, process_environment());
+  if (!registry) return report(kUsage, registry.error().message);
+  auto started = McpServers::start(options.mcp_configs, cwd, wait,
+                                   mcp_withheld_variables(AgentOptions{}, *registry, std::nullopt), /*quiet=*/true);
   if (!started) return started.error();
   const auto& servers = *started;
   if (!servers) {

@@ -56,7 +56,7 @@ std::filesystem::path cache_dir() {
 
 Outcome<std::shared_ptr<McpServers>> McpServers::start(const std::vector<std::string>& extra_files,
                                                        const std::filesystem::path& cwd, std::chrono::milliseconds wait,
-                                                       bool quiet) {
+                                                       std::function<bool(std::string_view)> withhold, bool quiet) {
   std::vector<std::filesystem::path> files;
   if (auto dir = global_config_dir()) files.push_back(*dir / "mcp.json");
   files.push_back(cwd / ".mcp.json");
@@ -78,6 +78,7 @@ Outcome<std::shared_ptr<McpServers>> McpServers::start(const std::vector<std::st
   for (const auto& server : servers->config_.servers) {
     mcp::ClientOptions options;
     if (!ec) options.stderr_log = logs / (server.name + ".log");
+    options.withhold_variable = withhold;
     options.on_tools_changed = [hub = std::weak_ptr<Hub>(servers->hub_)] {
       if (auto held = hub.lock()) refresh(*held, true);
     };
@@ -205,12 +206,13 @@ void McpToolsBinding::reset() {
 }
 
 Outcome<std::shared_ptr<McpServers>> process_mcp_servers(const std::vector<std::string>& extra_files,
-                                                         const std::filesystem::path& cwd) {
+                                                         const std::filesystem::path& cwd,
+                                                         std::function<bool(std::string_view)> withhold) {
   static std::mutex mu;
   static std::optional<std::shared_ptr<McpServers>> started;
   std::lock_guard lock(mu);
   if (started) return *started;
-  auto servers = McpServers::start(extra_files, cwd, std::chrono::seconds(10));
+  auto servers = McpServers::start(extra_files, cwd, std::chrono::seconds(10), std::move(withhold));
   if (!servers) return servers;
   started = *servers;
   return *servers;

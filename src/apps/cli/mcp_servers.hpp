@@ -31,9 +31,11 @@ class McpServers {
   // `wait` for them to start. A server that fails to start is reported on
   // stderr and left restarting in the background; a bad configuration file
   // is a usage error (reported). Null when no server is configured.
+  // A stdio server inherits cairn's environment but what `withhold` names
+  // (the tools' filter: provider keys, names with KEY, SECRET or TOKEN).
   static Outcome<std::shared_ptr<McpServers>> start(const std::vector<std::string>& extra_files,
                                                     const std::filesystem::path& cwd, std::chrono::milliseconds wait,
-                                                    bool quiet = false);
+                                                    std::function<bool(std::string_view)> withhold, bool quiet = false);
   ~McpServers();
 
   const mcp::Config& config() const { return config_; }
@@ -71,7 +73,8 @@ class McpServers {
 // The process's MCP servers, started on the first call (later calls get the
 // same ones, whatever they pass). Null when none is configured.
 Outcome<std::shared_ptr<McpServers>> process_mcp_servers(const std::vector<std::string>& extra_files,
-                                                         const std::filesystem::path& cwd);
+                                                         const std::filesystem::path& cwd,
+                                                         std::function<bool(std::string_view)> withhold);
 
 // $XDG_CACHE_HOME/cairn (default ~/.cache/cairn; else under the temp dir).
 std::filesystem::path cache_dir();

@@ -85,7 +85,8 @@ int run_serve(const ServeOptions& options) {
   const std::filesystem::path cwd = std::filesystem::current_path(ec);
   std::shared_ptr<McpServers> mcp;
   if (!options.agent.no_tools) {
-    auto started = process_mcp_servers(options.agent.mcp_configs, cwd);
+    auto started = process_mcp_servers(options.agent.mcp_configs, cwd,
+                                       mcp_withheld_variables(options.agent, *registry, model));
     if (!started) return started.error();
     mcp = std::move(*started);
   }
