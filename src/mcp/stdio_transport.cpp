@@ -110,18 +110,9 @@ class StdioChannel final : public Transport {
     posix_spawn_file_actions_adddup2(&actions, log.get(), 2);
     posix_spawn_file_actions_adddup2(&actions, link_.theirs(), tools::kWatcherFd);
     if (!config_.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, config_.cwd.c_str());
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    // Its own group with default signal handling, whatever cairn has (serve
-    // ignores SIGPIPE; a thread may block signals).
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&attr, 0);
-    sigset_t empty, defaults;
-    sigemptyset(&empty);
-    posix_spawnattr_setsigmask(&attr, &empty);
-    sigemptyset(&defaults);
-    for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM}) sigaddset(&defaults, sig);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
+    // Its own group (killed as one), default signal handling whatever
+    // cairn has (serve ignores SIGPIPE; a thread may block signals).
+    const tools::OwnGroupSpawnAttributes attr;
     std::vector<char*> argv = {const_cast<char*>("sh"), const_cast<char*>("-c"),
                                const_cast<char*>(tools::kWatchedLaunch), const_cast<char*>("sh"),
                                config_.command.data()};
@@ -130,9 +121,8 @@ class StdioChannel final : public Transport {
     std::vector<char*> envp;
     for (auto& entry : environment) envp.push_back(entry.data());
     envp.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid_, "/bin/sh", &actions, &attr, argv.data(), envp.data());
+    const int rc = ::posix_spawn(&pid_, "/bin/sh", &actions, attr.get(), argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
     if (rc != 0) return fail(Errc::io_error, fmt::format("cannot run {}: /bin/sh: {}", config_.command, std::strerror(rc)));
     link_.spawned();
     reader_ = std::thread([this] { read_loop(); });
@@ -245,10 +235,17 @@ class StdioChannel final : public Transport {
     if (closing_.load()) return;
     // End-of-file: the server closed its stdout, which it does by exiting.
     wait_exit(2000ms);
-    if (reaped_ && WIFEXITED(status_)) {
-      why = fmt::format("the MCP server exited with status {}", WEXITSTATUS(status_));
-    } else if (reaped_ && WIFSIGNALED(status_)) {
-      why = fmt::format("the MCP server was killed by signal {}", WTERMSIG(status_));
+    bool reaped = false;
+    int status = 0;
+    {
+      std::lock_guard lock(reap_mu_);  // close() may be reaping on another thread
+      reaped = reaped_;
+      status = status_;
+    }
+    if (reaped && WIFEXITED(status)) {
+      why = fmt::format("the MCP server exited with status {}", WEXITSTATUS(status));
+    } else if (reaped && WIFSIGNALED(status)) {
+      why = fmt::format("the MCP server was killed by signal {}", WTERMSIG(status));
     } else {
       why = "the MCP server closed its output";
     }

@@ -143,6 +143,22 @@ std::vector<pid_t> live_group_members(pid_t pgid) {
   return live;
 }
 
+OwnGroupSpawnAttributes::OwnGroupSpawnAttributes() {
+  posix_spawnattr_init(&attr_);
+  posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr_, 0);
+  sigset_t empty, defaults;
+  sigemptyset(&empty);
+  posix_spawnattr_setsigmask(&attr_, &empty);
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2, SIGALRM}) {
+    sigaddset(&defaults, sig);
+  }
+  posix_spawnattr_setsigdefault(&attr_, &defaults);
+}
+
+OwnGroupSpawnAttributes::~OwnGroupSpawnAttributes() { posix_spawnattr_destroy(&attr_); }
+
 bool process_group_alive(pid_t pgid) {
   if (::kill(-pgid, 0) != 0 && errno == ESRCH) return false;
   // kill() also reaches zombies; /proc tells whether a member still runs
@@ -218,21 +234,7 @@ ProcessOutcome run_process(const ProcessSpec& spec) {
   posix_spawn_file_actions_adddup2(&actions, link.theirs(), kWatcherFd);
   if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
 
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Its own group, so that it and everything it starts can be signalled as
-  // one; default signal dispositions and an empty mask whatever this
-  // process (a server that ignores SIGPIPE, a thread that blocks signals) has.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t empty, defaults;
-  sigemptyset(&empty);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  sigemptyset(&defaults);
-  for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2, SIGALRM}) {
-    sigaddset(&defaults, sig);
-  }
-  posix_spawnattr_setsigdefault(&attr, &defaults);
+  const OwnGroupSpawnAttributes attr;
 
   std::vector<char*> argv = {const_cast<char*>("sh"), const_cast<char*>("-c"), const_cast<char*>(kWatchedLaunch),
                              const_cast<char*>("sh")};
@@ -245,9 +247,8 @@ ProcessOutcome run_process(const ProcessSpec& spec) {
   }
   Child child;
   char** const child_environment = spec.environment ? envp.data() : environ;
-  const int rc = ::posix_spawn(&child.pid, "/bin/sh", &actions, &attr, argv.data(), child_environment);
+  const int rc = ::posix_spawn(&child.pid, "/bin/sh", &actions, attr.get(), argv.data(), child_environment);
   posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     outcome.error = fmt::format("cannot run {}: /bin/sh: {}", spec.argv[0], std::strerror(rc));
     return outcome;

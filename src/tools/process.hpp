@@ -19,6 +19,7 @@
 // such a child (a program that waited for every child would wait for it).
 #pragma once
 
+#include <spawn.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -65,6 +66,22 @@ ProcessOutcome run_process(const ProcessSpec& spec);
 // not a shell's "not found" on exit 127. 0 when found, else the errno.
 int find_program(const std::string& name, const std::optional<std::vector<std::string>>& environment,
                  const std::filesystem::path& cwd);
+
+// posix_spawn attributes for a program in a process group of its own (so it
+// and everything it starts can be signalled as one), with an empty signal
+// mask and default dispositions whatever this process has (a server that
+// ignores SIGPIPE, a thread that blocks signals).
+class OwnGroupSpawnAttributes {
+ public:
+  OwnGroupSpawnAttributes();
+  ~OwnGroupSpawnAttributes();
+  OwnGroupSpawnAttributes(const OwnGroupSpawnAttributes&) = delete;
+  OwnGroupSpawnAttributes& operator=(const OwnGroupSpawnAttributes&) = delete;
+  const posix_spawnattr_t* get() const { return &attr_; }
+
+ private:
+  posix_spawnattr_t attr_;
+};
 
 // Whether any process of group `pgid` is still running (zombies do not count:
 // once killed they only wait for their parent, often init, to reap them).
