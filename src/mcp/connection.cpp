@@ -10,7 +10,8 @@ namespace {
 // code, a little of its data.
 std::string describe_rpc_error(const Json& error) {
   if (!error.is_object()) return "a malformed error";
-  std::string text = error.value("message", std::string("no message"));
+  const auto message = error.find("message");
+  std::string text = message != error.end() && message->is_string() ? message->get<std::string>() : "no message";
   if (auto code = error.find("code"); code != error.end() && code->is_number_integer()) {
     text += fmt::format(" (code {})", code->get<std::int64_t>());
   }
