@@ -111,10 +111,16 @@ class EverythingHttpServer {
         port_ = port;
       } else {
         stop();
+        std::error_code ignored;
+        if (attempt < 4) std::filesystem::remove(log_, ignored);  // the last one's is kept, to be read
       }
     }
   }
-  ~EverythingHttpServer() { stop(); }
+  ~EverythingHttpServer() {
+    stop();
+    std::error_code ignored;
+    if (!log_.empty()) std::filesystem::remove(log_, ignored);
+  }
   EverythingHttpServer(const EverythingHttpServer&) = delete;
   EverythingHttpServer& operator=(const EverythingHttpServer&) = delete;
 
