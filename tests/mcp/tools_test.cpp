@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -172,6 +173,50 @@ TEST_F(McpTools, MakeToolsAppliesTheAnnotationsAndTheOverrides) {
     EXPECT_EQ(parsed->tool, rule.tool);
     EXPECT_FALSE(parsed->pattern);
   }
+}
+
+TEST_F(McpTools, AConfigurationFilesOverridesReachTheToolsAndTheirRules) {
+  const auto file = dir_.path() / "mcp.json";
+  std::ofstream(file) << Json{{"mcpServers",
+                               {{"conf",
+                                 {{"command", "node"},
+                                  {"args", Json::array({test::misbehaving_js().string()})},
+                                  {"env", {{"MARKER", "${MARKER_FILE}"}}},
+                                  {"timeout", 500},
+                                  {"approval", "deny"},
+                                  {"tools",
+                                   {{"slow_safe", {{"replay", "never"}}},
+                                    {"fail", {{"approval", "allow"}, {"replay", "safe"}}}}}}}}}}
+                             .dump();
+  auto loaded = load_config({file}, {"MARKER_FILE=" + marker_.string()});
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  ASSERT_EQ(loaded->servers.size(), 1u);
+  auto client = Client::start(loaded->servers[0]);
+  ASSERT_EQ(client->wait_started(15s), ServerState::ready) << client->state_message();
+  // The expanded variable reached the server.
+  EXPECT_EQ(test::lines_starting(marker_, "started ").size(), 1u);
+
+  auto made = make_tools({client});
+  const McpTool* slow_safe = by_server_name(made, "slow_safe");
+  const McpTool* fail = by_server_name(made, "fail");
+  const McpTool* hang = by_server_name(made, "hang");
+  ASSERT_TRUE(slow_safe && fail && hang);
+  EXPECT_EQ(slow_safe->tool.replay, Replay::never);  // readOnlyHint said safe; the file says never
+  EXPECT_EQ(slow_safe->approval, ApprovalDecision::deny);
+  EXPECT_EQ(fail->tool.replay, Replay::safe);
+  EXPECT_EQ(fail->approval, ApprovalDecision::allow);
+  EXPECT_EQ(hang->tool.replay, Replay::never);
+  EXPECT_EQ(hang->approval, ApprovalDecision::deny);
+  for (const auto& rule : approval_rules(made)) {
+    EXPECT_EQ(rule.decision, rule.tool == "mcp__conf__fail" ? ApprovalDecision::allow : ApprovalDecision::deny)
+        << rule.tool;
+  }
+  // The file's timeout bounds a call.
+  const auto started = std::chrono::steady_clock::now();
+  ToolResult hung = hang->tool.execute(Json::object(), ToolContext{});
+  EXPECT_TRUE(hung.is_error);
+  EXPECT_NE(text_of(hung).find("did not answer tools/call within 0.5 s"), std::string::npos) << text_of(hung);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
 }
 
 TEST_F(McpTools, AToolExecutesThroughTheClientWithProgressAndCancel) {
