@@ -244,10 +244,18 @@ class StdioChannel final : public Transport {
     if (closing_.load()) return;
     // End-of-file: the server closed its stdout, which it does by exiting.
     wait_exit(2000ms);
-    if (reaped_ && WIFEXITED(status_)) {
-      why = fmt::format("the MCP server exited with status {}", WEXITSTATUS(status_));
-    } else if (reaped_ && WIFSIGNALED(status_)) {
-      why = fmt::format("the MCP server was killed by signal {}", WTERMSIG(status_));
+    // Under the lock: a close() from another thread may be reaping too.
+    bool reaped;
+    int status;
+    {
+      std::lock_guard lock(reap_mu_);
+      reaped = reaped_;
+      status = status_;
+    }
+    if (reaped && WIFEXITED(status)) {
+      why = fmt::format("the MCP server exited with status {}", WEXITSTATUS(status));
+    } else if (reaped && WIFSIGNALED(status)) {
+      why = fmt::format("the MCP server was killed by signal {}", WTERMSIG(status));
     } else {
       why = "the MCP server closed its output";
     }
