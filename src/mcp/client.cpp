@@ -22,6 +22,13 @@ using namespace std::chrono_literals;
 // broken server, not a reason to list forever.
 constexpr int kMaxToolPages = 100;
 
+// A server's string, or empty when it sent none or something else
+// (Json::value would throw, and on the client's thread that ends cairn).
+std::string server_string(const Json& object, const char* key) {
+  if (auto it = object.find(key); it != object.end() && it->is_string()) return it->get<std::string>();
+  return {};
+}
+
 Result<std::vector<ServerTool>> list_tools(Connection& connection, const std::string& server,
                                            std::chrono::milliseconds timeout) {
   std::vector<ServerTool> tools;
@@ -40,7 +47,7 @@ Result<std::vector<ServerTool>> list_tools(Connection& connection, const std::st
       if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) continue;
       ServerTool tool;
       tool.name = entry["name"].get<std::string>();
-      tool.description = entry.value("description", std::string());
+      tool.description = server_string(entry, "description");
       if (auto schema = entry.find("inputSchema"); schema != entry.end() && schema->is_object()) tool.input_schema = *schema;
       if (!tool.input_schema.contains("type")) tool.input_schema["type"] = "object";
       if (auto notes = entry.find("annotations"); notes != entry.end() && notes->is_object()) {
@@ -134,7 +141,7 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
       link->close();
       return std::unexpected(answer.error());
     }
-    const std::string version = answer->value("protocolVersion", std::string());
+    const std::string version = server_string(*answer, "protocolVersion");
     if (std::find(std::begin(kProtocolVersions), std::end(kProtocolVersions), version) == std::end(kProtocolVersions)) {
       link->close();
       return std::unexpected(Error(Errc::server_error, fmt::format("MCP server '{}' speaks protocol version '{}', which cairn does not",

@@ -35,9 +35,10 @@ std::optional<std::string> variable(const std::vector<std::string>& environment,
   return std::nullopt;
 }
 
-// ${VAR} and ${VAR:-default}; every value put in joins `secrets`.
+// ${VAR} and ${VAR:-default}; every value put in joins `secrets`. `key`
+// says where the text stands ("url", "headers".Authorization, "args"[1]).
 Result<std::string> expand(std::string_view text, const std::vector<std::string>& environment, Secrets& secrets,
-                           const Where& where) {
+                           const Where& where, std::string_view key) {
   std::string out;
   for (std::size_t at = 0; at < text.size();) {
     const auto open = text.find("${", at);
@@ -47,21 +48,21 @@ Result<std::string> expand(std::string_view text, const std::vector<std::string>
     }
     out.append(text.substr(at, open - at));
     const auto close = text.find('}', open);
-    if (close == std::string_view::npos) return std::unexpected(where.error("a '${' without its '}'"));
+    if (close == std::string_view::npos) return std::unexpected(where.error(fmt::format("{}: a '${{' without its '}}'", key)));
     std::string_view inside = text.substr(open + 2, close - open - 2);
     std::optional<std::string_view> fallback;
     if (auto dash = inside.find(":-"); dash != std::string_view::npos) {
       fallback = inside.substr(dash + 2);
       inside = inside.substr(0, dash);
     }
-    if (inside.empty()) return std::unexpected(where.error("an empty ${} reference"));
+    if (inside.empty()) return std::unexpected(where.error(fmt::format("{}: an empty ${{}} reference", key)));
     if (auto value = variable(environment, inside); value && !value->empty()) {
       secrets.add(*value);
       out += *value;
     } else if (fallback) {
       out += *fallback;
     } else {
-      return std::unexpected(where.error(fmt::format("${{{}}} is not set", inside)));
+      return std::unexpected(where.error(fmt::format("{}: ${{{}}} is not set", key, inside)));
     }
     at = close + 1;
   }
@@ -72,7 +73,7 @@ Result<std::string> string_field(const Json& object, const char* key, const std:
                                  Secrets& secrets, const Where& where) {
   const auto it = object.find(key);
   if (it == object.end() || !it->is_string()) return std::unexpected(where.error(fmt::format("\"{}\" must be a string", key)));
-  return expand(it->get<std::string>(), environment, secrets, where);
+  return expand(it->get<std::string>(), environment, secrets, where, fmt::format("\"{}\"", key));
 }
 
 Result<std::map<std::string, std::string>> string_map(const Json& object, const char* key,
@@ -84,7 +85,7 @@ Result<std::map<std::string, std::string>> string_map(const Json& object, const 
   if (!it->is_object()) return std::unexpected(where.error(fmt::format("\"{}\" must be an object of strings", key)));
   for (const auto& [name, value] : it->items()) {
     if (!value.is_string()) return std::unexpected(where.error(fmt::format("\"{}\".{} must be a string", key, name)));
-    auto expanded = expand(value.get<std::string>(), environment, secrets, where);
+    auto expanded = expand(value.get<std::string>(), environment, secrets, where, fmt::format("\"{}\".{}", key, name));
     if (!expanded) return std::unexpected(expanded.error());
     out[name] = std::move(*expanded);
   }
@@ -115,6 +116,7 @@ Result<ServerConfig> server_of(const std::string& name, const Json& entry, const
   ServerConfig server;
   server.name = name;
   server.source = file;
+  if (entry.contains("type") && !entry["type"].is_string()) return std::unexpected(where.error("\"type\" must be a string"));
   const std::string type = entry.value("type", entry.contains("url") ? "http" : "stdio");
   if (type == "stdio") {
     StdioTransport stdio;
@@ -126,7 +128,8 @@ Result<ServerConfig> server_of(const std::string& name, const Json& entry, const
       if (!args->is_array()) return std::unexpected(where.error("\"args\" must be an array of strings"));
       for (const Json& arg : *args) {
         if (!arg.is_string()) return std::unexpected(where.error("\"args\" must be an array of strings"));
-        auto expanded = expand(arg.get<std::string>(), environment, secrets, where);
+        auto expanded = expand(arg.get<std::string>(), environment, secrets, where,
+                               fmt::format("\"args\"[{}]", stdio.args.size()));
         if (!expanded) return std::unexpected(expanded.error());
         stdio.args.push_back(std::move(*expanded));
       }

@@ -10,7 +10,8 @@ namespace {
 // code, a little of its data.
 std::string describe_rpc_error(const Json& error) {
   if (!error.is_object()) return "a malformed error";
-  std::string text = error.value("message", std::string("no message"));
+  const auto message = error.find("message");
+  std::string text = message != error.end() && message->is_string() ? message->get<std::string>() : "no message";
   if (auto code = error.find("code"); code != error.end() && code->is_number_integer()) {
     text += fmt::format(" (code {})", code->get<std::int64_t>());
   }
@@ -106,6 +107,9 @@ Result<Json> Connection::request(const std::string& method, Json params, std::ch
   const bool ended = answered_.wait_until(lock, deadline, [&] {
     return closed_ || cancel.stop_requested() || pending_[id].answered;
   });
+  // A progress callback of this call still running: it ends before we
+  // return (and no other starts once the entry is gone).
+  answered_.wait(lock, [&] { return pending_[id].progress_running == 0; });
   const bool answered = pending_[id].answered;
   Json response = std::move(pending_[id].response);
   pending_.erase(id);
@@ -160,16 +164,29 @@ void Connection::on_message(Json message) {
   if (name == "notifications/progress" && params.is_object()) {
     const auto token = params.find("progressToken");
     if (token == params.end() || !token->is_number_integer()) return;
-    std::function<void(const CallProgress&)> progress;
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = pending_.find(token->get<std::int64_t>()); it != pending_.end()) progress = it->second.progress;
-    }
-    if (!progress) return;
+    const std::int64_t call = token->get<std::int64_t>();
     CallProgress update;
     if (auto value = params.find("progress"); value != params.end() && value->is_number()) update.progress = value->get<double>();
     if (auto total = params.find("total"); total != params.end() && total->is_number()) update.total = total->get<double>();
     if (auto text = params.find("message"); text != params.end() && text->is_string()) update.message = text->get<std::string>();
+    std::function<void(const CallProgress&)> progress;
+    {
+      std::lock_guard lock(mu_);
+      auto it = pending_.find(call);
+      if (it == pending_.end() || !it->second.progress) return;
+      progress = it->second.progress;
+      ++it->second.progress_running;
+    }
+    // Ended however it ends: the waiting request is released.
+    struct Done {
+      Connection& self;
+      std::int64_t call;
+      ~Done() {
+        std::lock_guard lock(self.mu_);
+        if (auto it = self.pending_.find(call); it != self.pending_.end()) --it->second.progress_running;
+        self.answered_.notify_all();
+      }
+    } done{*this, call};
     progress(update);
   } else if (name == "notifications/tools/list_changed") {
     if (callbacks_.on_tools_changed) callbacks_.on_tools_changed();

@@ -52,6 +52,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     bool answered = false;
     Json response;
     std::function<void(const CallProgress&)> progress;
+    // Progress callbacks of this request running now, outside the lock: the
+    // request does not return while one runs, as the callback may use what
+    // its caller holds on the stack.
+    int progress_running = 0;
   };
   Connection(std::unique_ptr<Transport> transport, std::string server, Callbacks callbacks)
       : transport_(std::move(transport)), server_(std::move(server)), callbacks_(std::move(callbacks)) {}

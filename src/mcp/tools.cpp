@@ -34,23 +34,31 @@ std::string hash_tag(std::string_view text) {
   return fmt::format("{:08x}", hash);
 }
 
+// `object[key]` when it is a string, else `fallback`: a server's odd value
+// is shown as missing, not thrown (as Json::value would).
+std::string string_in(const Json& object, const char* key, std::string fallback = {}) {
+  if (!object.is_object()) return fallback;
+  if (auto it = object.find(key); it != object.end() && it->is_string()) return it->get<std::string>();
+  return fallback;
+}
+
 std::string describe_link(const Json& block) {
-  std::string text = fmt::format("[resource link: {}", block.value("name", block.value("uri", std::string("?"))));
-  if (block.contains("uri")) text += fmt::format(" <{}>", block.value("uri", std::string()));
-  if (block.contains("mimeType")) text += fmt::format(" ({})", block.value("mimeType", std::string()));
-  if (block.contains("description")) text += fmt::format(": {}", block.value("description", std::string()));
+  std::string text = fmt::format("[resource link: {}", string_in(block, "name", string_in(block, "uri", "?")));
+  if (block.contains("uri")) text += fmt::format(" <{}>", string_in(block, "uri"));
+  if (block.contains("mimeType")) text += fmt::format(" ({})", string_in(block, "mimeType"));
+  if (block.contains("description")) text += fmt::format(": {}", string_in(block, "description"));
   return text + "]";
 }
 
 std::string describe_resource(const Json& block) {
   const Json resource = block.value("resource", Json::object());
-  const std::string uri = resource.value("uri", std::string("?"));
+  const std::string uri = string_in(resource, "uri", "?");
   if (auto text = resource.find("text"); text != resource.end() && text->is_string()) {
     return fmt::format("[resource {}]\n{}", uri, text->get<std::string>());
   }
-  const std::string blob = resource.value("blob", std::string());
+  const std::string blob = string_in(resource, "blob");
   return fmt::format("[resource {} ({}), {} bytes of base64 data not shown]", uri,
-                     resource.value("mimeType", std::string("binary")), blob.size());
+                     string_in(resource, "mimeType", "binary"), blob.size());
 }
 
 bool is_mcp_name(std::string_view name) { return name.starts_with("mcp__"); }
@@ -90,7 +98,8 @@ std::string cairn_tool_name(std::string_view server, std::string_view tool, std:
 
 ToolResult to_tool_result(const Json& result) {
   ToolResult out;
-  out.is_error = result.value("isError", false);
+  const auto is_error = result.find("isError");
+  out.is_error = is_error != result.end() && is_error->is_boolean() && is_error->get<bool>();
   std::size_t text_bytes = 0;
   bool cut = false;
   std::size_t total_text = 0;
@@ -108,15 +117,15 @@ ToolResult to_tool_result(const Json& result) {
   if (auto content = result.find("content"); content != result.end() && content->is_array()) {
     for (const Json& block : *content) {
       if (!block.is_object()) continue;
-      const std::string type = block.value("type", std::string());
+      const std::string type = string_in(block, "type");
       if (type == "text") {
-        add_text(block.value("text", std::string()));
+        add_text(string_in(block, "text"));
       } else if (type == "image" && block.contains("data") && block["data"].is_string()) {
         out.content.push_back(ImageContent{.data = block["data"].get<std::string>(),
-                                           .mime_type = block.value("mimeType", std::string("image/png"))});
+                                           .mime_type = string_in(block, "mimeType", "image/png")});
       } else if (type == "audio") {
-        add_text(fmt::format("[audio ({}), {} bytes of base64 data not shown]", block.value("mimeType", std::string("?")),
-                             block.value("data", std::string()).size()));
+        add_text(fmt::format("[audio ({}), {} bytes of base64 data not shown]", string_in(block, "mimeType", "?"),
+                             string_in(block, "data").size()));
       } else if (type == "resource_link") {
         add_text(describe_link(block));
       } else if (type == "resource") {
