@@ -8,6 +8,15 @@ namespace {
 
 // What of a server's error is worth a person's reading: its message, its
 // code, a little of its data.
+// The error a transport made up for an answer it lost (transport.hpp).
+bool is_lost_answer(const Json& error) {
+  if (!error.is_object() || !error.contains("message")) return false;
+  const auto data = error.find("data");
+  if (data == error.end() || !data->is_object()) return false;
+  const auto mark = data->find("cairn");
+  return mark != data->end() && mark->is_string() && mark->get<std::string>() == kLostAnswerMark;
+}
+
 std::string describe_rpc_error(const Json& error) {
   if (!error.is_object()) return "a malformed error";
   const auto message = error.find("message");
@@ -116,6 +125,13 @@ Result<Json> Connection::request(const std::string& method, Json params, std::ch
   if (answered) {
     lock.unlock();
     if (auto error = response.find("error"); error != response.end()) {
+      if (is_lost_answer(*error)) {
+        // Not the server's answer: the transport's word that none came.
+        const auto why = error->find("message");
+        return std::unexpected(Error(Errc::server_unavailable,
+                                     fmt::format("MCP server '{}' gave no answer to {}: {}", server_, method,
+                                                 why->is_string() ? why->get<std::string>() : "no reason")));
+      }
       return std::unexpected(Error(Errc::server_error, fmt::format("MCP server '{}' answered {} with an error: {}",
                                                                    server_, method, describe_rpc_error(*error))));
     }

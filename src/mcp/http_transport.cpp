@@ -76,7 +76,9 @@ std::string mcp_method_of(const Json& message) {
 }
 
 Json lost_answer_response(const Json& id, const std::string& message) {
-  return Json{{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", -32000}, {"message", message}}}};
+  return Json{{"jsonrpc", "2.0"},
+              {"id", id},
+              {"error", {{"code", -32000}, {"message", message}, {"data", {{"cairn", kLostAnswerMark}}}}}};
 }
 
 // What a transfer's HttpResult says of why it ended, for an error message.

@@ -41,6 +41,11 @@ class Transport {
   virtual void close() = 0;
 };
 
+// The error a transport delivers for a request whose answer it lost (the
+// server could not be reached, the stream ended first): a JSON-RPC error
+// whose `data` is {"cairn": "lost_answer"}, never sent by a server to us.
+inline constexpr const char* kLostAnswerMark = "lost_answer";
+
 // Spawns `config`'s program in its own process group, tied to this process
 // (it dies with us, however we die); its stderr appended to `stderr_log`
 // (or /dev/null). It gets this process's environment but the variables

@@ -180,6 +180,7 @@ TEST_F(McpCliTest, McpCliListShowsServersToolsAnnotationsAndTheDerivedPolicyButN
   EXPECT_NE(listed.out.find("mcp__bad__slow_safe  replay never, approval allow  [readOnly=true]"), std::string::npos)
       << listed.out;  // the override wins over the annotation
   EXPECT_NE(listed.out.find("gone  failed"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("MCP server 'gone' gave no answer to initialize: "), std::string::npos) << listed.out;
   EXPECT_EQ(listed.out.find("sk-very-secret-token-42"), std::string::npos) << listed.out;
   EXPECT_EQ(listed.err.find("sk-very-secret-token-42"), std::string::npos) << listed.err;
 

@@ -69,7 +69,7 @@ Outcome<std::shared_ptr<McpServers>> McpServers::start(const std::vector<std::st
   if (!config) return std::unexpected(report(kUsage, config.error().message));
   if (config->servers.empty()) return std::shared_ptr<McpServers>();
 
-  std::shared_ptr<McpServers> servers(new McpServers());
+  auto servers = std::make_shared<McpServers>(Key{});
   servers->config_ = std::move(*config);
   servers->hub_ = std::make_shared<Hub>();
   const std::filesystem::path logs = cache_dir() / "mcp";

@@ -36,6 +36,13 @@ class McpServers {
   static Outcome<std::shared_ptr<McpServers>> start(const std::vector<std::string>& extra_files,
                                                     const std::filesystem::path& cwd, std::chrono::milliseconds wait,
                                                     std::function<bool(std::string_view)> withhold, bool quiet = false);
+  // Made by start(); public for make_shared only (the key is private).
+  struct Key {
+   private:
+    Key() = default;
+    friend class McpServers;
+  };
+  explicit McpServers(Key) {}
   ~McpServers();
 
   const mcp::Config& config() const { return config_; }
@@ -62,7 +69,6 @@ class McpServers {
   // What the clients' threads reach: it outlives McpServers when a harness
   // still holds a tool (and so a client) after the servers object is gone.
   struct Hub;
-  McpServers() = default;
   static void refresh(Hub& hub, bool notify);
 
   mcp::Config config_;
