@@ -1,6 +1,6 @@
 // MCP tools in a harness run, against our misbehaving server: an abort
 // during a long call tells the server (notifications/cancelled) and the run
-// ends at once; progress becomes tool updates; a tool list that changes
+// ends at once; a call past the configured timeout gets an error result; progress becomes tool updates; a tool list that changes
 // during a run is taken up at the next step; a server that exits mid-call
 // gives that call an error result and the run goes on.
 #include <gtest/gtest.h>
@@ -44,6 +44,7 @@ class McpHarnessTest : public HarnessTest {
     config.transport = mcp::StdioTransport{.command = "node",
                                            .args = {std::string(CAIRN_MCP_DIR) + "/misbehaving-server.mjs"},
                                            .env = {{"MARKER", marker_.string()}}};
+    config.timeout = 1500ms;  // the longest one call may take
     mcp::ClientOptions options;
     options.max_backoff = 200ms;
     options.on_tools_changed = [this] {
@@ -123,6 +124,22 @@ TEST_F(McpHarnessTest, AnAbortDuringALongCallTellsTheServerAndTheRunEndsWithinFi
   RecordProperty("run_ended_ms_after_abort", static_cast<int>(took.count()));
   EXPECT_TRUE(marked("cancelled ")) << file_text(marker_);  // notifications/cancelled reached the server
   EXPECT_NE(result_text("long").find("cancelled"), std::string::npos) << result_text("long");
+}
+
+TEST_F(McpHarnessTest, ACallPastItsTimeoutGetsAnErrorResultAndTheServerIsTold) {
+  auto& harness = start();
+  faux_->push(FauxResponse::tool_call("h", "mcp__bad__hang", Json::object()));
+  faux_->push(FauxResponse::text("done"));
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(harness.main().prompt("go").ok());
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(took, 1500ms);
+  EXPECT_LT(took, 10s);
+  const auto results = testing::results_for(records(), "h");
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].is_error);
+  EXPECT_NE(result_text("h").find("'bad'"), std::string::npos) << result_text("h");
+  EXPECT_TRUE(marked("cancelled ")) << file_text(marker_);
 }
 
 TEST_F(McpHarnessTest, ProgressNotificationsBecomeToolUpdates) {
