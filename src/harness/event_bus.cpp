@@ -41,6 +41,7 @@ std::string_view to_string(EventType type) {
     case EventType::input_requested: return "input_requested";
     case EventType::input_resolved: return "input_resolved";
     case EventType::context_usage: return "context_usage";
+    case EventType::child_session_event: return "child_session_event";
   }
   return "unknown";
 }

@@ -224,7 +224,7 @@ Status HarnessCore::fold_tail(const std::string& ref, std::int64_t start_seq, Op
 Status HarnessCore::note_missing(const std::string& ref, const OpState& op, SuspendedOperation::Missing& missing) {
   if (op.tool_batch) {
     for (const auto& call : op.tool_batch->calls) {
-      const bool rerun = !call.result_exists && (!call.started || replay_of(*call.started) == Replay::safe);
+      const bool rerun = !call.result_exists && (!call.started || replay_of(*call.started) != Replay::never);
       // A tool the application describes as gone (an MCP server's) is
       // answered with an error result instead: resuming is not refused.
       const bool known = std::any_of(options.tools.begin(), options.tools.end(),

@@ -46,7 +46,9 @@ std::string_view queue_name(QueueKind queue) {
 }
 
 Replay replay_of(const ToolStarted& started) {
-  return started.replay == to_string(Replay::safe) ? Replay::safe : Replay::never;
+  if (started.replay == to_string(Replay::safe)) return Replay::safe;
+  if (started.replay == to_string(Replay::resume) && started.child_session) return Replay::resume;
+  return Replay::never;
 }
 
 bool ToolBatch::unresolved() const {

@@ -70,6 +70,7 @@ class RunProcedure final : public Operation {
     std::optional<ToolResult> result;  // set: the outcome is known, nothing (more) to execute
     bool began = false;                // tool_start was published and running_tools holds it
     std::any app;                      // the application's context for the call
+    std::optional<std::string> child_session;  // replay resume: provisioned in tool_started
   };
   // A batch's results as step_end lists them: (call index, encoded result).
   using BatchResults = std::vector<std::pair<std::int64_t, Json>>;

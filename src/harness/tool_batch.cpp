@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cairn/log/ids.hpp"
 #include "model_output.hpp"
 #include "run_procedure.hpp"
 
@@ -16,6 +17,15 @@ namespace {
 // At most this many calls of a parallel batch run at once; the others start
 // as running ones end, each with its tool_started only then.
 constexpr std::size_t kMaxParallelCalls = 16;
+
+// How deep a session is among child sessions (make_child_session_tool
+// writes child.depth into a child's header).
+int child_depth(const SessionHeader& header) {
+  const auto child = header.extra.find("child");
+  if (child == header.extra.end() || !child->is_object()) return 0;
+  const auto depth = child->find("depth");
+  return depth != child->end() && depth->is_number_integer() ? depth->get<int>() : 0;
+}
 
 Json tool_result_json(const ToolResult& result) {
   Json content = Json::array();
@@ -97,7 +107,7 @@ bool RunProcedure::runs_in_parallel(const std::vector<const ToolCallState*>& ope
   for (const ToolCallState* call : open) {
     const Tool* tool = nullptr;
     if (call->started) {
-      if (replay_of(*call->started) == Replay::safe) tool = config_.find_tool(call->name);
+      if (replay_of(*call->started) != Replay::never) tool = config_.find_tool(call->name);
     } else if (!call->raw_arguments) {
       tool = config_.find_active_tool(call->name);
     }
@@ -196,9 +206,21 @@ RunProcedure::PendingCall RunProcedure::prepare(const ToolCallState& call, const
 
 // A call whose tool_started exists: before_tool and validation already ran
 // and cleared it, its effective arguments are the durable outcome. It is
-// settled, then run again (replay safe) or recorded interrupted.
+// settled, then run again (replay safe) or recorded interrupted; a call
+// that runs a child session (replay resume) is not settled but run again
+// with its provisioned child, which it picks up where the child's log is.
 RunProcedure::PendingCall RunProcedure::resumed_call(const ToolCallState& call) {
   PendingCall p{.call = call, .args = call.started->effective_args, .result_id = call.started->result_entry_id};
+  if (replay_of(*call.started) == Replay::resume) {
+    p.child_session = call.started->child_session;
+    if (const Tool* tool = config_.find_tool(call.name); tool && tool->replay == Replay::resume) {
+      p.tool = *tool;
+    } else {
+      p.result = ToolResult::text(config_.missing_tool_message(call.name, "is not available to resume its child session"),
+                                  true);
+    }
+    return p;
+  }
   const std::optional<std::string> unsettled = settle(call);
   if (replay_of(*call.started) == Replay::safe && !unsettled) {
     if (const Tool* tool = config_.find_tool(call.name)) p.tool = *tool;
@@ -248,11 +270,13 @@ void RunProcedure::start(PendingCall& p, const std::string& assistant_id, const 
   std::optional<std::int64_t> seq;
   if (!p.call.started) {
     p.result_id = core_.session->new_entry_id();
+    if (p.tool->replay == Replay::resume) p.child_session = new_session_id();
     seq = append_harness(ToolStarted{.run_id = run_id_, .assistant_entry_id = assistant_id,
                                      .tool_index = p.call.index, .tool_call_id = p.call.call_id,
                                      .tool_name = p.call.name, .effective_args = p.args,
                                      .result_entry_id = p.result_id,
-                                     .replay = std::string(to_string(p.tool->replay))});
+                                     .replay = std::string(to_string(p.tool->replay)),
+                                     .child_session = p.child_session});
   }
   {
     std::lock_guard lock(core_.mu);
@@ -296,7 +320,18 @@ ToolResult RunProcedure::execute(PendingCall& p, std::stop_token cancel, const s
 
 ToolResult RunProcedure::execute_tool(PendingCall& p, std::stop_token cancel, const std::string& step_id) {
   ToolContext context{.ref = rt_->name, .run_id = run_id_, .tool_call_id = p.call.call_id, .cancel = std::move(cancel),
-                      .app = std::move(p.app)};
+                      .app = std::move(p.app), .session_id = core_.session->header().id,
+                      .depth = child_depth(core_.session->header()), .child_session = p.child_session, .recovery = p.call.started.has_value()};
+  if (p.child_session) {
+    // Relayed without a seq of this session: the child's own stays inside.
+    context.relay = [this](const Json& linkage, const Event& child_event) {
+      if (!watched()) return;
+      Json inner = encode(child_event);
+      Json data = {{"child", linkage}, {"event", std::move(inner)}};
+      if (child_event.type == EventType::child_session_event) data = child_event.data;  // keep the innermost linkage
+      core_.publish(event(EventType::child_session_event, std::move(data)));
+    };
+  }
   context.update = [this, &p, &step_id](const ToolResult& update) {
     ToolResult partial = update;
     sanitize_result(partial, secrets());
@@ -325,6 +360,7 @@ ToolResult RunProcedure::execute_tool(PendingCall& p, std::stop_token cancel, co
 // appended — even after a cancellation, since the call did end.
 void RunProcedure::end_call(PendingCall& p, const std::string& step_id, BatchResults& results) {
   ToolResult result = std::move(*p.result);
+  if (result.spend) add_spend(*result.spend);
   sanitize_result(result, secrets());
   if (p.began) {
     result = after_tool(p, std::move(result));
@@ -351,7 +387,9 @@ std::optional<std::string> RunProcedure::settle(const ToolCallState& call) {
   const Tool* tool = config_.find_tool(call.name);
   if (!tool || !tool->settle) return std::nullopt;
   const auto& make_context = config_.tool_context;
-  ToolContext context{.ref = rt_->name, .run_id = run_id_, .tool_call_id = call.call_id, .update = [](const ToolResult&) {}};
+  ToolContext context{.ref = rt_->name, .run_id = run_id_, .tool_call_id = call.call_id, .update = [](const ToolResult&) {},
+                      .session_id = core_.session->header().id,
+                      .child_session = call.started ? call.started->child_session : std::nullopt, .recovery = true};
   std::string failure;
   try {
     if (make_context) context.app = make_context();

@@ -321,7 +321,14 @@ void check_harness_body(Checks& c, const HarnessBody& body) {
                    c.non_empty("toolCallId", b.tool_call_id);
                    c.object("effectiveArgs", b.effective_args);
                    c.non_empty("resultEntryId", b.result_entry_id);
-                   c.one_of("replay", b.replay, {"never", "safe"});
+                   c.one_of("replay", b.replay, {"never", "safe", "resume"});
+                   // A resumed call finds its child by this id: it must be there, and only there.
+                   if (b.replay == "resume") {
+                     if (!b.child_session) c.fail("childSession", "is required for replay \"resume\"");
+                     c.non_empty("childSession", b.child_session);
+                   } else if (b.child_session) {
+                     c.fail("childSession", "is only for replay \"resume\"");
+                   }
                  },
                  [&](const QueueEnqueued& b) { check_queue_item(c, b); },
                  [&](const WriteDeferred& b) {

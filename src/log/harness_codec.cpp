@@ -91,6 +91,7 @@ void encode_harness_body(Json& out, const HarnessBody& body) {
                    out["effectiveArgs"] = b.effective_args;
                    out["resultEntryId"] = b.result_entry_id;
                    out["replay"] = b.replay;
+                   if (b.child_session) out["childSession"] = *b.child_session;
                  },
                  [&](const QueueEnqueued& b) {
                    out["queue"] = b.queue;
@@ -236,6 +237,7 @@ ToolStarted decode_tool_started(ObjectReader& r) {
   b.effective_args = r.object("effectiveArgs");
   b.result_entry_id = r.string("resultEntryId");
   b.replay = r.string("replay");
+  b.child_session = r.optional_string("childSession");
   return b;
 }
 

@@ -59,6 +59,12 @@ enum class EventType {
   // providerCountedTokens, estimatedTokens}, operationSpend {input, output,
   // cacheRead, cacheWrite, totalTokens, cost}
   context_usage,
+  // An event of a child session a tool call of this run works in (replay
+  // "resume"), relayed to this ref's observers. It carries no seq of this
+  // session: data {child: {session, toolCallId, depth}, event: the child's
+  // event encoded, with the child's own seq}. A grandchild's events arrive
+  // relayed twice and keep the innermost linkage.
+  child_session_event,
 };
 std::string_view to_string(EventType type);
 // For test failures and logs: the JSON spelling.

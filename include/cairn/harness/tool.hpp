@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cairn/error.hpp"
+#include "cairn/harness/events.hpp"
 #include "cairn/json.hpp"
 #include "cairn/log/message.hpp"
 
@@ -19,13 +20,21 @@ namespace cairn {
 // May a call whose tool_started exists, but whose result does not, run again
 // after a crash? `safe`: yes (reads, idempotent writes). `never`: the effect
 // may have happened; recovery records a synthetic "interrupted" result.
-enum class Replay { never, safe };
+// `resume`: the call runs a child session whose id the harness provisions
+// in its tool_started (ToolContext::child_session); after a crash the call
+// runs again with that id, and the tool picks the child up where its own
+// log says it is (make_child_session_tool) instead of starting over.
+enum class Replay { never, safe, resume };
 std::string_view to_string(Replay replay);
 
 struct [[nodiscard]] ToolResult {
   std::vector<UserBlock> content;
   std::optional<Json> details;
   bool is_error = false;
+
+  // Model usage the call caused (a child session's requests): summed into
+  // the operation's spend. Never persisted by the harness.
+  std::optional<Usage> spend;
 
   static ToolResult text(std::string text, bool is_error = false);
 };
@@ -45,6 +54,19 @@ struct ToolContext {
   // The application's context (HarnessOptions::tool_context), evaluated for
   // this call; empty when none is configured. Read it with std::any_cast.
   std::any app;
+  // The session of the run that made the call, and how deep it is among
+  // child sessions: 0 for a top-level session, else its header's
+  // child.depth (make_child_session_tool).
+  std::string session_id;
+  int depth = 0;
+  // Replay "resume": the child session's id, provisioned in the call's
+  // tool_started; the same id every time the call runs.
+  std::optional<std::string> child_session;
+  // Runs again after its process stopped (its tool_started was in the log).
+  bool recovery = false;
+  // Replay "resume": passes an event of the child session on to the
+  // parent's observers (a child_session_event, see events.hpp).
+  std::function<void(const Json& linkage, const Event& child_event)> relay;
 };
 
 struct Tool {

@@ -181,7 +181,10 @@ struct ToolStarted {
   std::string tool_name;
   Json effective_args = Json::object();
   std::string result_entry_id;
-  std::string replay;  // "never" | "safe"
+  std::string replay;  // "never" | "safe" | "resume"
+  // replay "resume": the id of the child session the call runs, provisioned
+  // here before the session exists, so that it is created exactly once.
+  std::optional<std::string> child_session;
 };
 struct QueueEnqueued {
   std::string queue;  // "steer" | "followUp" | "nextRun"
