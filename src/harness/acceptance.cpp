@@ -322,7 +322,7 @@ RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
     }
     if (!rt->op->cancelled) {
       // Nothing to do until a human answers: the model is not asked again.
-      if (auto pending = rt->op->pending_inputs(); !pending.empty()) {
+      if (auto pending = rt->all_pending_inputs(); !pending.empty()) {
         return RunResult{.outcome = Outcome::awaiting_input, .kind = std::string(to_string(rt->op->kind)),
                          .run_id = rt->op->id, .awaiting_input = std::move(pending)};
       }
@@ -382,6 +382,7 @@ AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
     std::lock_guard lock(mu);
     fold_error = fold_own(*rt, Record{.seq = seq, .body = record});
     rt->status = OperationStatus::cancelling;
+    rt->child_inputs.clear();  // the cancellation path aborts the children (Tool::settle)
     result.cleared_steer = messages_of(rt->op->pending_steer);
     result.cleared_follow_up = messages_of(rt->op->pending_follow_up);
     if (!fold_error) {

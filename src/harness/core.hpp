@@ -90,6 +90,17 @@ struct RefRuntime {
   std::shared_ptr<const AgentMessage> streaming;  // an AssistantMessage
   std::vector<RunningTool> running_tools;
   std::optional<RunSnapshot::Retry> retry;
+  // The unanswered input requests of child sessions the parked operation
+  // waits for (ToolAwaitingInput), each with the call of this ref that runs
+  // the child; answered through respond(), which passes the answer on.
+  struct ChildInput {
+    PendingInput input;
+    std::string tool_name;     // the parent's tool (replay resume)
+    std::string tool_call_id;  // the parent's call
+  };
+  std::vector<ChildInput> child_inputs;
+  // Own and children's unanswered requests.
+  std::vector<PendingInput> all_pending_inputs() const;
 };
 
 class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
@@ -125,6 +136,8 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
   RunResult resume(const std::shared_ptr<RefRuntime>& rt);
   AbortResult abort(const std::shared_ptr<RefRuntime>& rt);
   InputResult respond(const std::shared_ptr<RefRuntime>& rt, const std::string& request_id, InputResponse response);
+  std::optional<InputResult> respond_child(const std::shared_ptr<RefRuntime>& rt, const std::string& request_id,
+                                           InputResponse& response);
   // The approval policy's verdict on a call, the session's remembered rules
   // applied (takes mu).
   ApprovalVerdict approve(const ApprovalCall& call);
@@ -161,6 +174,7 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
   Status fold_tail(const std::string& ref, std::int64_t start_seq, OpState& op,
                    std::optional<SuspendedOperation::Damaged>& damaged);
   Status note_missing(const std::string& ref, const OpState& op, SuspendedOperation::Missing& missing);
+  void restore_child_inputs(RefRuntime& rt, const OpState& op);
   Status restore_next_run(RefRuntime& rt);
   Status restore_remembered();
 
@@ -217,10 +231,14 @@ void call_hooks(HarnessCore& core, const std::string& ref, const std::optional<s
   }
 }
 
+// How deep a session is among child sessions: 0 for a top-level one.
+int child_depth(const SessionHeader& header);
+
 // The status of an open operation no thread runs: cancelling, awaiting
 // input or suspended. Called with mu held.
 inline OperationStatus idle_status(const RefRuntime& rt) {
   if (rt.op->cancelled) return OperationStatus::cancelling;
+  if (!rt.child_inputs.empty()) return OperationStatus::awaiting_input;
   for (const auto& input : rt.op->inputs) {
     if (!input.resolution) return OperationStatus::awaiting_input;
   }

@@ -175,14 +175,44 @@ Result<SuspendedOperation> HarnessCore::restore_operation(RefRuntime& rt, const 
     s.cancelled = SuspendedOperation::Cancelled{messages_of(op.pending_steer), messages_of(op.pending_follow_up)};
   } else if (!s.damaged) {
     if (auto noted = note_missing(rt.name, op, s.missing); !noted) return std::unexpected(noted.error());
+    restore_child_inputs(rt, op);
   }
-  s.awaiting_input = op.pending_inputs();
-  rt.status = op.cancelled                  ? OperationStatus::cancelling
+  rt.op = std::move(op);
+  s.awaiting_input = rt.all_pending_inputs();
+  rt.status = rt.op->cancelled               ? OperationStatus::cancelling
               : !s.awaiting_input.empty() ? OperationStatus::awaiting_input
                                           : OperationStatus::suspended;
-  rt.op = std::move(op);
   rt.suspended = s;
   return s;
+}
+
+// The input requests the operation's open child sessions wait for: each
+// call of replay "resume" without a result asks its tool for its child's.
+void HarnessCore::restore_child_inputs(RefRuntime& rt, const OpState& op) {
+  if (!op.tool_batch) return;
+  for (const auto& call : op.tool_batch->calls) {
+    if (call.result_exists || !call.started || replay_of(*call.started) != Replay::resume) continue;
+    const auto tool = std::find_if(options.tools.begin(), options.tools.end(),
+                                   [&](const Tool& t) { return t.name == call.name; });
+    if (tool == options.tools.end() || !tool->child_inputs) continue;
+    ToolContext context{.ref = rt.name, .run_id = op.id, .tool_call_id = call.call_id, .update = [](const ToolResult&) {},
+                        .session_id = session->header().id, .child_session = call.started->child_session,
+                        .recovery = true};
+    try {
+      for (auto& input : tool->child_inputs(context)) {
+        rt.child_inputs.push_back(RefRuntime::ChildInput{std::move(input), call.name, call.call_id});
+      }
+    } catch (const std::exception& e) {
+      // Resuming runs the call again, which finds out for itself.
+      report_handler_error(rt.name, op.id, "tool", call.name, fmt::format("listing its child's input requests failed: {}", e.what()));
+    }
+  }
+}
+
+std::vector<PendingInput> RefRuntime::all_pending_inputs() const {
+  std::vector<PendingInput> out = op ? op->pending_inputs() : std::vector<PendingInput>{};
+  for (const auto& child : child_inputs) out.push_back(child.input);
+  return out;
 }
 
 // Folds the ref's bounded tail — everything after its operation_started at
@@ -525,7 +555,7 @@ std::vector<PendingInput> AgentRef::pending_inputs() const {
   auto rt = core_->find_ref(name_);
   if (!rt) return {};
   std::lock_guard lock(core_->mu);
-  return rt->op ? rt->op->pending_inputs() : std::vector<PendingInput>{};
+  return rt->all_pending_inputs();
 }
 
 InputResult AgentRef::respond(const std::string& request_id, InputResponse response) {

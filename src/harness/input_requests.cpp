@@ -52,8 +52,61 @@ std::optional<Error> misfit(const InputState& request, const InputResponse::Deci
 
 }  // namespace
 
+// An answer to a child session's request the parked operation waits for:
+// passed on to the call's tool, which makes it durable in the child's log.
+// Nothing when `request_id` is no such request.
+std::optional<InputResult> HarnessCore::respond_child(const std::shared_ptr<RefRuntime>& rt, const std::string& request_id,
+                                                      InputResponse& response) {
+  std::lock_guard ref_lock(rt->ref_mu);
+  ToolContext context{.ref = rt->name, .update = [](const ToolResult&) {}, .session_id = session->header().id, .recovery = true};
+  std::function<InputResult(const ToolContext&, const std::string&, InputResponse)> pass_on;
+  std::string tool_name;
+  {
+    std::lock_guard lock(mu);
+    const auto child = std::find_if(rt->child_inputs.begin(), rt->child_inputs.end(),
+                                    [&](const RefRuntime::ChildInput& c) { return c.input.id == request_id; });
+    if (child == rt->child_inputs.end()) return std::nullopt;
+    if (auto refusal_now = refusal(*rt)) return InputResult{.outcome = refusal_now->outcome, .error = std::move(refusal_now->error)};
+    const auto tool = std::find_if(options.tools.begin(), options.tools.end(),
+                                   [&](const Tool& t) { return t.name == child->tool_name; });
+    if (tool == options.tools.end() || !tool->respond_child) {
+      return refused(Errc::unknown_input, fmt::format("input request '{}' is child session {}'s, and tool {} that runs it "
+                                                      "is not here to pass the answer on",
+                                                      request_id, child->input.child_session.value_or("?"), child->tool_name));
+    }
+    pass_on = tool->respond_child;
+    tool_name = tool->name;
+    context.run_id = rt->op ? rt->op->id : std::string();
+    context.tool_call_id = child->tool_call_id;
+    context.child_session = child->input.child_session;
+  }
+  InputResult result;
+  try {
+    result = pass_on(context, request_id, response);
+  } catch (const std::exception& e) {
+    result = InputResult{.outcome = Outcome::faulted,
+                         .error = Error(Errc::io_error, fmt::format("passing the answer to child session {} failed: {}",
+                                                                   context.child_session.value_or("?"), e.what()))};
+  }
+  if (!result.ok()) return result;
+  {
+    std::lock_guard lock(mu);
+    std::erase_if(rt->child_inputs, [&](const RefRuntime::ChildInput& c) { return c.input.id == request_id; });
+    if (rt->suspended) rt->suspended->awaiting_input = rt->all_pending_inputs();
+    if (rt->op && !rt->active) rt->status = idle_status(*rt);
+  }
+  Json inner = {{"type", "input_resolved"}, {"requestId", request_id},
+                {"decision", decision_name(response.decision)}, {"by", response.by}, {"seq", result.seq}};
+  Json linkage = {{"session", context.child_session.value_or("")}, {"toolCallId", context.tool_call_id},
+                  {"depth", child_depth(session->header()) + 1}};
+  publish(Event{EventType::child_session_event, rt->name, context.run_id, std::nullopt,
+                Json{{"child", std::move(linkage)}, {"event", std::move(inner)}}});
+  return result;
+}
+
 InputResult HarnessCore::respond(const std::shared_ptr<RefRuntime>& rt, const std::string& request_id,
                                  InputResponse response) {
+  if (auto passed = respond_child(rt, request_id, response)) return std::move(*passed);
   InputResolved body{.request_id = request_id,
                      .decision = std::string(decision_name(response.decision)),
                      .arguments = std::move(response.arguments),
@@ -107,7 +160,7 @@ InputResult HarnessCore::respond(const std::shared_ptr<RefRuntime>& rt, const st
     std::lock_guard lock(mu);
     fold_error = fold_own(*rt, Record{.seq = seq, .body = record});
     if (body.remember) remembered.push_back(*ApprovalRule::parse(*body.remember, ApprovalDecision::allow));
-    if (rt->suspended) rt->suspended->awaiting_input = rt->op->pending_inputs();
+    if (rt->suspended) rt->suspended->awaiting_input = rt->all_pending_inputs();
   }
   if (fold_error) {
     enter_fault(*fold_error);

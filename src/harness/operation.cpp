@@ -299,6 +299,7 @@ std::optional<RunResult> Operation::finish(Outcome outcome, std::optional<Error>
   {
     std::lock_guard lock(core_.mu);
     rt_->op.reset();
+    rt_->child_inputs.clear();
     rt_->finishing = false;
     rt_->active = false;
     rt_->streaming.reset();
@@ -336,7 +337,7 @@ std::optional<RunResult> Operation::park() {
     std::lock_guard ref_lock(rt_->ref_mu);
     std::lock_guard lock(core_.mu);
     if (rt_->op->cancelled) return std::nullopt;
-    result.awaiting_input = rt_->op->pending_inputs();
+    result.awaiting_input = rt_->all_pending_inputs();
     SuspendedOperation s{.ref = rt_->name, .kind = result.kind, .id = run_id_, .started_at = rt_->op->started_at};
     s.awaiting_input = result.awaiting_input;
     rt_->suspended = std::move(s);

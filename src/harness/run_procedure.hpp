@@ -71,6 +71,8 @@ class RunProcedure final : public Operation {
     bool began = false;                // tool_start was published and running_tools holds it
     std::any app;                      // the application's context for the call
     std::optional<std::string> child_session;  // replay resume: provisioned in tool_started
+    // Replay resume: the child parked on these requests (ToolAwaitingInput); no result.
+    std::optional<std::vector<PendingInput>> waiting;
   };
   // A batch's results as step_end lists them: (call index, encoded result).
   using BatchResults = std::vector<std::pair<std::int64_t, Json>>;

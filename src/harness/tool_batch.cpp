@@ -18,15 +18,6 @@ namespace {
 // as running ones end, each with its tool_started only then.
 constexpr std::size_t kMaxParallelCalls = 16;
 
-// How deep a session is among child sessions (make_child_session_tool
-// writes child.depth into a child's header).
-int child_depth(const SessionHeader& header) {
-  const auto child = header.extra.find("child");
-  if (child == header.extra.end() || !child->is_object()) return 0;
-  const auto depth = child->find("depth");
-  return depth != child->end() && depth->is_number_integer() ? depth->get<int>() : 0;
-}
-
 Json tool_result_json(const ToolResult& result) {
   Json content = Json::array();
   for (const auto& block : result.content) content.push_back(encode(block));
@@ -62,6 +53,14 @@ class Completions {
 
 }  // namespace
 
+// make_child_session_tool writes child.depth into a child's header.
+int child_depth(const SessionHeader& header) {
+  const auto child = header.extra.find("child");
+  if (child == header.extra.end() || !child->is_object()) return 0;
+  const auto depth = child->find("depth");
+  return depth != child->end() && depth->is_number_integer() ? depth->get<int>() : 0;
+}
+
 // Each call's tool_started is appended right before it executes and its
 // result as soon as it ends, so a crash loses no finished call's result and
 // starts no call it had not reached: calls that never began take the full
@@ -87,6 +86,7 @@ Json RunProcedure::reconcile_tool_batch(const ToolBatch& batch, const std::strin
         if (!p.result) start(p, batch.assistant_entry_id, step_id);
         if (!p.result) p.result = execute(p, cancel_, step_id);
         end_call(p, step_id, results);
+        if (p.waiting) throw RunWaiting{};  // the calls after it wait with it
       }
     }
   } catch (const RunCancelled&) {
@@ -171,6 +171,7 @@ void RunProcedure::run_parallel(const std::vector<const ToolCallState*>& open, c
   }
   while (running > 0) take_one();
   if (cancelled) throw RunCancelled{};
+  waiting = waiting || std::any_of(calls.begin(), calls.end(), [](const PendingCall& p) { return p.waiting; });
   if (waiting) throw RunWaiting{};
 }
 
@@ -349,6 +350,13 @@ ToolResult RunProcedure::execute_tool(PendingCall& p, std::stop_token cancel, co
   try {
     return p.tool->execute ? p.tool->execute(p.args, context)
                            : ToolResult::text(fmt::format("Tool {} has no implementation", p.tool->name), true);
+  } catch (ToolAwaitingInput& awaiting) {
+    if (p.tool->replay == Replay::resume && !awaiting.inputs.empty()) {
+      p.waiting = std::move(awaiting.inputs);
+      return ToolResult{};
+    }
+    return ToolResult::text(fmt::format("Tool {} waited for input it cannot ask for (only a call of a child session can)",
+                                        p.tool->name), true);
   } catch (const std::exception& e) {
     return ToolResult::text(fmt::format("Tool {} failed: {}", p.tool->name, e.what()), true);
   } catch (...) {
@@ -359,6 +367,16 @@ ToolResult RunProcedure::execute_tool(PendingCall& p, std::stop_token cancel, co
 // The call's end: after_tool for a call that ran, tool_end, and its result
 // appended — even after a cancellation, since the call did end.
 void RunProcedure::end_call(PendingCall& p, const std::string& step_id, BatchResults& results) {
+  if (p.waiting) {
+    // No result: the call stays open, the run parks, and its resume runs
+    // the call again once the child's requests are answered.
+    std::lock_guard lock(core_.mu);
+    std::erase_if(rt_->running_tools, [&](const RunningTool& r) { return r.tool_call_id == p.call.call_id; });
+    for (auto& input : *p.waiting) {
+      rt_->child_inputs.push_back(RefRuntime::ChildInput{std::move(input), p.call.name, p.call.call_id});
+    }
+    return;
+  }
   ToolResult result = std::move(*p.result);
   if (result.spend) add_spend(*result.spend);
   sanitize_result(result, secrets());

@@ -133,6 +133,14 @@ class ChildCall {
     }
     RunResult result = drive(created->harness, created->suspended, prompt, spawn);
     created->harness.close();
+    if (result.outcome == Outcome::awaiting_input && !result.awaiting_input.empty()) {
+      // The parent parks with the child's questions as its own; its resume
+      // runs this call again, which resumes the child.
+      for (auto& input : result.awaiting_input) {
+        if (!input.child_session) input.child_session = spawn.child_session;  // a grandchild's keeps its own
+      }
+      throw ToolAwaitingInput{std::move(result.awaiting_input)};
+    }
     return answer(**session, spawn, result);
   }
 
@@ -232,22 +240,60 @@ class ChildCall {
   const ToolContext& context_;
 };
 
-// After a crash, the parent's abort ends the child's suspended run too.
-void abort_suspended_child(const ChildSessionToolOptions& options, const ToolContext& context) {
-  if (!context.child_session || !options.store || !options.configure) return;
-  auto session = options.store->open(*context.child_session, OpenOptions{.lock_timeout = options.lock_timeout});
-  if (!session) {
-    if (session.error().is(Errc::not_found)) return;  // it was never created
-    throw std::runtime_error(fmt::format("child session {}: {}", *context.child_session, session.error().message));
+// The child's harness over its session, as the call's configuration makes it.
+Result<AgentHarness::Created> open_child(const ChildSessionToolOptions& options, const ToolContext& context) {
+  if (!context.child_session || !options.store || !options.configure) {
+    return fail(Errc::invalid_argument, "no child session to open");
   }
+  auto session = options.store->open(*context.child_session,
+                                     OpenOptions{.lock_timeout = options.lock_timeout});
+  if (!session) return std::unexpected(session.error());
   ChildSpawn spawn{.child_session = *context.child_session, .parent_session = context.session_id,
                    .parent_ref = context.ref, .parent_run_id = context.run_id, .tool_call_id = context.tool_call_id,
                    .depth = context.depth + 1, .recovery = true};
   auto configured = options.configure(spawn);
-  if (!configured) throw std::runtime_error(configured.error().message);
+  if (!configured) return std::unexpected(configured.error());
   configured->session = *session;
-  auto created = AgentHarness::create(std::move(*configured));
-  if (!created) throw std::runtime_error(created.error().message);
+  return AgentHarness::create(std::move(*configured));
+}
+
+// What the child's main ref waits for, as the parent lists it. (A harness
+// needs its session open for writing; the child's is let go at once.)
+std::vector<PendingInput> child_pending_inputs(const ChildSessionToolOptions& options, const ToolContext& context) {
+  auto created = open_child(options, context);
+  if (!created) {
+    if (created.error().is(Errc::not_found)) return {};
+    throw std::runtime_error(created.error().message);
+  }
+  std::vector<PendingInput> inputs = created->harness.main().pending_inputs();
+  created->harness.close();
+  for (auto& input : inputs) {
+    if (!input.child_session) input.child_session = *context.child_session;
+  }
+  return inputs;
+}
+
+InputResult respond_in_child(const ChildSessionToolOptions& options, const ToolContext& context,
+                             const std::string& request_id, InputResponse response) {
+  auto created = open_child(options, context);
+  if (!created) {
+    return InputResult{.outcome = Outcome::rejected,
+                       .error = created.error().with_message(fmt::format("child session {}: {}",
+                                                                         context.child_session.value_or("?"),
+                                                                         created.error().message))};
+  }
+  InputResult result = created->harness.main().respond(request_id, std::move(response));
+  created->harness.close();
+  return result;
+}
+
+// After a crash, the parent's abort ends the child's suspended run too.
+void abort_suspended_child(const ChildSessionToolOptions& options, const ToolContext& context) {
+  auto created = open_child(options, context);
+  if (!created) {
+    if (created.error().is(Errc::not_found)) return;  // it was never created
+    throw std::runtime_error(fmt::format("child session {}: {}", context.child_session.value_or("?"), created.error().message));
+  }
   for (const auto& op : created->suspended) {
     if (op.ref != "main") continue;
     AbortResult aborted = created->harness.main().abort();
@@ -271,6 +317,10 @@ Tool make_child_session_tool(ChildSessionToolOptions options) {
     return ChildCall(*shared, args, context).run();
   };
   tool.settle = [shared](const ToolContext& context) { abort_suspended_child(*shared, context); };
+  tool.child_inputs = [shared](const ToolContext& context) { return child_pending_inputs(*shared, context); };
+  tool.respond_child = [shared](const ToolContext& context, const std::string& request_id, InputResponse response) {
+    return respond_in_child(*shared, context, request_id, std::move(response));
+  };
   return tool;
 }
 

@@ -38,6 +38,12 @@ struct PendingInput {
   std::vector<std::string> choices;
   std::int64_t seq = 0;  // of its input_requested
   std::string requested_at;
+  // Set: the request is a child session's (a subagent's, through a tool
+  // call of replay "resume"): its input_requested and, once answered, its
+  // input_resolved are in that session's log; `seq` is that log's. The
+  // parent's ref lists it and takes its answer while its run waits for the
+  // child; tool_call_id and tool_name are the child's call.
+  std::optional<std::string> child_session;
 };
 
 // An answer to an input request. An approval takes allow (optionally with

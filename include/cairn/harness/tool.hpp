@@ -12,6 +12,7 @@
 
 #include "cairn/error.hpp"
 #include "cairn/harness/events.hpp"
+#include "cairn/harness/results.hpp"
 #include "cairn/json.hpp"
 #include "cairn/log/message.hpp"
 
@@ -95,6 +96,20 @@ struct Tool {
   // if any) as a durable input request, waits, and the answer is the call's
   // result (see ask_user_tool in cairn/tools/coding_tools.hpp).
   bool asks_user = false;
+  // Replay "resume": the input requests of the call's child session that
+  // await an answer (asked when the parent is restored with the call open),
+  // and the answer to one of them, made durable in the child's log.
+  std::function<std::vector<PendingInput>(const ToolContext& context)> child_inputs;
+  std::function<InputResult(const ToolContext& context, const std::string& request_id, InputResponse response)>
+      respond_child;
+};
+
+// Thrown by a replay "resume" tool whose child session parked awaiting a
+// human's answer: the call gets no result, the parent's run parks awaiting
+// input too, with the child's requests (PendingInput::child_session set)
+// as its own, and resume() runs the call again once they are answered.
+struct ToolAwaitingInput {
+  std::vector<PendingInput> inputs;
 };
 
 // Checks `args` against a tool's JSON schema (draft 7); the error names the
