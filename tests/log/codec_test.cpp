@@ -633,7 +633,7 @@ TEST(CheckFields, RefusesEmptyIdsAndBadEnums) {
   expect_fields_error(valid_record(ToolStarted{"op1", "a1", -1, "c1", "bash", Json::object(), "r1", "never"}),
                       "toolIndex: must not be negative");
   expect_fields_error(valid_record(ToolStarted{"op1", "a1", 0, "c1", "bash", Json::object(), "r1", "always"}),
-                      "replay: expected one of 'never', 'safe', got 'always'");
+                      "replay: expected one of 'never', 'safe', 'resume', got 'always'");
   expect_fields_error(valid_record(ToolStarted{"op1", "a1", 0, "c1", "bash", Json::array(), "r1", "safe"}),
                       "effectiveArgs: expected an object");
   expect_fields_error(valid_record(OperationCancelled{"", "user"}), "runId: must not be empty");

@@ -38,7 +38,7 @@ std::optional<std::string> env(const char* name) {
 
 // The tools --tools / --no-tools leave, checked against the known names.
 Outcome<std::vector<std::string>> chosen_tools_of(const AgentOptions& options) {
-  const auto known = coding_tool_names();
+  const auto known = agent_tool_names();
   if (options.no_tools) {
     if (options.tools) return std::unexpected(report(kUsage, "--tools and --no-tools exclude each other"));
     return std::vector<std::string>{};
@@ -344,9 +344,20 @@ Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options,
                                                     const std::optional<ConfiguredModel>& model,
                                                     const std::vector<std::string>& tool_names,
                                                     std::shared_ptr<Session> session, const std::filesystem::path& cwd,
-                                                    const std::shared_ptr<McpServers>& mcp) {
+                                                    const std::shared_ptr<McpServers>& mcp,
+                                                    const std::shared_ptr<Store>& store) {
+  auto made = coding_harness_options_for(options, registry, model, tool_names, session->id(), cwd, mcp, store);
+  if (made) made->harness.session = std::move(session);
+  return made;
+}
+
+Result<CodingHarnessOptions> coding_harness_options_for(const AgentOptions& options, const ModelRegistry& registry,
+                                                        const std::optional<ConfiguredModel>& model,
+                                                        const std::vector<std::string>& tool_names,
+                                                        const std::string& session_id, const std::filesystem::path& cwd,
+                                                        const std::shared_ptr<McpServers>& mcp,
+                                                        const std::shared_ptr<Store>& store) {
   HarnessOptions harness_options;
-  harness_options.session = session;
   harness_options.models = make_models(registry, make_wire_provider);
   if (model) {
     if (auto added = add_model(harness_options.models, *model, make_wire_provider); !added) {
@@ -358,7 +369,7 @@ Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options,
   // Keys reach neither the tools' processes nor anything cairn writes.
   ProviderKeys keys = provider_keys(registry, model, process_environment());
   harness_options.secrets = keys.values;
-  CodingToolsOptions tool_options{.cwd = cwd, .spill_dir = spill_dir_for(session->id())};
+  CodingToolsOptions tool_options{.cwd = cwd, .spill_dir = spill_dir_for(session_id)};
   tool_options.environment = tool_environment_policy(options, std::move(keys.variables));
   tool_options.secrets = std::move(keys.values);
   tool_options.report = [](const std::string& message) { fmt::print(stderr, "cairn: warning: {}\n", message); };
@@ -367,6 +378,9 @@ Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options,
     if (std::find(tool_names.begin(), tool_names.end(), tool.name) != tool_names.end()) {
       harness_options.tools.push_back(std::move(tool));
     }
+  }
+  if (store && std::find(tool_names.begin(), tool_names.end(), "task") != tool_names.end()) {
+    harness_options.tools.push_back(make_task_tool(options, registry, model, tool_names, cwd, mcp, store));
   }
   std::vector<Tool> own_tools = harness_options.tools;
   if (mcp) {
@@ -426,9 +440,10 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
     return std::unexpected(kUsage);
   }
 
-  auto store = open_store_for(options.store);
-  if (!store) return std::unexpected(store.error());
-  auto opened = choose_session(**store, options, mode, cwd);
+  auto opened_store = open_store_for(options.store);
+  if (!opened_store) return std::unexpected(opened_store.error());
+  std::shared_ptr<Store> store = std::move(*opened_store);
+  auto opened = choose_session(*store, options, mode, cwd);
   if (!opened) return std::unexpected(opened.error());
   std::shared_ptr<Session> session = opened->session;
 
@@ -468,7 +483,7 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
     if (!started) return std::unexpected(started.error());
     mcp = std::move(*started);
   }
-  auto harness_options = coding_harness_options(options, *registry, model, *tool_names, session, cwd, mcp);
+  auto harness_options = coding_harness_options(options, *registry, model, *tool_names, session, cwd, mcp, store);
   if (!harness_options) return std::unexpected(report(kUsage, harness_options.error().message));
   std::vector<ContextFile> context_files = std::move(harness_options->context_files);
 
@@ -509,7 +524,7 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
   for (const auto& name : harness->tool_names()) registered.push_back(name);
   return AgentSetup{
       .options = options,
-      .store = std::move(*store),
+      .store = std::move(store),
       .session = std::move(session),
       .created = opened->created,
       .cwd = cwd,

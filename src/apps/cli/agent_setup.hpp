@@ -98,7 +98,7 @@ struct AgentSetup {
   // The options it was made from: interactive mode's /new, /resume and
   // /fork make the next setup from them.
   AgentOptions options;
-  std::unique_ptr<Store> store;
+  std::shared_ptr<Store> store;  // shared with the task tool
   std::shared_ptr<Session> session;
   bool created = false;               // the session was created by this setup
   std::filesystem::path cwd;          // where the tools work: the current directory
@@ -145,11 +145,35 @@ struct CodingHarnessOptions {
   std::vector<ContextFile> context_files;  // what the system prompt includes
   std::vector<Tool> own_tools;             // the coding tools alone, without the MCP servers'
 };
+// With `store` and "task" among the tool names, the task tool runs
+// subagents in child sessions of `store` (make_task_tool).
 Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options, const ModelRegistry& registry,
                                                     const std::optional<ConfiguredModel>& model,
                                                     const std::vector<std::string>& tool_names,
                                                     std::shared_ptr<Session> session, const std::filesystem::path& cwd,
-                                                    const std::shared_ptr<McpServers>& mcp = nullptr);
+                                                    const std::shared_ptr<McpServers>& mcp = nullptr,
+                                                    const std::shared_ptr<Store>& store = nullptr);
+// The same before the session is open (a subagent's, whose session the
+// task tool opens itself): HarnessOptions::session is left empty.
+Result<CodingHarnessOptions> coding_harness_options_for(const AgentOptions& options, const ModelRegistry& registry,
+                                                        const std::optional<ConfiguredModel>& model,
+                                                        const std::vector<std::string>& tool_names,
+                                                        const std::string& session_id, const std::filesystem::path& cwd,
+                                                        const std::shared_ptr<McpServers>& mcp,
+                                                        const std::shared_ptr<Store>& store);
+
+// Every tool name --tools takes: the coding tools and task.
+std::vector<std::string> agent_tool_names();
+
+// The `task` tool (task_tool.cpp): each call runs its prompt as a subagent
+// in a child session of `store` (make_child_session_tool), as the agent
+// definition its `agent` argument names says (subagents.hpp), or else with
+// `tool_names` but task; the model, thinking level, approval mode and
+// tool environment are the parent's unless the definition names a model.
+Tool make_task_tool(const AgentOptions& options, const ModelRegistry& registry,
+                    const std::optional<ConfiguredModel>& model, const std::vector<std::string>& tool_names,
+                    const std::filesystem::path& cwd, const std::shared_ptr<McpServers>& mcp,
+                    const std::shared_ptr<Store>& store);
 // The tools --tools / --no-tools leave (reported: an unknown name).
 Outcome<std::vector<std::string>> chosen_tools(const AgentOptions& options);
 // The model --model or the ad-hoc endpoint options name; nullopt when none is (reported: a bad one).

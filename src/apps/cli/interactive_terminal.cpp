@@ -258,9 +258,13 @@ void Terminal::show() {
     footer += tui::truncate_to_width(live_, room) + "\r\n";
     ++rows;
   }
-  if (!status_.empty()) {
-    footer += tui::Style{color_}.inverse(tui::truncate_to_width(status_, room)) + "\r\n";
+  // The status line, then a dim line for each running subagent.
+  for (std::size_t start = 0, index = 0; start < status_.size(); ++index) {
+    const auto end = std::min(status_.find('\n', start), status_.size());
+    const std::string line = tui::truncate_to_width(std::string_view(status_).substr(start, end - start), room);
+    footer += (index == 0 ? tui::Style{color_}.inverse(line) : tui::Style{color_}.dim(line)) + "\r\n";
     ++rows;
+    start = end + 1;
   }
   write_out(footer);
   footer_rows_ = rows;

@@ -1,5 +1,8 @@
 // `cairn sessions` lists the store's sessions; `cairn new` creates an empty one.
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -32,12 +35,38 @@ std::size_t awaiting_input(Store& store, const std::string& id) {
   return waiting;
 }
 
+// A subagent's session: its header's "child" object (make_child_session_tool).
+const Json* child_of(const SessionHeader& header) {
+  auto it = header.extra.find("child");
+  return it != header.extra.end() && it->is_object() && header.parent_session ? &*it : nullptr;
+}
+
 int run_sessions(const SessionsOptions& options) {
   auto store = open_store_for(options.store);
   if (!store) return store.error();
-  auto headers = (*store)->list();
-  if (!headers) return report(headers.error());
-  for (const SessionHeader& header : *headers) {
+  auto listed = (*store)->list();
+  if (!listed) return report(listed.error());
+  // Lineage: each subagent's session right under its parent's (oldest
+  // first there), indented one step per level; a child whose parent is
+  // not in the store stays where its time puts it.
+  std::map<std::string, std::vector<const SessionHeader*>> children;
+  std::set<std::string> present;
+  for (const auto& header : *listed) present.insert(header.id);
+  for (auto it = listed->rbegin(); it != listed->rend(); ++it) {
+    if (child_of(*it) && present.count(*it->parent_session)) children[*it->parent_session].push_back(&*it);
+  }
+  std::vector<std::pair<const SessionHeader*, int>> ordered;  // header, depth
+  std::function<void(const SessionHeader&, int)> add = [&](const SessionHeader& header, int depth) {
+    ordered.emplace_back(&header, depth);
+    if (auto kids = children.find(header.id); kids != children.end() && depth < 16) {
+      for (const SessionHeader* kid : kids->second) add(*kid, depth + 1);
+    }
+  };
+  for (const auto& header : *listed) {
+    if (!(child_of(header) && present.count(*header.parent_session))) add(header, 0);
+  }
+  for (const auto& [entry, depth] : ordered) {
+    const SessionHeader& header = *entry;
     const std::size_t waiting = awaiting_input(**store, header.id);
     if (options.json) {
       Json line = encode(header);
@@ -46,12 +75,18 @@ int run_sessions(const SessionsOptions& options) {
       continue;
     }
     std::string origin;
-    if (header.parent_session) origin = fmt::format("  (fork of {})", *header.parent_session);
+    if (const Json* child = child_of(header)) {
+      origin = fmt::format("  (subagent of {}, call {}{})", *header.parent_session, child->value("toolCallId", std::string("?")),
+                           child->contains("agent") ? fmt::format(", agent {}", child->value("agent", std::string())) : "");
+    } else if (header.parent_session) {
+      origin = fmt::format("  (fork of {})", *header.parent_session);
+    }
     if (auto it = header.extra.find("importedFrom"); it != header.extra.end() && it->is_object()) {
       origin += fmt::format("  (imported from {})", it->value("format", std::string("?")));
     }
     if (waiting > 0) origin += fmt::format("  (waits for input: {}; see cairn resume {})", waiting, header.id);
-    fmt::print("{}  {}  {}{}\n", header.id, header.timestamp, header.cwd, origin);
+    fmt::print("{}{}  {}  {}{}\n", std::string(2 * static_cast<std::size_t>(depth), ' '), header.id, header.timestamp,
+               header.cwd, origin);
   }
   return kOk;
 }
@@ -88,7 +123,8 @@ int run_new(const NewOptions& options) {
 
 void register_session_commands(CLI::App& app, Commands& commands) {
   {
-    auto [sub, options] = add_command(app, commands, "sessions", "List the store's sessions, newest first: id, created, cwd, and whether a run waits for input", run_sessions);
+    auto [sub, options] = add_command(app, commands, "sessions", "List the store's sessions, newest first: id, created, cwd, and whether a run waits for input; a "
+        "subagent's session is indented under its parent's", run_sessions);
     add_store_option(sub, options->store);
     sub->add_flag("--json", options->json, "Print each session's header as one JSON object per line");
   }

@@ -166,7 +166,8 @@ std::string harness_preview(const HarnessRecord& record, std::size_t max_chars) 
             return fmt::format("{} attempt {} {}/{}", b.purpose, b.attempt, b.model.provider, b.model.model_id);
           },
           [&](const ToolStarted& b) {
-            return fmt::format("{} #{} ({}) replay {}", b.tool_name, b.tool_index, b.tool_call_id, b.replay);
+            return fmt::format("{} #{} ({}) replay {}{}", b.tool_name, b.tool_index, b.tool_call_id, b.replay,
+                               b.child_session ? fmt::format(", child session {}", *b.child_session) : std::string());
           },
           [&](const QueueEnqueued& b) { return fmt::format("{}: {}", b.queue, entry_preview(b.target, max_chars)); },
           [&](const WriteDeferred& b) { return entry_preview(b.target, max_chars); },

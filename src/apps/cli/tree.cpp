@@ -84,6 +84,8 @@ int run_tree(const TreeOptions& options) {
   // The latest label of each entry, collected on the way (labels are
   // latest-wins records), so no entry's label needs a search of the log.
   std::unordered_map<std::string, std::optional<std::string>> labels;
+  // Tool results of calls that ran a child session (a subagent): result entry id → child id.
+  std::unordered_map<std::string, std::string> children_at;
   constexpr std::size_t kPage = 1024;
   for (std::int64_t after = -1;;) {
     auto page = session.get_log(after, kPage);
@@ -124,6 +126,14 @@ int run_tree(const TreeOptions& options) {
     });
     for (std::size_t k = 0; k < page->size(); ++k) {
       const LogLine& line = (*page)[k];
+      if (line.type == RecordType::tool_started) {
+        auto json = Json::parse(line.json, nullptr, false);
+        auto record = json.is_discarded() ? Result<Record>(fail(Errc::invalid_record, "not valid JSON")) : decode_record(json);
+        const auto* harness = record ? std::get_if<HarnessRecord>(&record->body) : nullptr;
+        const auto* started = harness ? std::get_if<ToolStarted>(&harness->body) : nullptr;
+        if (started && started->child_session) children_at[started->result_entry_id] = *started->child_session;
+        continue;
+      }
       if (!is_tree_type(line.type)) continue;
       Decoded& entry = decoded[k];
       if (entry.error) {
@@ -162,6 +172,11 @@ int run_tree(const TreeOptions& options) {
     }
   }
 
+  // A subagent's session says whose it is.
+  if (auto child = session.header().extra.find("child"); child != session.header().extra.end() && child->is_object()) {
+    fmt::print("subagent of session {} (call {}, depth {})\n", session.header().parent_session.value_or("?"),
+               child->value("toolCallId", std::string("?")), child->value("depth", 1));
+  }
   // Written out a MiB at a time.
   std::string out;
   const auto flush = [&] {
@@ -193,6 +208,9 @@ int run_tree(const TreeOptions& options) {
     if (auto it = refs_at.find(node.id); it != refs_at.end()) {
       for (const auto& ref : it->second) line += fmt::format("  ← {}", ref);
     }
+    if (auto child = children_at.find(node.id); child != children_at.end()) {
+      line += fmt::format("  ⇢ subagent session {}", child->second);
+    }
     out += line;
     out += '\n';
     if (out.size() >= (1 << 20)) flush();
@@ -223,7 +241,8 @@ int run_tree(const TreeOptions& options) {
 
 void register_tree_command(CLI::App& app, Commands& commands) {
   add_session_command(app, commands,
-      "tree", "Draw a session's entry tree: short id, type, [label], preview, and ← REF where a ref's leaf is", run_tree);
+      "tree", "Draw a session's entry tree: short id, type, [label], preview, ← REF where a ref's leaf is, and ⇢ the "
+      "session of a subagent a task call ran", run_tree);
 }
 
 }  // namespace cairn::cli

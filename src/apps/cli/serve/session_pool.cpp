@@ -31,7 +31,8 @@ Result<std::shared_ptr<SessionHost>> SessionPool::host_for(std::shared_ptr<Sessi
     cwd = session->header().cwd;
   }
   auto options =
-      cli::coding_harness_options(config_.options, config_.registry, model, config_.tool_names, session, cwd, config_.mcp);
+      cli::coding_harness_options(config_.options, config_.registry, model, config_.tool_names, session, cwd, config_.mcp,
+                                  store_);
   if (!options) return std::unexpected(options.error());
   auto created = AgentHarness::create(std::move(options->harness));
   if (!created) return std::unexpected(created.error());
@@ -124,6 +125,9 @@ void SessionPool::resume_suspended() {
       return;
     }
     for (const auto& header : *headers) {
+      // A subagent's session is resumed by its parent's call, which waits
+      // for its answer: resumed here as well, the two would race for it.
+      if (header.extra.contains("child")) continue;
       // Read-only and cheap: only sessions with an open operation are opened for writing.
       auto session = store_->open(header.id, OpenOptions{.read_only = true});
       if (!session) continue;

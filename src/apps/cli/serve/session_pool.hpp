@@ -85,7 +85,7 @@ class SessionPool {
   Result<std::shared_ptr<SessionHost>> host_for(std::shared_ptr<Session> session);
   static void touch(SessionHost& host);
 
-  std::unique_ptr<Store> store_;
+  std::shared_ptr<Store> store_;  // shared with the task tool of every session's harness
   AgentConfig config_;
   std::chrono::milliseconds idle_close_;
   mutable std::mutex mu_;  // guards hosts_ and every call into store_

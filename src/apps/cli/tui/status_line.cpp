@@ -1,5 +1,7 @@
 #include "status_line.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "terminal_text.hpp"
@@ -36,7 +38,47 @@ std::string format_status(const StatusState& state, std::size_t width) {
     if (state.queued_follow_up) queued += fmt::format("{}{} follow-up", queued.empty() ? "" : ", ", state.queued_follow_up);
     text += " | queued " + queued;
   }
-  return truncate_to_width(text, width);
+  text = truncate_to_width(text, width);
+  for (const auto& subagent : state.subagents) {
+    text += '\n';
+    text += truncate_to_width(fmt::format("↳ {}: {}", subagent.label, subagent.activity), width);
+  }
+  return text;
+}
+
+// A subagent's event, relayed: its line says what it does now, until its run ends.
+void StatusTracker::apply_child(const Json& data) {
+  if (!data.contains("child") || !data.contains("event") || !data["child"].is_object() || !data["event"].is_object()) return;
+  const Json& child = data["child"];
+  const Json& inner = data["event"];
+  const std::string session = child.value("session", std::string());
+  const std::string type = inner.value("type", std::string());
+  auto it = std::find_if(state_.subagents.begin(), state_.subagents.end(),
+                         [&](const StatusState::Subagent& s) { return s.session == session; });
+  if (type == "run_end") {
+    if (it != state_.subagents.end()) state_.subagents.erase(it);
+    return;
+  }
+  if (it == state_.subagents.end()) {
+    std::string label = "subagent";
+    if (auto found = task_labels_.find(child.value("toolCallId", std::string())); found != task_labels_.end()) label = found->second;
+    if (child.value("depth", 1) > 1) label = fmt::format("{} (depth {})", label, child.value("depth", 1));
+    state_.subagents.push_back({session, std::move(label), "starting"});
+    it = std::prev(state_.subagents.end());
+  }
+  if (type == "tool_start") {
+    it->activity = fmt::format("running {}", inner.value("toolName", std::string("a tool")));
+  } else if (type == "message_update") {
+    it->activity = "writing";
+  } else if (type == "step_start" || type == "tool_end" || type == "run_start" || type == "run_resume") {
+    it->activity = "thinking";
+  } else if (type == "retry_scheduled") {
+    it->activity = "retrying";
+  } else if (type == "input_requested") {
+    it->activity = "waits for an answer";
+  } else if (type == "run_cancel") {
+    it->activity = "aborting";
+  }
 }
 
 void StatusTracker::set_totals(std::int64_t input, std::int64_t output, double cost) {
@@ -92,8 +134,17 @@ void StatusTracker::apply(const Event& event) {
     state_.activity = "compacting";
   } else if (type == EventType::navigation_start) {
     state_.activity = "navigating";
+  } else if (type == EventType::child_session_event) {
+    apply_child(data);
   } else if (type == EventType::tool_start) {
     state_.activity = "running " + data.value("toolName", std::string("a tool"));
+    if (data.value("toolName", std::string()) == "task" && data.contains("args") && data["args"].is_object()) {
+      const Json& args = data["args"];
+      std::string label = args.value("description", std::string());
+      if (label.empty()) label = args.value("agent", std::string());
+      if (label.empty()) label = args.value("prompt", std::string()).substr(0, 40);
+      task_labels_[data.value("toolCallId", std::string())] = label.empty() ? "task" : label;
+    }
   } else if (type == EventType::tool_end || type == EventType::step_start || type == EventType::retry_start) {
     if (!state_.activity.empty()) state_.activity = "running";
   } else if (type == EventType::retry_scheduled) {
@@ -105,6 +156,8 @@ void StatusTracker::apply(const Event& event) {
     state_.queued_follow_up = count_of(data, "followUp");
   } else if (type == EventType::run_end || type == EventType::compaction_end || type == EventType::navigation_end) {
     settle();
+    state_.subagents.clear();
+    task_labels_.clear();
     state_.activity.clear();
     state_.queued_steer = state_.queued_follow_up = 0;
   } else if (type == EventType::config_update) {

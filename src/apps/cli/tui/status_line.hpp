@@ -3,12 +3,15 @@
 // (from context_usage events), what the ref is doing and what is queued.
 //
 //   openai/gpt-4o (think off) | main | in 12k out 1.3k | $0.042 | ctx 12% | running bash | queued 1 steer
+//   ↳ find the tests: running grep          (a line per running subagent)
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cairn/harness/events.hpp"
 
@@ -26,6 +29,14 @@ struct StatusState {
   std::string activity;  // empty when idle
   std::size_t queued_steer = 0;
   std::size_t queued_follow_up = 0;
+  // The subagents (task calls) running now, in the order they started:
+  // what each is for and what it is doing. One line each under the status.
+  struct Subagent {
+    std::string session;
+    std::string label;
+    std::string activity;
+  };
+  std::vector<Subagent> subagents;
 };
 
 // 340, 1.2k, 12k, 1.2M
@@ -48,6 +59,8 @@ class StatusTracker {
 
  private:
   void settle();  // the running operation's spend joins the totals
+  void apply_child(const Json& data);
+  std::map<std::string, std::string> task_labels_;  // task call id → its description
 
   StatusState state_;
   std::int64_t base_input_ = 0, base_output_ = 0;
