@@ -67,6 +67,7 @@ std::string serve_content_text(const Json& content) {
 //                 directory), then answer "touched"
 //   "touch slowly NAME"  the same, the answer taking 1.2 s to stream
 //   "ask"         call ask_user once, then answer with what came back
+//   "delegate X"  call task with the prompt "say X", then answer "delegated: " and its result
 ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
   const Json body = Json::parse(request.body, nullptr, false);
   if (body.is_discarded() || !body.contains("messages")) return testing::openai_text_reply("?");
@@ -107,6 +108,10 @@ ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
     return testing::openai_stream(std::move(pieces), 0ms);
   }
   if (prompt.rfind("steer:", 0) == 0) return testing::openai_text_reply("steered " + prompt.substr(6));
+  if (prompt.rfind("delegate ", 0) == 0) {
+    if (results_since == 0) return testing::openai_tool_reply(call_id, "task", {{"prompt", "say " + prompt.substr(9)}});
+    return testing::openai_text_reply("delegated: " + last_result);
+  }
   if (prompt == "ask") {
     if (results_since == 0) return testing::openai_tool_reply(call_id, "ask_user", {{"question", "which colour?"}});
     return testing::openai_text_reply("got " + last_result);
@@ -804,6 +809,51 @@ TEST_F(ServeTest, AStreamCutAtRandomPointsAndResumedByLastEventIdMissesNothingAn
     EXPECT_EQ(seqs, expected) << "after " << cuts << " cuts";
     EXPECT_GT(cuts, 0);
   }
+}
+
+TEST_F(ServeTest, ASubagentsEventsReachItsParentsStreamAndItsSessionIsListedUnderTheParent) {
+  start_server();
+  create_session("s1");
+  ServeStreamClient stream(port_, "/v1/sessions/s1/refs/main/events", token_);
+  ASSERT_EQ(stream.status(), 200);
+  ASSERT_TRUE(stream.next());  // the snapshot
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "delegate hello there"}}).status, 202);
+  std::set<std::string> inner;
+  std::string child;
+  for (;;) {
+    auto frame = stream.next();
+    ASSERT_TRUE(frame) << "the stream stalled";
+    const std::string type = frame->data.value("type", "");
+    if (type == "child_session_event") {
+      EXPECT_FALSE(frame->id) << "a relayed event has no seq of the parent";
+      child = frame->data["child"].value("session", "");
+      inner.insert(frame->data["event"].value("type", ""));
+    }
+    if (type == "run_end") break;
+  }
+  EXPECT_TRUE(inner.count("run_start") && inner.count("message_end") && inner.count("run_end"));
+  ASSERT_FALSE(child.empty());
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  Json listed = call("GET", "/v1/sessions").json();
+  bool found = false;
+  for (const auto& session : listed["sessions"]) {
+    if (session["id"] == "s1") {
+      EXPECT_EQ(session["children"], Json::array({child}));
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found) << listed.dump();
+  Json children = call("GET", "/v1/sessions?parent=s1").json();
+  ASSERT_EQ(children["sessions"].size(), 1u) << children.dump();
+  EXPECT_EQ(children["sessions"][0]["id"], child);
+  EXPECT_EQ(children["sessions"][0]["parentSession"], "s1");
+  bool answered = false;
+  for (const auto& record : records("s1")) {
+    if (record.value("type", "") == "message" && record["message"].value("role", "") == "assistant") {
+      answered = answered || record.dump().find("delegated: hello there") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(answered);
 }
 
 TEST_F(ServeTest, TheSessionStreamCarriesEveryRefsRecordsAndEphemeralEventsHaveNoId) {

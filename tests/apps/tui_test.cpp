@@ -281,6 +281,35 @@ TEST(TuiStatus, TheTrackerAddsEachOperationsSpendToTheSessionsTotals) {
   EXPECT_EQ(tracker.state().thinking_level, "high");
 }
 
+TEST(TuiStatus, EachRunningSubagentHasALineUnderTheStatusUntilItsRunEnds) {
+  StatusTracker tracker;
+  tracker.apply(Event{.type = EventType::run_start});
+  for (const auto& [call, description] : {std::pair{"t1", "find the tests"}, std::pair{"t2", "review"}}) {
+    tracker.apply(Event{.type = EventType::tool_start,
+                        .data = {{"toolName", "task"}, {"toolCallId", call},
+                                 {"args", {{"prompt", "..."}, {"description", description}}}}});
+  }
+  const auto child = [](std::string session, std::string call, Json inner) {
+    return Event{.type = EventType::child_session_event,
+                 .data = {{"child", {{"session", session}, {"toolCallId", call}, {"depth", 1}}}, {"event", std::move(inner)}}};
+  };
+  tracker.apply(child("k1", "t1", {{"type", "run_start"}, {"seq", 0}}));
+  tracker.apply(child("k2", "t2", {{"type", "run_start"}, {"seq", 0}}));
+  tracker.apply(child("k1", "t1", {{"type", "tool_start"}, {"toolName", "grep"}, {"seq", 4}}));
+  tracker.apply(child("k2", "t2", {{"type", "message_update"}}));
+  StatusState state = tracker.state();
+  state.model = "p/m";
+  EXPECT_EQ(format_status(state, 200),
+            "p/m (think off) | main | in 0 out 0 | $0.000 | ctx ? | running task\n"
+            "↳ find the tests: running grep\n"
+            "↳ review: writing");
+  tracker.apply(child("k1", "t1", {{"type", "run_end"}, {"seq", 9}}));
+  ASSERT_EQ(tracker.state().subagents.size(), 1u);
+  EXPECT_EQ(tracker.state().subagents[0].label, "review");
+  tracker.apply(Event{.type = EventType::run_end, .data = {{"outcome", "completed"}}});
+  EXPECT_TRUE(tracker.state().subagents.empty());
+}
+
 TEST(TuiSlash, ParsesCommandsAndTheirArguments) {
   auto command = parse_slash("/model openai/gpt-4o ");
   ASSERT_TRUE(command);

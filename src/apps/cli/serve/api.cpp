@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 
@@ -455,6 +456,17 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       if (page < 1 || page > 1000) return error(Error{Errc::invalid_argument, "limit must be 1 to 1000"});
       auto headers = pool_.list();
       if (!headers) return error(headers.error());
+      // Lineage: each session lists its subagents' sessions (oldest first);
+      // ?parent=ID lists those of ID alone.
+      std::map<std::string, std::vector<std::string>> children;
+      for (auto it = headers->rbegin(); it != headers->rend(); ++it) {
+        if (it->parent_session && it->extra.contains("child")) children[*it->parent_session].push_back(it->id);
+      }
+      if (auto parent = request.query.find("parent"); parent != request.query.end()) {
+        std::erase_if(*headers, [&](const SessionHeader& h) {
+          return !(h.parent_session == parent->second && h.extra.contains("child"));
+        });
+      }
       auto after = request.query.find("after");
       std::size_t start = 0;
       if (after != request.query.end()) {
@@ -465,7 +477,11 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       }
       Json sessions = Json::array();
       std::size_t i = start;
-      for (; i < headers->size() && sessions.size() < static_cast<std::size_t>(page); ++i) sessions.push_back(encode((*headers)[i]));
+      for (; i < headers->size() && sessions.size() < static_cast<std::size_t>(page); ++i) {
+        Json session = encode((*headers)[i]);
+        if (auto kids = children.find((*headers)[i].id); kids != children.end()) session["children"] = kids->second;
+        sessions.push_back(std::move(session));
+      }
       Json body = {{"sessions", std::move(sessions)}};
       body["next"] = i < headers->size() ? Json((*headers)[i - 1].id) : Json(nullptr);
       return ok(body);
