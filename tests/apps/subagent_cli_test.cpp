@@ -157,6 +157,46 @@ TEST_F(SubagentCliTest, SubagentCliAKillWhileAChildsBashRunsIsResumedThroughTheP
   EXPECT_NE(child_tree.out.find("subagent of session sub-kill"), std::string::npos) << child_tree.out;
 }
 
+// --approval ask: the subagent's bash waits for a human; the parent's
+// process exits 3 naming it, `cairn approve` answers it through the parent,
+// and `cairn resume` of the parent runs it once.
+TEST_F(SubagentCliTest, SubagentCliASubagentsApprovalIsAskedAndAnsweredThroughTheParent) {
+  const std::string command = fmt::format("echo ran >> {}", marker().string());
+  HttpTestServer server([command](const ReceivedRequest& request) {
+    const Json body = Json::parse(request.body);
+    if (first_user_text(body).starts_with("child")) {
+      return has_tool_result(body) ? openai_text_reply("child done")
+                                   : openai_tool_reply("c_bash", "bash", Json{{"command", command}});
+    }
+    if (has_tool_result(body)) return openai_text_reply("The child is done.");
+    return openai_tool_reply("t_c", "task", Json{{"prompt", "child: run it"}});
+  });
+  auto args = endpoint(server);
+  args.insert(args.begin(), {"-p", "Delegate it", "--session", "sub-ask"});
+  Finished parked = cairn(args);
+  ASSERT_EQ(parked.status, 3) << parked.err;
+  EXPECT_NE(parked.err.find("bash (c_bash): echo ran"), std::string::npos) << parked.err;
+  EXPECT_NE(parked.err.find("(subagent session "), std::string::npos) << parked.err;
+  EXPECT_NE(parked.err.find("cairn approve sub-ask"), std::string::npos) << parked.err;
+  EXPECT_EQ(count_of(read_file(marker()), "ran"), 0);
+
+  Finished approved = cairn({"approve", "sub-ask"});
+  ASSERT_EQ(approved.status, 0) << approved.err;
+  auto resume = endpoint(server);
+  resume.insert(resume.begin(), {"resume", "sub-ask"});
+  Finished resumed = cairn(resume);
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("The child is done."), std::string::npos) << resumed.out;
+  EXPECT_EQ(count_of(read_file(marker()), "ran"), 1);
+  const auto children = children_of("sub-ask");
+  ASSERT_EQ(children.size(), 1u);
+  Finished child_log = cairn({"log", children[0], "--json"});
+  ASSERT_EQ(log_of(child_log.out, "input_resolved").size(), 1u) << child_log.out;
+  EXPECT_EQ(log_of(child_log.out, "input_resolved")[0]["decision"], "allow");
+  EXPECT_EQ(cairn({"verify", children[0]}).status, 0);
+  EXPECT_EQ(cairn({"verify", "sub-ask"}).status, 0);
+}
+
 TEST_F(SubagentCliTest, SubagentCliAnAgentDefinitionGivesTheSubagentItsPromptToolsAndName) {
   std::filesystem::create_directories(path("work") / ".cairn" / "agents");
   std::ofstream(path("work") / ".cairn" / "agents" / "reviewer.md")

@@ -15,6 +15,8 @@
 namespace cairn::cli {
 
 std::string describe_input(const PendingInput& input) {
+  // A subagent's request is answered here all the same; say whose it is.
+  const std::string whose = input.child_session ? fmt::format("  (subagent session {})", *input.child_session) : "";
   if (input.kind == "question") {
     std::string text = fmt::format("question ({}): {}", input.tool_call_id, input.question.value_or(""));
     if (!input.choices.empty()) {
@@ -22,7 +24,7 @@ std::string describe_input(const PendingInput& input) {
       for (std::size_t i = 0; i < input.choices.size(); ++i) text += (i ? " | " : "") + input.choices[i];
       text += "]";
     }
-    return text;
+    return text + whose;
   }
   std::string what;
   if (auto it = input.arguments.find("command"); it != input.arguments.end() && it->is_string()) {
@@ -32,8 +34,8 @@ std::string describe_input(const PendingInput& input) {
   } else {
     what = input.arguments.dump();
   }
-  return fmt::format("{} ({}): {}  [asked by rule {}]", input.tool_name, input.tool_call_id, one_line(what, 400),
-                     input.rule.value_or("default"));
+  return fmt::format("{} ({}): {}  [asked by rule {}]{}", input.tool_name, input.tool_call_id, one_line(what, 400),
+                     input.rule.value_or("default"), whose);
 }
 
 std::string answered_by() {

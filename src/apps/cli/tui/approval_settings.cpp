@@ -118,7 +118,8 @@ Result<ApprovalPolicy> make_approval_policy(std::string_view mode, const std::fi
     }
     return std::nullopt;
   };
-  for (const char* tool : {"read", "grep", "find", "ls"}) {
+  // task runs unasked: the subagent's own calls ask for themselves, through this ref.
+  for (const char* tool : {"read", "grep", "find", "ls", "task"}) {
     policy.rules.push_back(ApprovalRule{.tool = tool, .decision = ApprovalDecision::allow});
   }
   policy.fallback = ApprovalDecision::ask;
