@@ -227,14 +227,7 @@ void Operation::apply_pending_writes() {
 
 // Every token this operation was billed for: steps, retried and failed
 // attempts, summaries.
-void Operation::add_spend(const Usage& usage) {
-  spend_.input += usage.input;
-  spend_.output += usage.output;
-  spend_.cache_read += usage.cache_read;
-  spend_.cache_write += usage.cache_write;
-  spend_.total_tokens += usage.total_tokens;
-  spend_.cost.total += usage.cost.total;
-}
+void Operation::add_spend(const Usage& usage) { add_usage(spend_, usage); }
 
 // How full the model's context is, reported apart from what the operation
 // has spent — the two are easily confused and differ by far: the context

@@ -24,15 +24,6 @@ ToolResult error_result(std::string text, Json details = Json::object()) {
   return result;
 }
 
-void add(Usage& sum, const Usage& usage) {
-  sum.input += usage.input;
-  sum.output += usage.output;
-  sum.cache_read += usage.cache_read;
-  sum.cache_write += usage.cache_write;
-  sum.total_tokens += usage.total_tokens;
-  sum.cost.total += usage.cost.total;
-}
-
 Json spend_json(const Usage& spend) {
   return Json{{"input", spend.input},           {"output", spend.output},
               {"cacheRead", spend.cache_read},   {"cacheWrite", spend.cache_write},
@@ -50,7 +41,7 @@ Usage logged_spend(const Session& session) {
     for (const auto& entry : page->items) {
       const auto* body = std::get_if<MessageBody>(&entry.body);
       const auto* assistant = body ? std::get_if<AssistantMessage>(&body->message) : nullptr;
-      if (assistant) add(spend, assistant->usage);
+      if (assistant) add_usage(spend, assistant->usage);
     }
     if (!page->next_cursor) break;
     query.cursor = page->next_cursor;

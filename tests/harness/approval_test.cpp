@@ -44,23 +44,13 @@ class ApprovalTest : public HarnessTest {
  protected:
   // `effect` asks, everything else is allowed; ask_user is configured too.
   AgentHarness& make(ApprovalPolicy policy = ask_effect()) {
-    listener_.reset();
-    harness_.reset();
     auto opts = options();
     opts.tools.push_back(question_tool());
     for (auto& tool : opts.tools) {
       if (tool.name == "effect") tool.approval_subject = "text";
     }
     opts.approval = std::move(policy);
-    auto created = AgentHarness::create(std::move(opts));
-    if (!created) {
-      ADD_FAILURE() << created.error().message;
-      std::abort();
-    }
-    harness_.emplace(std::move(created->harness));
-    suspended_ = std::move(created->suspended);
-    listener_ = harness_->on_event([this](const Event& e) { events_.add(e); });
-    return *harness_;
+    return make_harness_with(std::move(opts));
   }
   static ApprovalPolicy ask_effect() {
     return ApprovalPolicy{.rules = {ApprovalRule{.tool = "effect", .decision = ApprovalDecision::ask}}};

@@ -127,19 +127,7 @@ class ChildSessionTest : public HarnessTest {
                 }};
   }
 
-  AgentHarness& make() {
-    listener_.reset();
-    harness_.reset();
-    auto created = AgentHarness::create(options());
-    if (!created) {
-      ADD_FAILURE() << created.error().message;
-      std::abort();
-    }
-    harness_.emplace(std::move(created->harness));
-    suspended_ = std::move(created->suspended);
-    listener_ = harness_->on_event([this](const Event& e) { events_.add(e); });
-    return *harness_;
-  }
+  AgentHarness& make() { return make_harness_with(options()); }
 
   // The child sessions in the store (every session but the parent).
   std::vector<SessionHeader> children() {

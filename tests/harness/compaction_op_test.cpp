@@ -38,17 +38,7 @@ class CompactionOpTest : public HarnessTest {
     opts.models.add(model, faux_);
     opts.model = model;
     opts.compaction = settings;
-    listener_.reset();
-    harness_.reset();
-    auto created = AgentHarness::create(std::move(opts));
-    if (!created) {
-      ADD_FAILURE() << created.error().message;
-      std::abort();
-    }
-    harness_.emplace(std::move(created->harness));
-    suspended_ = std::move(created->suspended);
-    listener_ = harness_->on_event([this](const Event& e) { events_.add(e); });
-    return *harness_;
+    return make_harness_with(std::move(opts));
   }
 
   // Two exchanges of `chars` characters each way.

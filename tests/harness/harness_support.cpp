@@ -135,10 +135,12 @@ HarnessOptions HarnessTest::options() {
   return options;
 }
 
-AgentHarness& HarnessTest::make_harness() {
+AgentHarness& HarnessTest::make_harness() { return make_harness_with(options()); }
+
+AgentHarness& HarnessTest::make_harness_with(HarnessOptions options) {
   listener_.reset();
   harness_.reset();
-  auto created = AgentHarness::create(options());
+  auto created = AgentHarness::create(std::move(options));
   if (!created) {
     ADD_FAILURE() << "AgentHarness::create: " << created.error().code << ": " << created.error().message;
     std::abort();

@@ -75,6 +75,8 @@ class HarnessTest : public ::testing::Test {
   HarnessOptions options();
   // (Re)creates the harness over the current session; fails the test on error.
   AgentHarness& make_harness();
+  // The same with these options.
+  AgentHarness& make_harness_with(HarnessOptions options);
   // Drops the harness and the session (a crash: nothing is closed in order)
   // and reopens the session from the store.
   void reopen();

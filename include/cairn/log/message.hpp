@@ -73,6 +73,17 @@ struct Usage {
   Json extra;  // null or an object (see above)
 };
 
+// Adds what `usage` was billed — its token counts and total cost — to `sum`
+// (an operation's spend, a subagent's).
+inline void add_usage(Usage& sum, const Usage& usage) {
+  sum.input += usage.input;
+  sum.output += usage.output;
+  sum.cache_read += usage.cache_read;
+  sum.cache_write += usage.cache_write;
+  sum.total_tokens += usage.total_tokens;
+  sum.cost.total += usage.cost.total;
+}
+
 enum class StopReason { stop, length, tool_use, error, aborted };
 
 struct UserMessage {
