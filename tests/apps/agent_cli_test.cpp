@@ -359,7 +359,7 @@ TEST_F(AgentCliTest, AgentCliNoToolsSendsNoToolsAndToolsChoosesThem) {
   };
   EXPECT_EQ(names(request_json(requests[1])), (std::vector<std::string>{"read", "ls"}));
   EXPECT_EQ(names(request_json(requests[2])),
-            (std::vector<std::string>{"read", "bash", "edit", "write", "grep", "find", "ls", "ask_user"}));
+            (std::vector<std::string>{"read", "bash", "edit", "write", "grep", "find", "ls", "ask_user", "task"}));
 }
 
 // ---- traces ------------------------------------------------------------------------------
