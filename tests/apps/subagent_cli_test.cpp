@@ -221,8 +221,13 @@ TEST_F(SubagentCliTest, SubagentCliAnAgentDefinitionGivesTheSubagentItsPromptToo
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.err.find("broken.md:1"), std::string::npos) << run.err;  // skipped, with where and why
 
-  ASSERT_EQ(child_requests.size(), 1u);
-  const Json& request = child_requests[0];
+  std::vector<Json> seen;  // taken under the server threads' lock (TSan saw the unlocked read)
+  {
+    std::lock_guard lock(mu);
+    seen = child_requests;
+  }
+  ASSERT_EQ(seen.size(), 1u);
+  const Json& request = seen[0];
   const std::string system = request["messages"][0].value("content", "");
   EXPECT_TRUE(system.starts_with("You are the reviewer. Be brief.")) << system;
   std::set<std::string> tools;
