@@ -41,7 +41,7 @@ pkg-config file (cairn.pc) for embedding cairn's durable agent harness.")
 # libraries it was built with.
 set(CAIRN_DEV_DEPENDS "nlohmann-json3-dev (>= 3.10)")
 if(NOT BUILD_SHARED_LIBS)
-  string(APPEND CAIRN_DEV_DEPENDS ", libsimdjson-dev, libfmt-dev, libsqlite3-dev, libcurl4")
+  string(APPEND CAIRN_DEV_DEPENDS ", libsimdjson-dev, libfmt-dev, libsqlite3-dev, libpq-dev, libcurl4")
 endif()
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "${CAIRN_DEV_DEPENDS}")
 if(BUILD_SHARED_LIBS)

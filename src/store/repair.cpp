@@ -518,4 +518,26 @@ SessionHeader rebuilt_header(std::string_view id, std::string_view damaged_bytes
   return header;
 }
 
+Result<std::vector<PreparedRecord>> repaired_records(const std::vector<StoredRecord>& records, const Plan& plan,
+                                                     StringArena& strings) {
+  std::vector<PreparedRecord> repaired;
+  repaired.reserve(records.size());
+  std::size_t next_replacement = 0;
+  for (std::size_t seq = 0; seq < records.size(); ++seq) {
+    if (next_replacement < plan.replacements.size() &&
+        plan.replacements[next_replacement].seq == static_cast<std::int64_t>(seq)) {
+      const auto& replacement = plan.replacements[next_replacement++];
+      repaired.push_back({copy_meta(replacement.meta(), strings), replacement.line});
+      continue;
+    }
+    // Intact: its bytes as they were, its index fields made from them.
+    auto meta = scan_line(records[seq].bytes);
+    if (!meta) {
+      return fail(Errc::internal_error, fmt::format("seq {}: an intact record does not scan: {}", seq, meta.error().message));
+    }
+    repaired.push_back({copy_meta(*meta, strings), records[seq].bytes});
+  }
+  return repaired;
+}
+
 }  // namespace cairn::repair

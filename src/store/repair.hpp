@@ -28,6 +28,7 @@
 #include "log/index.hpp"
 #include "cairn/log/record.hpp"
 #include "cairn/store/session.hpp"
+#include "store/log_medium.hpp"
 
 namespace cairn::repair {
 
@@ -61,6 +62,12 @@ struct Plan {
 // cannot be read becomes a placeholder.
 Plan plan(const std::vector<StoredRecord>& records, bool checksums);
 
+
+// The log after repair, as a medium rewrites it (seq 0 … n-1): each planned
+// replacement's placeholder, every other record as stored with its index
+// fields scanned from it. The fields view into `strings`.
+Result<std::vector<PreparedRecord>> repaired_records(const std::vector<StoredRecord>& records, const Plan& plan,
+                                                     StringArena& strings);
 
 // A path for a new backup of `file`: `<file><infix>.repair-20261201T160707Z.bak`,
 // with a counter added when that exists already.

@@ -36,6 +36,7 @@
 #include "sqlite_lock.hpp"
 #include "sqlite_medium.hpp"
 #include "log/checksum.hpp"
+#include "guarded.hpp"
 #include "repair.hpp"
 #include "sqlite_records.hpp"
 #include "session_ids.hpp"
@@ -60,19 +61,6 @@ std::optional<std::string> why_not_writable(const std::string& file) {
     return fmt::format("directory {}: {}", dir, std::strerror(errno));
   }
   return std::nullopt;
-}
-
-// Runs `body`, turning any exception (allocation failure, a library throwing)
-// into an io_error: no exception leaves the store.
-template <class Body>
-auto guarded(std::string_view what, Body&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    return fail(Errc::io_error, fmt::format("{}: {}", what, e.what()));
-  } catch (...) {
-    return fail(Errc::io_error, fmt::format("{}: unknown failure", what));
-  }
 }
 
 class SqliteStore final : public Store {
@@ -528,22 +516,9 @@ Result<RepairReport> SqliteStore::repair_session(const std::string& id) {
   report.backup = backup;
 
   StringArena strings;
-  std::vector<PreparedRecord> records;
-  records.reserve(stored.size());
-  std::size_t next_replacement = 0;
-  for (std::size_t seq = 0; seq < stored.size(); ++seq) {
-    if (next_replacement < plan.replacements.size() &&
-        plan.replacements[next_replacement].seq == static_cast<std::int64_t>(seq)) {
-      const auto& replacement = plan.replacements[next_replacement++];
-      records.push_back({copy_meta(replacement.meta(), strings), replacement.line});
-      continue;
-    }
-    // Intact: its payload as it was, its columns made from it.
-    auto meta = scan_line(stored[seq].bytes);
-    if (!meta) return fail(Errc::internal_error, fmt::format("seq {}: an intact record does not scan: {}", seq, meta.error().message));
-    records.push_back({copy_meta(*meta, strings), stored[seq].bytes});
-  }
-  if (auto written = (*medium)->rewrite(records, rebuilt); !written) return std::unexpected(written.error());
+  auto records = repair::repaired_records(stored, plan, strings);
+  if (!records) return std::unexpected(records.error());
+  if (auto written = (*medium)->rewrite(*records, rebuilt); !written) return std::unexpected(written.error());
   return report;
 }
 

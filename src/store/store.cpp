@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "pg_conn.hpp"
 #include "whole_session.hpp"
 
 namespace cairn {
@@ -17,8 +18,21 @@ Result<std::unique_ptr<Store>> open_store(std::string_view uri, const StoreOptio
     if (uri.size() == 7) return fail(Errc::invalid_argument, "sqlite: needs a file, e.g. sqlite:/var/lib/cairn/sessions.db");
     return make_sqlite_store(std::string(uri.substr(7)), options);
   }
+  if (uri.starts_with("postgres://") || uri.starts_with("postgresql://")) {
+    return make_postgres_store(std::string(uri), options);
+  }
   return fail(Errc::invalid_argument,
-              fmt::format("unknown store URI '{}': use memory:, jsonl:DIR or sqlite:FILE", uri));
+              fmt::format("unknown store URI '{}': use memory:, jsonl:DIR, sqlite:FILE or postgres://…", pg::redact(uri)));
+}
+
+Result<std::optional<std::shared_ptr<Session>>> Store::claim(const ClaimOptions&) {
+  return fail(Errc::invalid_argument, fmt::format("{} is written by one process at a time: workers need a store many "
+                                                  "processes share (postgres://…)",
+                                                  uri()));
+}
+
+Status Store::end_claim(std::string_view, ClaimEnd, std::string_view) {
+  return fail(Errc::invalid_argument, fmt::format("{} has no claims (postgres://… has)", uri()));
 }
 
 Result<std::string> Store::resolve_id(std::string_view id_or_prefix) {

@@ -128,7 +128,7 @@ for f in ./usr/include/cairn/harness/harness.hpp ./usr/include/cairn/version.hpp
 done
 grep -q ' ./usr/lib/libcairn\.\(a\|so\)' <<<"$dev_files" || fail "the libcairn-dev package lacks the library"
 depends=$(dpkg-deb -f "$runtime" Depends)
-for d in libc6 libstdc++6 libsqlite3-0 libcurl4 libreadline8; do
+for d in libc6 libstdc++6 libsqlite3-0 libpq5 libcurl4 libreadline8; do
   grep -q "$d" <<<"$depends" || fail "the cairn package does not depend on $d: $depends"
 done
 dpkg-deb -f "$dev" Depends | grep -q nlohmann-json3-dev || fail "libcairn-dev does not depend on nlohmann-json3-dev"

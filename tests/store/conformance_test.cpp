@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cairn/store/store.hpp"
+#include "support/pg_cluster.hpp"
 #include "support/test_support.hpp"
 
 namespace cairn {
@@ -22,11 +23,27 @@ using testing::user_entry;
 
 class StoreConformance : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override { store_ = make(); }
+  void SetUp() override {
+    store_ = make();
+    ASSERT_NE(store_, nullptr);
+  }
   std::unique_ptr<Store> make(SyncPolicy sync = SyncPolicy::none) {
     std::string uri = GetParam();
     if (uri == "jsonl") uri = "jsonl:" + dir_.str() + "/sessions";
     if (uri == "sqlite") uri = "sqlite:" + dir_.str() + "/sessions.db";
+    if (uri == "postgres") {
+      // One database per test; a second store of the same test shares it.
+      if (database_.empty()) {
+        std::string why;
+        auto* cluster = testing::PgCluster::shared(&why);
+        if (cluster) database_ = cluster->new_database(&why);
+        if (database_.empty()) {
+          ADD_FAILURE() << why;
+          return nullptr;
+        }
+      }
+      uri = database_;
+    }
     auto store = open_store(uri, StoreOptions{sync});
     EXPECT_TRUE(store.has_value()) << store.error().message;
     return std::move(*store);
@@ -49,6 +66,7 @@ class StoreConformance : public ::testing::TestWithParam<std::string> {
   }
 
   TempDir dir_;
+  std::string database_;
   std::unique_ptr<Store> store_;
 };
 
@@ -483,7 +501,7 @@ TEST_P(StoreConformance, NamesAndLabelsAreLatestWins) {
   EXPECT_EQ(session->label("a").value(), "again");
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::Values("memory:", "jsonl", "sqlite"),
+INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::Values("memory:", "jsonl", "sqlite", "postgres"),
                          [](const auto& info) {
                            std::string name = info.param;
                            return name == "memory:" ? std::string("memory") : name;

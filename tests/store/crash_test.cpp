@@ -19,6 +19,7 @@
 #include "log/checksum.hpp"
 #include "cairn/store/store.hpp"
 #include "support/crash_record.hpp"
+#include "support/pg_cluster.hpp"
 #include "support/test_support.hpp"
 
 extern char** environ;
@@ -78,7 +79,12 @@ std::string run_store_child(const std::vector<std::string>& args, int run_ms) {
   return out;
 }
 
-void crash_loop(const std::string& uri, SyncPolicy sync, int threads, int kills, std::uint64_t seed) {
+// `reopen`: how the parent opens the session after each kill. A PostgreSQL
+// session is still leased to the killed child until its lease expires; the
+// parent, knowing it is dead, takes it over at once (break_lock), as an
+// operator would.
+void crash_loop(const std::string& uri, SyncPolicy sync, int threads, int kills, std::uint64_t seed,
+                OpenOptions reopen = {}) {
   auto store = open_store(uri, {sync});
   ASSERT_TRUE(store) << store.error().message;
   {
@@ -113,7 +119,7 @@ void crash_loop(const std::string& uri, SyncPolicy sync, int threads, int kills,
     }
 
     // Opens for writing, as a restarted process would: a torn tail is cut.
-    auto session = (*store)->open("crashy");
+    auto session = (*store)->open("crashy", reopen);
     ASSERT_TRUE(session) << "after kill " << run << ": " << session.error().message;
     tails_cut += (*session)->open_report().tail_cut ? 1 : 0;
     const auto log = (*session)->get_log().value();
@@ -147,6 +153,15 @@ TEST(CrashRealProcess, SqliteSyncFull) {
 TEST(CrashRealProcess, SqliteSyncNone) {
   testing::TempDir dir;
   crash_loop("sqlite:" + dir.str() + "/s.db", SyncPolicy::none, 3, 80, 14);
+}
+
+TEST(CrashRealProcess, PostgresSyncFull) {
+  std::string why;
+  auto* cluster = testing::PgCluster::shared(&why);
+  ASSERT_NE(cluster, nullptr) << why;
+  const std::string uri = cluster->new_database(&why);
+  ASSERT_FALSE(uri.empty()) << why;
+  crash_loop(uri, SyncPolicy::full, 4, 80, 15, {.break_lock = true});
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cairn/store/store.hpp"
+#include "support/pg_cluster.hpp"
 #include "support/test_support.hpp"
 
 namespace cairn {
@@ -14,6 +15,14 @@ TEST(Differential, AllBackendsAgreeOnRandomLogs) {
   stores.push_back(make_memory_store({SyncPolicy::none}));
   stores.push_back(*open_store("jsonl:" + dir.str() + "/jsonl", {SyncPolicy::none}));
   stores.push_back(*open_store("sqlite:" + dir.str() + "/db.sqlite", {SyncPolicy::none}));
+  std::string why;
+  auto* cluster = testing::PgCluster::shared(&why);
+  ASSERT_NE(cluster, nullptr) << why;
+  const std::string database = cluster->new_database(&why);
+  ASSERT_FALSE(database.empty()) << why;
+  auto postgres = open_store(database, {SyncPolicy::none});
+  ASSERT_TRUE(postgres) << postgres.error().message;
+  stores.push_back(std::move(*postgres));
 
   for (std::uint64_t seed = 1; seed <= static_cast<std::uint64_t>(cairn::testing::scaled(4)); ++seed) {
     const std::string id = "diff-" + std::to_string(seed);

@@ -2,6 +2,7 @@
 //   memory:            in this process only (tests, benchmarks)
 //   jsonl:DIR          one file per session, DIR/<id>.jsonl, header + one record per line
 //   sqlite:FILE        one database file, WAL
+//   postgres://…       a PostgreSQL database (also postgresql://…): many machines share it
 #pragma once
 
 #include <chrono>
@@ -24,6 +25,10 @@ enum class SyncPolicy {
 
 struct StoreOptions {
   SyncPolicy sync = SyncPolicy::full;
+  // PostgreSQL: how long a writer's lease on a session lasts without a
+  // renewal (renewed every third of it). A writer paused longer may find its
+  // session taken over; its generation is then stale and it appends nothing.
+  std::chrono::milliseconds lease_ttl{15000};
 };
 
 struct CreateOptions {
@@ -93,6 +98,20 @@ struct LockHolder {
   std::string since;
 };
 
+// Workers on a store many processes share (PostgreSQL): see Store::claim.
+struct ClaimOptions {
+  // A session claimed this many times without its operations finishing is
+  // left alone (its last failure is kept with it) until a person sees to it.
+  int max_claims = 3;
+};
+
+// How a worker's turn with a claimed session ended (Store::end_claim).
+enum class ClaimEnd {
+  finished,  // every operation it found ended: the claim count starts again
+  waiting,   // an operation waits for a human's answer: skipped until the log grows
+  failed,    // it could not finish them; `detail` says why, and the claim counts
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -118,6 +137,18 @@ class Store {
   // (every intact record stays, byte for byte) and says what it changed.
   virtual Result<RepairReport> repair(std::string_view id) = 0;
 
+  // Takes one session whose operations are open (suspended or waiting for
+  // input) and whose writer is gone — nobody holds its lease, or the holder's
+  // lease expired — and opens it for writing, its lease now this process's.
+  // Child sessions are left to their parent's run. Several workers on several
+  // machines may claim at once: each session goes to one of them. Nothing to
+  // claim: an empty optional. Stores that one process alone writes
+  // (memory, JSONL, SQLite) have no workers: invalid_argument.
+  virtual Result<std::optional<std::shared_ptr<Session>>> claim(const ClaimOptions& options);
+  // Says how the turn with a session from claim() ended (call it while the
+  // session is still open).
+  virtual Status end_claim(std::string_view id, ClaimEnd end, std::string_view detail);
+
   // A new session holding the source's branch (up to an entry, before or at
   // it) or its whole tree; its header names the source as parent. Made whole
   // or not at all (create_with_log).
@@ -132,6 +163,8 @@ Result<std::unique_ptr<Store>> open_store(std::string_view uri, const StoreOptio
 std::unique_ptr<Store> make_memory_store(const StoreOptions& options);
 Result<std::unique_ptr<Store>> make_jsonl_store(const std::string& dir, const StoreOptions& options);
 Result<std::unique_ptr<Store>> make_sqlite_store(const std::string& file, const StoreOptions& options);
+// `uri`: a postgres:// or postgresql:// URI, or a libpq connection string.
+Result<std::unique_ptr<Store>> make_postgres_store(const std::string& uri, const StoreOptions& options);
 
 // Test seam for the memory store: after `appends` more successful appends,
 // every append of that store fails with io_error (the process "died" there:

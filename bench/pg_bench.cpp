@@ -1,0 +1,208 @@
+// PostgreSQL store benchmark. Starts a private cluster (fsync on, as a real
+// server runs) and prints, for 1 and 16 sessions appended to concurrently and
+// 1 and 10 records per append, cairn's fenced appends per second beside plain
+// INSERT commits of as many rows (one row: the single-row INSERT; ten: one
+// ten-row INSERT per commit) measured against the same server in the same
+// run, with the same number of connections and the same payloads. Reference
+// (issue 20): cairn's appends ≥ 0.8 × the plain commits.
+//
+//   cairn_bench_pg [--seconds S] [--help]   (S: per row, each side; default 6)
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cairn/store/store.hpp"
+#include "store/pg_conn.hpp"
+#include "support/crash_record.hpp"
+#include "support/pg_cluster.hpp"
+
+using namespace cairn;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Rate {
+  double commits = 0;  // per second
+  double records = 0;  // per second
+};
+
+// `writers` threads, each appending `batch` records per append to a session
+// of its own, for `seconds`.
+// Connections and sessions are made before the clock starts: the rows
+// compare appends, not connecting.
+class StartLine {
+ public:
+  explicit StartLine(int writers) : waiting_(writers) {}
+  void arrive_and_wait() {
+    std::unique_lock lock(mu_);
+    if (--waiting_ == 0) ready_.notify_all();
+    ready_.wait(lock, [&] { return waiting_ == 0 && started_; });
+  }
+  void start_when_ready() {
+    std::unique_lock lock(mu_);
+    ready_.wait(lock, [&] { return waiting_ == 0; });
+    started_ = true;
+    ready_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable ready_;
+  int waiting_;
+  bool started_ = false;
+};
+
+Rate cairn_rate(const std::string& uri, int writers, int batch, double seconds, int round) {
+  std::atomic<std::int64_t> appends{0};
+  std::atomic<bool> stop{false};
+  StartLine line(writers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      auto store = open_store(uri, {});
+      if (!store) {
+        std::fprintf(stderr, "%s\n", store.error().message.c_str());
+        std::exit(1);
+      }
+      auto session = (*store)->create({.id = fmt::format("bench-{}-{}", round, w), .cwd = "/bench"});
+      if (!session) {
+        std::fprintf(stderr, "%s\n", session.error().message.c_str());
+        std::exit(1);
+      }
+      line.arrive_and_wait();
+      std::optional<std::string> parent;
+      for (std::int64_t n = 0; !stop; ++n) {
+        std::vector<Record> records;
+        for (int k = 0; k < batch; ++k) {
+          const std::string id = fmt::format("n{}k{}", n, k);
+          records.push_back(testing::crash_record(id, parent, "main"));
+          parent = id;
+        }
+        if (auto appended = (*session)->append(std::move(records)); !appended) {
+          std::fprintf(stderr, "%s\n", appended.error().message.c_str());
+          std::exit(1);
+        }
+        ++appends;
+      }
+    });
+  }
+  line.start_when_ready();
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::int64_t done = appends;
+  for (auto& thread : threads) thread.join();
+  return {static_cast<double>(done) / elapsed, static_cast<double>(done) * batch / elapsed};
+}
+
+// The same number of connections, each committing INSERTs of `batch` rows
+// (a record's stored line each) into a plain table keyed like cairn's, one
+// statement per commit, prepared once: what the server does for the same
+// rows without a lease, a fence or a log's checks.
+Rate plain_rate(const std::string& uri, int writers, int batch, double seconds, int round) {
+  std::string line = encode(testing::crash_record("n0k0", std::nullopt, "main")).dump();
+  {
+    auto db = pg::Connection::connect(uri);
+    if (!db || !db->run("CREATE TABLE IF NOT EXISTS plain (session_id text, seq bigint, payload text, "
+                        "PRIMARY KEY (session_id, seq))")) {
+      std::fprintf(stderr, "cannot create the plain table\n");
+      std::exit(1);
+    }
+  }
+  std::atomic<std::int64_t> commits{0};
+  std::atomic<bool> stop{false};
+  StartLine start_line(writers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      auto db = pg::Connection::connect(uri);
+      if (!db) std::exit(1);
+      const std::string session = fmt::format("plain-{}-{}", round, w);
+      std::string sql = "INSERT INTO plain (session_id, seq, payload) VALUES ";
+      for (int k = 0; k < batch; ++k) sql += fmt::format("{}($1, ${}::bigint, ${})", k ? ", " : "", 2 + 2 * k, 3 + 2 * k);
+      if (!db->prepare("plain", sql)) std::exit(1);
+      start_line.arrive_and_wait();
+      for (std::int64_t n = 0; !stop; ++n) {
+        std::vector<pg::Param> params{session};
+        for (int k = 0; k < batch; ++k) {
+          params.emplace_back(std::to_string(n * batch + k));
+          params.emplace_back(line);
+        }
+        if (!db->exec_prepared("plain", params)) std::exit(1);
+        ++commits;
+      }
+    });
+  }
+  start_line.start_when_ready();
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::int64_t done = commits;
+  for (auto& thread : threads) thread.join();
+  return {static_cast<double>(done) / elapsed, static_cast<double>(done) * batch / elapsed};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 6;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--seconds" && i + 1 < argc) {
+      seconds = std::stod(argv[++i]);
+    } else {
+      std::printf("usage: cairn_bench_pg [--seconds S]\n\nFenced appends on a private PostgreSQL 15 cluster (fsync on) "
+                  "beside plain INSERT commits of as many rows on the same server.\n");
+      return arg == "--help" ? 0 : 2;
+    }
+  }
+  std::string why;
+  auto cluster = testing::PgCluster::start_new(/*durable=*/true, &why);
+  if (!cluster) {
+    std::fprintf(stderr, "%s\n", why.c_str());
+    return 1;
+  }
+  const std::string uri = cluster->new_database(&why);
+  if (uri.empty()) {
+    std::fprintf(stderr, "%s\n", why.c_str());
+    return 1;
+  }
+  std::printf("PostgreSQL store, private cluster with fsync on, %.1f s a row (three turns each); reference: cairn appends/s >= 0.8 x plain "
+              "INSERT commits/s\n\n",
+              seconds);
+  std::printf("%-9s %-7s %14s %14s %16s %8s %s\n", "sessions", "batch", "appends/s", "records/s", "plain commits/s",
+              "ratio", "");
+  // The two take turns, three times, and each keeps its median: this
+  // machine's load comes and goes, and a row measured whole after the other
+  // would compare two different machines.
+  auto median = [](std::vector<Rate> rates) {
+    std::sort(rates.begin(), rates.end(), [](const Rate& a, const Rate& b) { return a.commits < b.commits; });
+    return rates[rates.size() / 2];
+  };
+  int round = 0;
+  for (const int writers : {1, 16}) {
+    for (const int batch : {1, 10}) {
+      std::vector<Rate> plains, cairns;
+      for (int turn = 0; turn < 3; ++turn) {
+        plains.push_back(plain_rate(uri, writers, batch, seconds / 3, round++));
+        cairns.push_back(cairn_rate(uri, writers, batch, seconds / 3, round++));
+      }
+      const Rate plain = median(plains);
+      const Rate rate = median(cairns);
+      const double ratio = rate.commits / plain.commits;
+      std::printf("%-9d %-7d %14.0f %14.0f %16.0f %8.2f %s\n", writers, batch, rate.commits, rate.records, plain.commits,
+                  ratio, ratio >= 0.8 ? "ok" : "BELOW 0.8");
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,568 @@
+// The PostgreSQL medium: a session's lease and its fenced appends.
+//
+// Fencing. A writer's right to append is its generation: the sessions row's
+// generation when it took the lease. Each append is one statement, in one
+// transaction of its own:
+//
+//   WITH head AS (UPDATE cairn_sessions SET head_seq = <last seq of the batch>
+//                 WHERE id = S AND generation = G AND owner = O AND head_seq = <seq before the batch>
+//                 RETURNING 1)
+//   INSERT INTO cairn_records … SELECT … FROM head, (VALUES …)
+//
+// The UPDATE takes the session row's lock, so an append waits for a takeover
+// that is committing (which bumps the generation under the same lock); READ
+// COMMITTED then re-checks the WHERE against the row the takeover left, finds
+// another generation, updates nothing, and the INSERT, which reads only
+// through that UPDATE, inserts nothing. An `INSERT … SELECT … WHERE
+// generation = G` alone takes no row lock: it reads the row as it was when
+// the statement began and commits a stale record after a takeover has
+// committed (tests/store/pg_store_test.cpp keeps that interleaving as a
+// negative test). The head guard makes a retried batch (a lost
+// acknowledgement) unable to land twice.
+//
+// Leases. Taking one bumps the generation; renewing moves its expiry; letting
+// go clears the owner and keeps the generation. Expiries are compared with the
+// database's clock only (now() in the statements). Locally, a writer keeps a
+// deadline measured from before each renewal was sent — never later than the
+// database's expiry — and renews before appending past it: no effect follows
+// an append made after the lease could have passed to another writer.
+#include "pg_medium.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <random>
+
+#include <fmt/format.h>
+
+namespace cairn::pg {
+
+namespace {
+
+constexpr const char* kSchema = R"sql(
+-- Every append updates its session's row (head_seq): room on each page keeps
+-- those updates HOT (no index entry per append).
+CREATE TABLE IF NOT EXISTS cairn_sessions (
+  id             text PRIMARY KEY,
+  version        bigint NOT NULL,
+  timestamp      text NOT NULL,
+  cwd            text NOT NULL,
+  parent_session text,
+  header         text NOT NULL,
+  generation     bigint NOT NULL DEFAULT 0,
+  owner          text,
+  lease_expires  timestamptz,
+  head_seq       bigint NOT NULL DEFAULT -1,
+  -- For workers: operations started and not finished (kept by every append),
+  -- whether the session is a child (its parent's run resumes it), how often
+  -- it was claimed since its operations last finished, the last claim's
+  -- failure, and a head at which it waits for a human (skipped until then).
+  open_ops       bigint NOT NULL DEFAULT 0,
+  child          boolean NOT NULL DEFAULT false,
+  claims         integer NOT NULL DEFAULT 0,
+  claim_error    text,
+  skip_head      bigint NOT NULL DEFAULT -2
+) WITH (fillfactor = 50);
+CREATE INDEX IF NOT EXISTS cairn_sessions_claimable ON cairn_sessions (lease_expires) WHERE open_ops > 0 AND NOT child;
+CREATE INDEX IF NOT EXISTS cairn_sessions_timestamp ON cairn_sessions (timestamp DESC, id DESC);
+CREATE TABLE IF NOT EXISTS cairn_records (
+  session_id text NOT NULL,
+  seq        bigint NOT NULL,
+  id         text,
+  type       text NOT NULL,
+  ref        text,
+  run_id     text,
+  payload    text NOT NULL,
+  PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS cairn_repair_backups (
+  session_id text NOT NULL,
+  taken_at   timestamptz NOT NULL,
+  seq        bigint NOT NULL,
+  payload    text NOT NULL
+);
+)sql";
+
+// Any number, the same in every cairn: serialises schema creation.
+constexpr std::int64_t kSchemaLock = 0x636169726e;  // "cairn"
+
+// How long a writer keeps reconnecting after its connection was lost (a
+// restarting server, a killed backend) before it gives up and faults.
+constexpr auto kRetryWindow = std::chrono::seconds(20);
+
+Error db_error(const std::string& where, std::string_view what, const PgError& error) {
+  return Error{Errc::io_error, fmt::format("{}: {}: {}", where, what, error.message)};
+}
+
+// Failures of the append path: Session::append names the session and store.
+Error append_error(std::string_view what, const PgError& error) {
+  return Error{Errc::io_error, fmt::format("{}: {}", what, error.message)};
+}
+
+std::string ttl_ms(std::chrono::milliseconds ttl) { return std::to_string(std::max<std::int64_t>(ttl.count(), 1)); }
+
+Param text_or_null(std::string_view text) { return text.empty() ? Param() : Param(std::string(text)); }
+
+// The index fields a record's row carries beside its payload, and the payload.
+void add_record_params(std::vector<Param>& params, const PreparedRecord& record) {
+  params.emplace_back(std::to_string(record.meta.seq));
+  params.push_back(text_or_null(record.meta.id));
+  params.emplace_back(std::string(to_string(record.meta.type)));
+  params.push_back(text_or_null(record.meta.ref));
+  params.push_back(text_or_null(record.meta.run_id));
+  params.emplace_back(record.line);
+}
+
+}  // namespace
+
+std::int64_t open_operations_delta(const std::vector<PreparedRecord>& records) {
+  std::int64_t delta = 0;
+  for (const PreparedRecord& record : records) {
+    if (record.meta.type == RecordType::operation_started) ++delta;
+    if (record.meta.type == RecordType::operation_finished) --delta;
+  }
+  return delta;
+}
+
+PgResult<std::int64_t> create_schema(Connection& connection) {
+  auto tx = Transaction::begin(connection);
+  if (!tx) return std::unexpected(tx.error());
+  if (auto locked = connection.exec(fmt::format("SELECT pg_advisory_xact_lock({})", kSchemaLock)); !locked) {
+    return std::unexpected(locked.error());
+  }
+  if (auto meta = connection.run("CREATE TABLE IF NOT EXISTS cairn_meta (key text PRIMARY KEY, value text NOT NULL)");
+      !meta) {
+    return std::unexpected(meta.error());
+  }
+  auto stored = connection.exec("SELECT value FROM cairn_meta WHERE key = 'schema_version'");
+  if (!stored) return std::unexpected(stored.error());
+  if (stored->size() == 1) {
+    const std::string_view text = stored->text(0, 0);
+    std::int64_t version = 0;
+    const auto [end, parsed] = std::from_chars(text.data(), text.data() + text.size(), version);
+    if (parsed != std::errc() || end != text.data() + text.size()) {
+      return std::unexpected(PgError{fmt::format("schema version '{}' is not a number", text), "", false});
+    }
+    // A newer schema is left as it is: the caller refuses it.
+    if (version >= kSchemaVersion) return version;
+  }
+  if (auto created = connection.run(kSchema); !created) return std::unexpected(created.error());
+  const std::array<Param, 1> version{std::to_string(kSchemaVersion)};
+  if (auto set = connection.exec("INSERT INTO cairn_meta (key, value) VALUES ('schema_version', $1) "
+                                 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                                 version);
+      !set) {
+    return std::unexpected(set.error());
+  }
+  if (auto committed = tx->commit(); !committed) return std::unexpected(committed.error());
+  return kSchemaVersion;
+}
+
+bool is_child(const SessionHeader& header) { return header.extra.is_object() && header.extra.contains("child"); }
+
+const std::string& this_owner() {
+  static const std::string owner = [] {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    std::random_device random;
+    const std::uint64_t nonce = (static_cast<std::uint64_t>(random()) << 32) ^ random();
+    return fmt::format("{} pid {} #{:016x}", host[0] ? host : "unknown-host", ::getpid(), nonce);
+  }();
+  return owner;
+}
+
+std::string describe_owner(std::string_view owner) {
+  // "HOST pid PID #NONCE" -> "pid PID on HOST"
+  const auto pid = owner.find(" pid ");
+  const auto nonce = owner.rfind(" #");
+  if (pid == std::string_view::npos || nonce == std::string_view::npos || nonce < pid) return std::string(owner);
+  return fmt::format("pid {} on {}", owner.substr(pid + 5, nonce - pid - 5), owner.substr(0, pid));
+}
+
+// ---- taking, renewing and letting go of a lease ---------------------------------
+
+PgMedium::PgMedium(Key, Settings settings, Connection connection, std::int64_t generation, std::int64_t head,
+                   Clock::time_point deadline)
+    : settings_(std::move(settings)),
+      generation_(generation),
+      connection_(std::move(connection)),
+      head_(head),
+      deadline_(deadline) {
+  renewer_ = std::jthread([this](std::stop_token stop) { renew_loop(stop); });
+}
+
+Result<std::unique_ptr<PgMedium>> PgMedium::acquire(Settings settings, const OpenOptions& options) {
+  auto connection = Connection::connect(settings.conninfo);
+  if (!connection) return std::unexpected(db_error(settings.where, "cannot take the lease", connection.error()));
+  const auto start = Clock::now();
+  const auto timeout = std::max(options.lock_timeout, std::chrono::milliseconds(0));
+  for (;;) {
+    const auto sent = Clock::now();
+    const std::array<Param, 4> params{settings.session_id, this_owner(), ttl_ms(settings.ttl),
+                                      options.break_lock ? "true" : "false"};
+    auto taken = connection->exec(
+        "UPDATE cairn_sessions SET generation = generation + 1, owner = $2, "
+        "lease_expires = now() + $3::bigint * interval '1 millisecond' "
+        "WHERE id = $1 AND (owner IS NULL OR lease_expires IS NULL OR lease_expires <= now() OR $4::boolean) "
+        "RETURNING generation, head_seq",
+        params);
+    if (!taken) return std::unexpected(db_error(settings.where, "cannot take the lease", taken.error()));
+    if (taken->size() == 1) {
+      const auto deadline = sent + settings.ttl;
+      return std::make_unique<PgMedium>(Key{}, std::move(settings), std::move(*connection), taken->int64(0, 0),
+                                        taken->int64(0, 1), deadline);
+    }
+    // Not taken: no such session, or a live holder.
+    const std::array<Param, 1> id{settings.session_id};
+    auto holder = connection->exec(
+        "SELECT owner, generation, GREATEST(0, (EXTRACT(EPOCH FROM (lease_expires - now())) * 1000)::bigint) "
+        "FROM cairn_sessions WHERE id = $1",
+        id);
+    if (!holder) return std::unexpected(db_error(settings.where, "cannot read the lease", holder.error()));
+    if (holder->size() == 0) return fail(Errc::not_found, fmt::format("{}: no such session", settings.where));
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    if (waited >= timeout) {
+      std::string message = fmt::format("{} is held by {} (generation {}; its lease expires in {} ms unless renewed)",
+                                        settings.where, describe_owner(holder->text(0, 0)), holder->int64(0, 1),
+                                        holder->int64(0, 2));
+      if (waited.count() > 0) message += fmt::format("; waited {} ms", waited.count());
+      return fail(Errc::locked, std::move(message));
+    }
+    std::this_thread::sleep_for(std::min(std::chrono::milliseconds(10), timeout - waited));
+  }
+}
+
+Result<std::unique_ptr<PgMedium>> PgMedium::claim(Settings settings, const ClaimOptions& options) {
+  auto connection = Connection::connect(settings.conninfo);
+  if (!connection) return std::unexpected(db_error(settings.where, "cannot claim a session", connection.error()));
+  const auto sent = Clock::now();
+  const std::array<Param, 3> params{this_owner(), ttl_ms(settings.ttl), std::to_string(options.max_claims)};
+  // SKIP LOCKED: workers claiming at once each pass over the rows the others
+  // are taking; the outer WHERE checks the lease again under the row's lock.
+  auto claimed = connection->exec(
+      "UPDATE cairn_sessions SET generation = generation + 1, owner = $1, "
+      "lease_expires = now() + $2::bigint * interval '1 millisecond', claims = claims + 1 "
+      "WHERE id = (SELECT id FROM cairn_sessions WHERE open_ops > 0 AND NOT child AND claims < $3::integer "
+      "AND head_seq <> skip_head AND (owner IS NULL OR lease_expires IS NULL OR lease_expires <= now()) "
+      "ORDER BY lease_expires NULLS FIRST, id LIMIT 1 FOR UPDATE SKIP LOCKED) "
+      "AND (owner IS NULL OR lease_expires IS NULL OR lease_expires <= now()) "
+      "RETURNING id, generation, head_seq",
+      params);
+  if (!claimed) return std::unexpected(db_error(settings.where, "cannot claim a session", claimed.error()));
+  if (claimed->size() == 0) return std::unique_ptr<PgMedium>();
+  settings.session_id = std::string(claimed->text(0, 0));
+  settings.where += settings.session_id;
+  const auto deadline = sent + settings.ttl;
+  return std::make_unique<PgMedium>(Key{}, std::move(settings), std::move(*connection), claimed->int64(0, 1),
+                                    claimed->int64(0, 2), deadline);
+}
+
+Result<std::unique_ptr<PgMedium>> PgMedium::create(Settings settings, const SessionHeader& header,
+                                                   const std::string& header_json) {
+  auto connection = Connection::connect(settings.conninfo);
+  if (!connection) return std::unexpected(db_error(settings.where, "cannot create the session", connection.error()));
+  const auto sent = Clock::now();
+  const std::array<Param, 9> params{header.id,
+                                    std::to_string(header.version),
+                                    header.timestamp,
+                                    header.cwd,
+                                    header.parent_session ? Param(*header.parent_session) : Param(),
+                                    header_json,
+                                    this_owner(),
+                                    ttl_ms(settings.ttl),
+                                    is_child(header) ? "true" : "false"};
+  auto inserted = connection->exec(
+      "INSERT INTO cairn_sessions (id, version, timestamp, cwd, parent_session, header, generation, owner, "
+      "lease_expires, head_seq, child) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, now() + $8::bigint * interval '1 millisecond', "
+      "-1, $9::boolean) ON CONFLICT (id) DO NOTHING",
+      params);
+  if (!inserted) return std::unexpected(db_error(settings.where, "cannot create the session", inserted.error()));
+  if (inserted->affected() == 0) {
+    return fail(Errc::already_exists, fmt::format("{}: a session with this id already exists", settings.where));
+  }
+  const auto deadline = sent + settings.ttl;
+  return std::make_unique<PgMedium>(Key{}, std::move(settings), std::move(*connection), 1, -1, deadline);
+}
+
+PgMedium::~PgMedium() {
+  renewer_.request_stop();
+  wake_.notify_all();
+  if (renewer_.joinable()) renewer_.join();
+  std::lock_guard lock(mu_);
+  if (lost_ || !connection_.connected()) return;  // an expiry lets it go
+  const std::array<Param, 3> params{settings_.session_id, std::to_string(generation_), this_owner()};
+  (void)connection_.exec(
+      "UPDATE cairn_sessions SET owner = NULL, lease_expires = NULL "
+      "WHERE id = $1 AND generation = $2::bigint AND owner = $3",
+      params);
+}
+
+std::int64_t PgMedium::head() const {
+  std::lock_guard lock(mu_);
+  return head_;
+}
+
+void PgMedium::renew_loop(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    wake_.wait_for(lock, stop, settings_.ttl / 3, [] { return false; });
+    if (stop.stop_requested() || lost_) return;
+    // A failure to reach the database is tried again at the next tick; the
+    // local deadline keeps appends from going on without a renewal meanwhile.
+    (void)renew_locked();
+  }
+}
+
+Status PgMedium::renew_locked() {
+  if (lost_) return std::unexpected(*lost_);
+  const auto sent = Clock::now();
+  const std::array<Param, 4> params{settings_.session_id, std::to_string(generation_), this_owner(), ttl_ms(settings_.ttl)};
+  auto renewed = connection_.exec(
+      "UPDATE cairn_sessions SET lease_expires = now() + $4::bigint * interval '1 millisecond' "
+      "WHERE id = $1 AND generation = $2::bigint AND owner = $3 RETURNING 1",
+      params);
+  if (!renewed && renewed.error().connection_lost) {
+    if (auto back = reconnect_locked(renewed.error()); !back) return back;
+    renewed = connection_.exec(
+        "UPDATE cairn_sessions SET lease_expires = now() + $4::bigint * interval '1 millisecond' "
+        "WHERE id = $1 AND generation = $2::bigint AND owner = $3 RETURNING 1",
+        params);
+  }
+  if (!renewed) return std::unexpected(append_error("cannot renew the lease", renewed.error()));
+  if (renewed->size() == 0) {
+    lost_ = fenced_error_locked(head_);
+    return std::unexpected(*lost_);
+  }
+  deadline_ = sent + settings_.ttl;
+  return {};
+}
+
+Status PgMedium::reconnect_locked(const PgError& cause) {
+  const auto give_up = Clock::now() + kRetryWindow;
+  PgError last = cause;
+  prepared_.clear();  // a new connection has none of them
+  for (auto pause = std::chrono::milliseconds(20);; pause = std::min(pause * 2, std::chrono::milliseconds(500))) {
+    auto back = connection_.reconnect();
+    if (back) return {};
+    last = back.error();
+    if (Clock::now() + pause >= give_up) break;
+    std::this_thread::sleep_for(pause);
+  }
+  return std::unexpected(append_error(
+                                  fmt::format("lost the connection and could not reconnect within {} s",
+                                              std::chrono::duration_cast<std::chrono::seconds>(kRetryWindow).count()),
+                                  last));
+}
+
+Error PgMedium::fenced_error_locked(std::int64_t expected_head) {
+  const std::array<Param, 1> id{settings_.session_id};
+  auto row = connection_.exec("SELECT generation, owner, head_seq FROM cairn_sessions WHERE id = $1", id);
+  if (!row) {
+    return Error{Errc::stale_writer, fmt::format("this writer's lease (generation {}) was taken over ({})",
+                                                 generation_, row.error().message)};
+  }
+  if (row->size() == 0) {
+    return Error{Errc::stale_writer,
+                 fmt::format("the session was removed while this writer held generation {}", generation_)};
+  }
+  const std::int64_t generation = row->int64(0, 0);
+  if (generation != generation_ || row->is_null(0, 1) || row->text(0, 1) != this_owner()) {
+    const std::string owner = row->is_null(0, 1) ? std::string("nobody (released)") : describe_owner(row->text(0, 1));
+    return Error{Errc::stale_writer, fmt::format("this writer's generation {} is stale: generation {} took over ({})",
+                                                 generation_, generation, owner)};
+  }
+  return Error{Errc::io_error, fmt::format("the session's head is seq {}, this writer expected {}",
+                                           row->int64(0, 2), expected_head)};
+}
+
+// ---- appending --------------------------------------------------------------------
+
+const std::string& PgMedium::append_sql(std::size_t count) {
+  auto& sql = append_sql_[count];
+  if (!sql.empty()) return sql;
+  sql =
+      "WITH head AS (UPDATE cairn_sessions SET head_seq = $4::bigint, open_ops = open_ops + $6::bigint, "
+      "claims = CASE WHEN open_ops + $6::bigint = 0 THEN 0 ELSE claims END "
+      "WHERE id = $1 AND generation = $2::bigint AND owner = $3 AND head_seq = $5::bigint RETURNING 1) "
+      "INSERT INTO cairn_records (session_id, seq, id, type, ref, run_id, payload) "
+      "SELECT $1, v.seq, v.id, v.type, v.ref, v.run_id, v.payload FROM head, (VALUES ";
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t p = 7 + i * 6;
+    sql += fmt::format("{}(${}::bigint, ${}::text, ${}::text, ${}::text, ${}::text, ${}::text)", i ? ", " : "", p, p + 1,
+                       p + 2, p + 3, p + 4, p + 5);
+  }
+  sql += ") AS v(seq, id, type, ref, run_id, payload)";
+  return sql;
+}
+
+// Batches of up to kPreparedBatches records run a statement prepared once
+// per size on this connection: planning the statement cost as much as the
+// commit. Larger ones (rare: a fork, an import) are planned each time.
+constexpr std::size_t kPreparedBatches = 64;
+
+PgResult<Rows> PgMedium::run_append(std::size_t count, std::span<const Param> params) {
+  if (count > kPreparedBatches) return connection_.exec(append_sql(count), params);
+  const std::string name = fmt::format("cairn_append_{}", count);
+  if (!prepared_.contains(count)) {
+    if (auto prepared = connection_.prepare(name, append_sql(count)); !prepared) return std::unexpected(prepared.error());
+    prepared_.insert(count);
+  }
+  return connection_.exec_prepared(name, params);
+}
+
+Status PgMedium::append(const std::vector<PreparedRecord>& records) {
+  if (records.empty()) return {};
+  std::lock_guard lock(mu_);
+  if (lost_) return std::unexpected(*lost_);
+  // Past the local deadline the lease may already be another writer's:
+  // renew first (which fails if it is).
+  if (Clock::now() >= deadline_ - settings_.ttl / 3) {
+    if (auto renewed = renew_locked(); !renewed) return renewed;
+  }
+  const std::int64_t expected = head_;
+  const std::int64_t last = records.back().meta.seq;
+  if (records.front().meta.seq != expected + 1) {
+    return fail(Errc::internal_error, fmt::format("a batch starting at seq {} after head {}",
+                                                  records.front().meta.seq, expected));
+  }
+  std::vector<Param> params;
+  params.reserve(6 + records.size() * 6);
+  params.emplace_back(settings_.session_id);
+  params.emplace_back(std::to_string(generation_));
+  params.emplace_back(this_owner());
+  params.emplace_back(std::to_string(last));
+  params.emplace_back(std::to_string(expected));
+  params.emplace_back(std::to_string(open_operations_delta(records)));
+  for (const PreparedRecord& record : records) add_record_params(params, record);
+  const auto give_up = Clock::now() + kRetryWindow;
+  for (;;) {
+    auto inserted = run_append(records.size(), params);
+    if (inserted) {
+      if (inserted->affected() == static_cast<std::int64_t>(records.size())) {
+        head_ = last;
+        return still_held_locked();
+      }
+      Error error = fenced_error_locked(expected);
+      if (error.is(Errc::stale_writer)) lost_ = error;
+      return std::unexpected(std::move(error));
+    }
+    if (!inserted.error().connection_lost) {
+      return std::unexpected(append_error(fmt::format("cannot append seq {}-{}", expected + 1, last),
+                                      inserted.error()));
+    }
+    // The statement's outcome is unknown: reconnect, and see whether it
+    // committed before the connection went (asking again if the connection
+    // goes once more meanwhile).
+    Landed landed = Landed::unknown;
+    while (landed == Landed::unknown) {
+      if (auto back = reconnect_locked(inserted.error()); !back) return back;
+      auto asked = landed_locked(expected, records);
+      if (!asked) {
+        if (asked.error().is(Errc::stale_writer)) lost_ = asked.error();
+        return std::unexpected(asked.error());
+      }
+      landed = *asked;
+      if (landed == Landed::unknown && Clock::now() >= give_up) {
+        return fail(Errc::io_error, fmt::format("cannot tell whether seq {}-{} was appended: the connection keeps "
+                                                "failing ({})",
+                                                expected + 1, last, inserted.error().message));
+      }
+    }
+    if (landed == Landed::yes) {
+      head_ = last;
+      return still_held_locked();
+    }
+    if (Clock::now() >= give_up) {
+      return fail(Errc::io_error, fmt::format("cannot append seq {}-{}: {}", expected + 1, last,
+                                              inserted.error().message));
+    }
+  }
+}
+
+// The records are durable. But if the answer came after the local deadline
+// (the process was paused, the network slow), the lease may have passed to
+// another writer meanwhile, and the caller must not act on this append as if
+// it still held the session: a renewal says whether it does.
+Status PgMedium::still_held_locked() {
+  if (Clock::now() < deadline_) return {};
+  if (auto renewed = renew_locked(); !renewed) {
+    return fail(renewed.error(), fmt::format("{} (the records appended last are durable; this writer acts on them no "
+                                             "more)",
+                                             renewed.error().message));
+  }
+  return {};
+}
+
+Result<PgMedium::Landed> PgMedium::landed_locked(std::int64_t expected_head, const std::vector<PreparedRecord>& records) {
+  const std::array<Param, 2> params{settings_.session_id, std::to_string(records.back().meta.seq)};
+  auto row = connection_.exec(
+      "SELECT s.generation, s.owner, s.head_seq, r.payload FROM cairn_sessions s "
+      "LEFT JOIN cairn_records r ON r.session_id = s.id AND r.seq = $2::bigint WHERE s.id = $1",
+      params);
+  if (!row) {
+    if (row.error().connection_lost) return Landed::unknown;
+    return fail(Errc::io_error, fmt::format("cannot tell whether seq {}-{} was appended: {}", expected_head + 1,
+                                            records.back().meta.seq, row.error().message));
+  }
+  if (row->size() == 0 || row->int64(0, 0) != generation_ || row->is_null(0, 1) || row->text(0, 1) != this_owner()) {
+    return std::unexpected(fenced_error_locked(expected_head));
+  }
+  const std::int64_t head = row->int64(0, 2);
+  if (head == expected_head) return Landed::no;
+  if (head == records.back().meta.seq && !row->is_null(0, 3) && row->text(0, 3) == records.back().line) {
+    return Landed::yes;  // our own records, acknowledged now
+  }
+  return fail(Errc::io_error, fmt::format("after a lost connection the session's head is seq {}, not {} or {}",
+                                          head, expected_head, records.back().meta.seq));
+}
+
+// ---- repair -------------------------------------------------------------------------
+
+Status PgMedium::rewrite(const std::vector<PreparedRecord>& records, const std::optional<std::string>& header_json) {
+  std::lock_guard lock(mu_);
+  if (lost_) return std::unexpected(*lost_);
+  auto tx = Transaction::begin(connection_);
+  if (!tx) return std::unexpected(db_error(settings_.where, "cannot rewrite the session", tx.error()));
+  const std::int64_t last = static_cast<std::int64_t>(records.size()) - 1;
+  const std::array<Param, 6> fence{settings_.session_id, std::to_string(generation_), this_owner(), std::to_string(last),
+                                   header_json ? Param(*header_json) : Param(),
+                                   std::to_string(open_operations_delta(records))};
+  auto held = connection_.exec(
+      "UPDATE cairn_sessions SET head_seq = $4::bigint, header = COALESCE($5, header), open_ops = $6::bigint "
+      "WHERE id = $1 AND generation = $2::bigint AND owner = $3 RETURNING 1",
+      fence);
+  if (!held) return std::unexpected(db_error(settings_.where, "cannot rewrite the session", held.error()));
+  if (held->size() == 0) {
+    lost_ = fenced_error_locked(head_);
+    return std::unexpected(*lost_);
+  }
+  const std::array<Param, 1> id{settings_.session_id};
+  if (auto cleared = connection_.exec("DELETE FROM cairn_records WHERE session_id = $1", id); !cleared) {
+    return std::unexpected(db_error(settings_.where, "cannot rewrite the session", cleared.error()));
+  }
+  constexpr std::size_t kChunk = 500;
+  for (std::size_t at = 0; at < records.size(); at += kChunk) {
+    const std::size_t count = std::min(kChunk, records.size() - at);
+    std::vector<Param> params;
+    params.reserve(1 + count * 6);
+    params.emplace_back(settings_.session_id);
+    std::string sql = "INSERT INTO cairn_records (session_id, seq, id, type, ref, run_id, payload) VALUES ";
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t p = 2 + i * 6;
+      sql += fmt::format("{}($1, ${}::bigint, ${}, ${}, ${}, ${}, ${})", i ? ", " : "", p, p + 1, p + 2, p + 3, p + 4, p + 5);
+      add_record_params(params, records[at + i]);
+    }
+    if (auto inserted = connection_.exec(sql, params); !inserted) {
+      return std::unexpected(db_error(settings_.where, "cannot rewrite the session", inserted.error()));
+    }
+  }
+  if (auto committed = tx->commit(); !committed) {
+    return std::unexpected(db_error(settings_.where, "cannot rewrite the session", committed.error()));
+  }
+  head_ = last;
+  return {};
+}
+
+}  // namespace cairn::pg

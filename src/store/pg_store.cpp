@@ -1,0 +1,511 @@
+// postgres://… — many sessions, many processes, many machines, one database.
+//
+// Each session is a row of cairn_sessions (its header, and its lease: owner,
+// generation, expiry, head seq); each record a row of cairn_records keyed by
+// (session, seq), holding its stored line beside the columns queries need (id,
+// type, ref, run id). A writer appends through a connection of its own under
+// its lease (pg_medium.cpp); the store's own connection serves list, create,
+// open, remove and repair, one call at a time.
+//
+// Secrets: the URI may hold a password (better: PGPASSWORD or ~/.pgpass, which
+// libpq reads itself); only its redacted form is ever shown.
+#include <algorithm>
+#include <array>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "cairn/store/store.hpp"
+#include "log/checksum.hpp"
+#include "pg_conn.hpp"
+#include "pg_medium.hpp"
+#include "guarded.hpp"
+#include "repair.hpp"
+#include "session_ids.hpp"
+
+namespace cairn {
+namespace {
+
+using pg::Param;
+using pg::PgError;
+
+class PostgresStore final : public Store {
+ public:
+  PostgresStore(std::string conninfo, StoreOptions options, pg::Connection connection)
+      : conninfo_(std::move(conninfo)), shown_(pg::redact(conninfo_)), options_(options), db_(std::move(connection)) {}
+
+  std::string uri() const override { return shown_; }
+  SyncPolicy sync_policy() const override { return options_.sync; }
+
+  Result<std::vector<SessionHeader>> list() override {
+    return guarded(fmt::format("postgres store {}: list", shown_), [&] { return list_sessions(); });
+  }
+  Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
+    return guarded(fmt::format("postgres store {}: create", shown_), [&] { return create_session(options); });
+  }
+  Result<std::shared_ptr<Session>> create_with_log(const SessionHeader& header, const std::vector<LogLine>& log) override {
+    return guarded(where(header.id), [&] { return create_session_with_log(header, log); });
+  }
+  Result<std::shared_ptr<Session>> open(std::string_view id, const OpenOptions& options) override {
+    return guarded(where(id), [&] { return open_session(std::string(id), options); });
+  }
+  Status remove(std::string_view id) override {
+    return guarded(where(id), [&] { return remove_session(std::string(id)); });
+  }
+  Result<RepairReport> repair(std::string_view id) override {
+    return guarded(where(id), [&] { return repair_session(std::string(id)); });
+  }
+  Result<std::optional<std::shared_ptr<Session>>> claim(const ClaimOptions& options) override {
+    return guarded(fmt::format("postgres store {}: claim", shown_), [&] { return claim_session(options); });
+  }
+  Status end_claim(std::string_view id, ClaimEnd end, std::string_view detail) override {
+    return guarded(where(id), [&] { return end_session_claim(std::string(id), end, detail); });
+  }
+
+ private:
+  Result<std::vector<SessionHeader>> list_sessions();
+  Result<std::shared_ptr<Session>> create_session(const CreateOptions& options);
+  Result<std::shared_ptr<Session>> create_session_with_log(const SessionHeader& header, const std::vector<LogLine>& log);
+  Result<std::shared_ptr<Session>> open_session(const std::string& id, const OpenOptions& options);
+  Status remove_session(const std::string& id);
+  Result<RepairReport> repair_session(const std::string& id);
+  Result<std::optional<std::shared_ptr<Session>>> claim_session(const ClaimOptions& options);
+  Status end_session_claim(const std::string& id, ClaimEnd end, std::string_view detail);
+  // The session's header and records, read in one snapshot, under `medium`'s
+  // lease (null: read-only).
+  Result<std::shared_ptr<Session>> open_with(const std::string& id, std::unique_ptr<pg::PgMedium> medium);
+
+  // The following use db_: the caller holds mu_.
+  // Runs `sql` on the store's connection, reconnecting once if it was lost
+  // (nothing the store's connection runs outside a transaction writes twice
+  // when retried: reads, and inserts guarded by a key).
+  pg::PgResult<pg::Rows> exec(std::string_view sql, std::span<const Param> params = {});
+  Result<SessionHeader> read_header(const std::string& id);
+  // Every record of the session, in seq order, checked as an append checks
+  // them; inside the caller's snapshot.
+  Result<SessionIndex> load(const std::string& id, const SessionHeader& header);
+
+  std::string where(std::string_view id) const { return fmt::format("postgres store {}, session {}", shown_, id); }
+  pg::Settings settings(const std::string& id) const {
+    return pg::Settings{conninfo_, where(id), id, options_.lease_ttl};
+  }
+  Error not_found(std::string_view id) const {
+    return Error{Errc::not_found, fmt::format("no session {} in postgres store {}", id, shown_)};
+  }
+  Error db_error(std::string_view id, std::string_view what, const PgError& error) const {
+    return Error{Errc::io_error, fmt::format("{}: {}: {}", where(id), what, error.message)};
+  }
+
+  const std::string conninfo_;
+  const std::string shown_;
+  const StoreOptions options_;
+  std::mutex mu_;  // guards db_
+  pg::Connection db_;
+};
+
+pg::PgResult<pg::Rows> PostgresStore::exec(std::string_view sql, std::span<const Param> params) {
+  auto rows = db_.exec(sql, params);
+  if (rows || !rows.error().connection_lost) return rows;
+  if (auto back = db_.reconnect(); !back) return std::unexpected(back.error());
+  return db_.exec(sql, params);
+}
+
+// ---- list ---------------------------------------------------------------------------
+
+Result<std::vector<SessionHeader>> PostgresStore::list_sessions() {
+  std::lock_guard guard(mu_);
+  auto rows = exec("SELECT id, version, timestamp, cwd, parent_session, header FROM cairn_sessions "
+                   "ORDER BY timestamp DESC, id DESC");
+  if (!rows) return fail(Errc::io_error, fmt::format("postgres store {}: cannot list: {}", shown_, rows.error().message));
+  std::vector<SessionHeader> headers;
+  headers.reserve(static_cast<std::size_t>(rows->size()));
+  for (int i = 0; i < rows->size(); ++i) {
+    const std::string_view text = rows->text(i, 5);
+    const Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    if (auto header = decode_header(json)) {
+      headers.push_back(std::move(*header));
+      continue;
+    }
+    // A damaged header still lists (open() refuses it): from its columns.
+    SessionHeader header;
+    header.id = std::string(rows->text(i, 0));
+    header.version = rows->int64(i, 1);
+    header.timestamp = std::string(rows->text(i, 2));
+    header.cwd = std::string(rows->text(i, 3));
+    header.parent_session = rows->optional_text(i, 4);
+    headers.push_back(std::move(header));
+  }
+  return headers;
+}
+
+// ---- create -------------------------------------------------------------------------
+
+Result<std::shared_ptr<Session>> PostgresStore::create_session(const CreateOptions& options) {
+  SessionHeader header;
+  header.id = options.id ? *options.id : new_session_id();
+  if (!valid_session_id(header.id)) {
+    return fail(Errc::invalid_argument, fmt::format("postgres store {}: {}", shown_, invalid_session_id(header.id)));
+  }
+  header.version = kLogFormatVersion;
+  header.timestamp = now_iso8601();
+  header.cwd = options.cwd;
+  header.parent_session = options.parent_session;
+  header.extra = options.header_extra;
+  const std::string header_json = encode(header).dump(-1, ' ', false, Json::error_handler_t::replace);
+  auto medium = pg::PgMedium::create(settings(header.id), header, header_json);
+  if (!medium) {
+    if (medium.error().is(Errc::already_exists)) {
+      return fail(Errc::already_exists, fmt::format("session {} already exists in postgres store {}", header.id, shown_));
+    }
+    return std::unexpected(medium.error());
+  }
+  return std::make_shared<Session>(std::move(header), SessionIndex(), std::move(*medium), OpenReport{});
+}
+
+// The row and the records go in one transaction on the store's connection:
+// the session does not exist until the commit, so nobody can hold it. Its
+// generation is 0 and nobody owns it; the open that follows takes the lease.
+Result<std::shared_ptr<Session>> PostgresStore::create_session_with_log(const SessionHeader& header,
+                                                                        const std::vector<LogLine>& log) {
+  const std::string& id = header.id;
+  if (!valid_session_id(id)) {
+    return fail(Errc::invalid_argument, fmt::format("postgres store {}: {}", shown_, invalid_session_id(id)));
+  }
+  // The lines must make a log: checked before anything is written.
+  std::int64_t open_operations = 0;
+  {
+    SessionIndex index;
+    for (const LogLine& line : log) {
+      auto meta = scan_line(line.json);
+      Status status = meta ? check_invariants(*meta, index) : Status(std::unexpected(meta.error()));
+      if (status && meta->seq != static_cast<std::int64_t>(index.size())) {
+        status = fail(Errc::corrupt_log, fmt::format("seq {} where {} belongs", meta->seq, index.size()));
+      }
+      if (!status) return fail(status.error(), fmt::format("{}: seq {}: {}", where(id), line.seq, status.error().message));
+      if (meta->type == RecordType::operation_started) ++open_operations;
+      if (meta->type == RecordType::operation_finished) --open_operations;
+      index.add(*meta, line.json);
+    }
+  }
+  const std::string header_json = encode(header).dump(-1, ' ', false, Json::error_handler_t::replace);
+  {
+    std::lock_guard guard(mu_);
+    auto tx = pg::Transaction::begin(db_);
+    if (!tx) return std::unexpected(db_error(id, "cannot create the session", tx.error()));
+    const std::array<Param, 9> row{id,
+                                   std::to_string(header.version),
+                                   header.timestamp,
+                                   header.cwd,
+                                   header.parent_session ? Param(*header.parent_session) : Param(),
+                                   header_json,
+                                   std::to_string(static_cast<std::int64_t>(log.size()) - 1),
+                                   std::to_string(open_operations),
+                                   pg::is_child(header) ? "true" : "false"};
+    auto inserted = db_.exec(
+        "INSERT INTO cairn_sessions (id, version, timestamp, cwd, parent_session, header, generation, owner, "
+        "lease_expires, head_seq, open_ops, child) VALUES ($1, $2, $3, $4, $5, $6, 0, NULL, NULL, $7::bigint, $8::bigint, "
+        "$9::boolean) ON CONFLICT (id) DO NOTHING",
+        row);
+    if (!inserted) return std::unexpected(db_error(id, "cannot create the session", inserted.error()));
+    if (inserted->affected() == 0) {
+      return fail(Errc::already_exists, fmt::format("session {} already exists in postgres store {}", id, shown_));
+    }
+    constexpr std::size_t kChunk = 500;
+    for (std::size_t at = 0; at < log.size(); at += kChunk) {
+      const std::size_t count = std::min(kChunk, log.size() - at);
+      std::vector<Param> params;
+      params.reserve(1 + count * 6);
+      params.emplace_back(id);
+      std::string sql = "INSERT INTO cairn_records (session_id, seq, id, type, ref, run_id, payload) VALUES ";
+      for (std::size_t i = 0; i < count; ++i) {
+        const LogLine& line = log[at + i];
+        auto meta = scan_line(line.json);  // checked above
+        if (!meta) return fail(meta.error(), fmt::format("{}: seq {}: {}", where(id), line.seq, meta.error().message));
+        const std::size_t p = 2 + i * 6;
+        sql += fmt::format("{}($1, ${}::bigint, ${}, ${}, ${}, ${}, ${})", i ? ", " : "", p, p + 1, p + 2, p + 3, p + 4,
+                           p + 5);
+        params.emplace_back(std::to_string(meta->seq));
+        params.push_back(meta->id.empty() ? Param() : Param(std::string(meta->id)));
+        params.emplace_back(std::string(to_string(meta->type)));
+        params.push_back(meta->ref.empty() ? Param() : Param(std::string(meta->ref)));
+        params.push_back(meta->run_id.empty() ? Param() : Param(std::string(meta->run_id)));
+        params.emplace_back(line.json);
+      }
+      if (auto rows = db_.exec(sql, params); !rows) {
+        return std::unexpected(db_error(id, "cannot create the session", rows.error()));
+      }
+    }
+    if (auto committed = tx->commit(); !committed) {
+      return std::unexpected(db_error(id, "cannot create the session", committed.error()));
+    }
+  }
+  return open_session(id, OpenOptions{});
+}
+
+// ---- open ---------------------------------------------------------------------------
+
+Result<std::shared_ptr<Session>> PostgresStore::open_session(const std::string& id, const OpenOptions& options) {
+  if (!valid_session_id(id)) return std::unexpected(not_found(id));
+  {
+    // Refuse a missing or unreadable session before taking its lease.
+    std::lock_guard guard(mu_);
+    if (auto header = read_header(id); !header) return std::unexpected(header.error());
+  }
+  std::unique_ptr<pg::PgMedium> medium;
+  if (!options.read_only) {
+    auto taken = pg::PgMedium::acquire(settings(id), options);
+    if (!taken) return std::unexpected(taken.error());
+    medium = std::move(*taken);
+  }
+  return open_with(id, std::move(medium));
+}
+
+Result<std::shared_ptr<Session>> PostgresStore::open_with(const std::string& id, std::unique_ptr<pg::PgMedium> medium) {
+  // The header and the records from one snapshot taken after the lease: a
+  // writer fenced by it cannot have appended after the snapshot.
+  std::lock_guard guard(mu_);
+  if (auto begun = db_.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); !begun) {
+    if (!begun.error().connection_lost) return std::unexpected(db_error(id, "cannot begin a read", begun.error()));
+    if (auto back = db_.reconnect(); !back) return std::unexpected(db_error(id, "cannot begin a read", back.error()));
+    if (auto again = db_.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); !again) {
+      return std::unexpected(db_error(id, "cannot begin a read", again.error()));
+    }
+  }
+  struct EndRead {
+    pg::Connection& db;
+    ~EndRead() {
+      if (db.connected()) (void)db.run("COMMIT");
+    }
+  } end_read{db_};
+  auto header = read_header(id);
+  if (!header) return std::unexpected(header.error());
+  auto index = load(id, *header);
+  if (!index) return std::unexpected(index.error());
+  if (medium && medium->head() != static_cast<std::int64_t>(index->size()) - 1) {
+    return fail(Errc::corrupt_log, fmt::format("{}: the session row's head is seq {} but {} records are stored", where(id),
+                                               medium->head(), index->size()));
+  }
+  return std::make_shared<Session>(std::move(*header), std::move(*index), std::move(medium), OpenReport{});
+}
+
+Result<SessionHeader> PostgresStore::read_header(const std::string& id) {
+  const std::array<Param, 1> params{id};
+  auto rows = exec("SELECT header, version FROM cairn_sessions WHERE id = $1", params);
+  if (!rows) return std::unexpected(db_error(id, "cannot read the header", rows.error()));
+  if (rows->size() == 0) return std::unexpected(not_found(id));
+  const std::string_view text = rows->text(0, 0);
+  const Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) return fail(Errc::corrupt_log, fmt::format("{}: the header is not a JSON object", where(id)));
+  std::int64_t version = rows->int64(0, 1);
+  if (auto it = json.find("version"); it != json.end() && it->is_number_integer()) {
+    version = std::max(version, it->get<std::int64_t>());
+  }
+  if (version > kLogFormatVersion) {
+    return fail(Errc::newer_version, fmt::format("{}: the header's format version {} is newer than this build's {}",
+                                                 where(id), version, kLogFormatVersion));
+  }
+  auto header = decode_header(json);
+  if (!header) return fail(Errc::corrupt_log, fmt::format("{}: {}", where(id), header.error().message));
+  if (header->id != id) return fail(Errc::corrupt_log, fmt::format("{}: the header names session {}", where(id), header->id));
+  return header;
+}
+
+Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHeader& header) {
+  const std::array<Param, 1> params{id};
+  auto rows = db_.exec("SELECT seq, payload FROM cairn_records WHERE session_id = $1 ORDER BY seq", params);
+  if (!rows) return std::unexpected(db_error(id, "cannot read the records", rows.error()));
+  const bool checksums = checksums_required(header.version);
+  SessionIndex index;
+  index.reserve(static_cast<std::size_t>(rows->size()));
+  for (int i = 0; i < rows->size(); ++i) {
+    const std::int64_t seq = rows->int64(i, 0);
+    const std::string_view line = rows->text(i, 1);
+    auto checked = [&]() -> Status {
+      if (seq != i) return fail(Errc::corrupt_log, fmt::format("the record after seq {} has seq {}", i - 1, seq));
+      auto meta = scan_line(line);
+      if (!meta) return std::unexpected(meta.error());
+      if (meta->seq != seq) return fail(Errc::corrupt_log, fmt::format("its payload says seq {}", meta->seq));
+      auto checksum = check_checksum(line);
+      if (!checksum) return std::unexpected(checksum.error());
+      if (*checksum == Checksum::absent && checksums) {
+        return fail(Errc::corrupt_log, "the record has no checksum, which its session's format requires");
+      }
+      if (auto valid = check_invariants(*meta, index); !valid) return valid;
+      index.add(*meta, line);
+      return {};
+    }();
+    if (!checked) {
+      return fail(Errc::corrupt_log, fmt::format("{}: seq {}: {}{}", where(id), i, checked.error().message,
+                                                 "; `cairn repair` can replace what is damaged"));
+    }
+  }
+  index.require_checksums(checksums);
+  return index;
+}
+
+// ---- claims ---------------------------------------------------------------------------
+
+Result<std::optional<std::shared_ptr<Session>>> PostgresStore::claim_session(const ClaimOptions& options) {
+  pg::Settings base{conninfo_, fmt::format("postgres store {}, session ", shown_), "", options_.lease_ttl};
+  auto medium = pg::PgMedium::claim(std::move(base), options);
+  if (!medium) return std::unexpected(medium.error());
+  if (!*medium) return std::optional<std::shared_ptr<Session>>();
+  const std::string id = (*medium)->session_id();
+  auto opened = open_with(id, std::move(*medium));
+  if (!opened) {
+    // A session that cannot even be opened counts as a failed claim.
+    (void)end_session_claim(id, ClaimEnd::failed, opened.error().message);
+    return std::unexpected(opened.error());
+  }
+  return std::optional<std::shared_ptr<Session>>(std::move(*opened));
+}
+
+Status PostgresStore::end_session_claim(const std::string& id, ClaimEnd end, std::string_view detail) {
+  std::lock_guard guard(mu_);
+  const std::array<Param, 2> params{id, std::string(detail)};
+  const char* sql = nullptr;
+  switch (end) {
+    case ClaimEnd::finished:
+      sql = "UPDATE cairn_sessions SET claims = 0, claim_error = NULL WHERE id = $1 AND $2::text IS NOT NULL";
+      break;
+    case ClaimEnd::waiting:
+      sql = "UPDATE cairn_sessions SET claims = 0, claim_error = NULL, skip_head = head_seq "
+            "WHERE id = $1 AND $2::text IS NOT NULL";
+      break;
+    case ClaimEnd::failed:
+      sql = "UPDATE cairn_sessions SET claim_error = $2 WHERE id = $1";
+      break;
+  }
+  if (auto ended = exec(sql, params); !ended) return std::unexpected(db_error(id, "cannot record the claim's end", ended.error()));
+  return {};
+}
+
+// ---- remove -------------------------------------------------------------------------
+
+Status PostgresStore::remove_session(const std::string& id) {
+  if (!valid_session_id(id)) return std::unexpected(not_found(id));
+  std::lock_guard guard(mu_);
+  auto tx = pg::Transaction::begin(db_);
+  if (!tx) return std::unexpected(db_error(id, "cannot remove", tx.error()));
+  const std::array<Param, 1> params{id};
+  // A live lease keeps the session; an expired one is nobody's.
+  auto removed = db_.exec(
+      "DELETE FROM cairn_sessions WHERE id = $1 AND (owner IS NULL OR lease_expires IS NULL OR lease_expires <= now()) "
+      "RETURNING 1",
+      params);
+  if (!removed) return std::unexpected(db_error(id, "cannot remove", removed.error()));
+  if (removed->size() == 0) {
+    auto holder = db_.exec("SELECT owner, generation FROM cairn_sessions WHERE id = $1", params);
+    if (!holder) return std::unexpected(db_error(id, "cannot remove", holder.error()));
+    if (holder->size() == 0) return std::unexpected(not_found(id));
+    return fail(Errc::locked, fmt::format("{} is held by {} (generation {})", where(id),
+                                          pg::describe_owner(holder->text(0, 0)), holder->int64(0, 1)));
+  }
+  if (auto records = db_.exec("DELETE FROM cairn_records WHERE session_id = $1", params); !records) {
+    return std::unexpected(db_error(id, "cannot remove", records.error()));
+  }
+  if (auto committed = tx->commit(); !committed) return std::unexpected(db_error(id, "cannot remove", committed.error()));
+  return {};
+}
+
+// ---- repair -------------------------------------------------------------------------
+
+Result<RepairReport> PostgresStore::repair_session(const std::string& id) {
+  if (!valid_session_id(id)) return std::unexpected(not_found(id));
+  {
+    std::lock_guard guard(mu_);
+    const std::array<Param, 1> params{id};
+    auto found = exec("SELECT 1 FROM cairn_sessions WHERE id = $1", params);
+    if (!found) return std::unexpected(db_error(id, "cannot look the session up", found.error()));
+    if (found->size() == 0) return std::unexpected(not_found(id));
+  }
+  // Repair writes: it takes the lease like any writer, at once.
+  auto medium = pg::PgMedium::acquire(settings(id), OpenOptions{});
+  if (!medium) return std::unexpected(medium.error());
+
+  RepairReport report;
+  report.location = where(id);
+  std::lock_guard guard(mu_);
+  std::optional<SessionHeader> rebuilt;
+  auto header = read_header(id);
+  if (!header) {
+    if (!header.error().is(Errc::corrupt_log)) return fail(header.error(), header.error().message + "; repair changes nothing in it");
+    const std::array<Param, 1> params{id};
+    auto columns = exec("SELECT timestamp, cwd, parent_session FROM cairn_sessions WHERE id = $1", params);
+    if (!columns || columns->size() == 0) {
+      return fail(Errc::io_error, fmt::format("{}: cannot read the header's columns", where(id)));
+    }
+    rebuilt.emplace();
+    rebuilt->id = id;
+    rebuilt->timestamp = std::string(columns->text(0, 0));
+    rebuilt->cwd = std::string(columns->text(0, 1));
+    rebuilt->parent_session = columns->optional_text(0, 2);
+    rebuilt->extra["repaired"] = fmt::format("the header was damaged; rebuilt by cairn repair at {}", now_iso8601());
+    report.fixed.push_back(fmt::format("the session header was damaged ({}); rebuilt from its columns", header.error().message));
+    header = *rebuilt;
+  }
+  const bool checksums = checksums_required(header->version);
+  const std::array<Param, 1> params{id};
+  auto rows = exec("SELECT seq, payload FROM cairn_records WHERE session_id = $1 ORDER BY seq", params);
+  if (!rows) return std::unexpected(db_error(id, "cannot read the records", rows.error()));
+
+  // Each row at the seq its column says; a seq no row holds becomes a missing record.
+  std::vector<repair::StoredRecord> stored;
+  bool moved = false;
+  for (int i = 0; i < rows->size(); ++i) {
+    const std::int64_t seq = rows->int64(i, 0);
+    if (seq < 0 || seq > static_cast<std::int64_t>(rows->size()) + 1) {
+      report.fixed.push_back(fmt::format("a row at seq {} is out of any place; dropped (the backup keeps it)", seq));
+      moved = true;
+      continue;
+    }
+    while (static_cast<std::int64_t>(stored.size()) < seq) stored.push_back({std::string(), std::nullopt});
+    stored.push_back({std::string(rows->text(i, 1)), std::nullopt});
+  }
+  repair::Plan plan = repair::plan(stored, checksums);
+  report.records = static_cast<std::int64_t>(stored.size());
+  report.intact = plan.intact;
+  for (const auto& replacement : plan.replacements) report.replaced.push_back(replacement.report);
+  report.abort_only_runs.assign(plan.abort_only_runs.begin(), plan.abort_only_runs.end());
+  if (!report.changed() && !moved) return report;
+
+  // The original rows first, kept in cairn_repair_backups.
+  const std::string taken_at = now_iso8601();
+  const std::array<Param, 2> backup{id, taken_at};
+  if (auto saved = exec("INSERT INTO cairn_repair_backups (session_id, taken_at, seq, payload) "
+                        "SELECT session_id, $2::timestamptz, seq, payload FROM cairn_records WHERE session_id = $1",
+                        backup);
+      !saved) {
+    return std::unexpected(db_error(id, "cannot back the records up", saved.error()));
+  }
+  report.backup = fmt::format("table cairn_repair_backups, session_id '{}', taken_at '{}'", id, taken_at);
+
+  StringArena strings;
+  auto records = repair::repaired_records(stored, plan, strings);
+  if (!records) return std::unexpected(records.error());
+  std::optional<std::string> header_json;
+  if (rebuilt) header_json = encode(*rebuilt).dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (auto written = (*medium)->rewrite(*records, header_json); !written) return std::unexpected(written.error());
+  return report;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> make_postgres_store(const std::string& uri, const StoreOptions& options) {
+  const std::string shown = pg::redact(uri);
+  return guarded(fmt::format("postgres store {}", shown), [&]() -> Result<std::unique_ptr<Store>> {
+    auto connection = pg::Connection::connect(uri);
+    if (!connection) return fail(Errc::io_error, fmt::format("postgres store {}: {}", shown, connection.error().message));
+    auto version = pg::create_schema(*connection);
+    if (!version) {
+      return fail(Errc::io_error, fmt::format("postgres store {}: cannot set up the schema: {}", shown, version.error().message));
+    }
+    if (*version > pg::kSchemaVersion) {
+      return fail(Errc::newer_version, fmt::format("postgres store {}: schema version {} is newer than this build's {}",
+                                                   shown, *version, pg::kSchemaVersion));
+    }
+    return std::make_unique<PostgresStore>(uri, options, std::move(*connection));
+  });
+}
+
+}  // namespace cairn

@@ -1,0 +1,384 @@
+// What the PostgreSQL store adds to the conformance suite: secrets kept out of
+// what it shows, the schema's version, the shape of the fenced append (and the
+// interleaving that shows why), leases, and writers that survive a killed
+// connection or a restarted server without losing or doubling a record.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cairn/store/store.hpp"
+#include "store/pg_conn.hpp"
+#include "support/crash_record.hpp"
+#include "support/pg_cluster.hpp"
+#include "support/test_support.hpp"
+
+namespace cairn {
+namespace {
+
+using testing::crash_record;
+using testing::PgCluster;
+
+class PgStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    cluster_ = PgCluster::shared(&why);
+    ASSERT_NE(cluster_, nullptr) << why;
+    uri_ = cluster_->new_database(&why);
+    ASSERT_FALSE(uri_.empty()) << why;
+  }
+  std::unique_ptr<Store> open(std::chrono::milliseconds ttl = std::chrono::milliseconds(15000)) {
+    auto store = open_store(uri_, {.sync = SyncPolicy::full, .lease_ttl = ttl});
+    EXPECT_TRUE(store) << store.error().message;
+    return store ? std::move(*store) : nullptr;
+  }
+  pg::Connection connect() {
+    auto connection = pg::Connection::connect(uri_);
+    EXPECT_TRUE(connection) << connection.error().message;
+    return std::move(*connection);
+  }
+
+  PgCluster* cluster_ = nullptr;
+  std::string uri_;
+};
+
+TEST_F(PgStoreTest, TheStoreNeverShowsThePassword) {
+  // Trust authentication ignores the password; a store opened with one must
+  // still never show it.
+  const auto name_at = uri_.find(":///") + 4;
+  const std::string database = uri_.substr(name_at, uri_.find('?') - name_at);
+  const std::string with_password =
+      fmt::format("postgresql://cairn:s3cret-pw@/{}?host={}&port={}", database, cluster_->socket_dir(), cluster_->port());
+  auto store = open_store(with_password, {});
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->uri().find("s3cret"), std::string::npos) << (*store)->uri();
+  auto missing = (*store)->open("no-such-session");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message.find("s3cret"), std::string::npos) << missing.error().message;
+  // A server that is not there: the error names the store, not the secret.
+  for (const std::string& uri : {std::string("postgresql://u:s3cret-pw@/db?host=/nonexistent-dir&port=1"),
+                                 std::string("postgres:///db?host=/nonexistent-dir&password=s3cret-pw&port=1")}) {
+    auto refused = open_store(uri, {});
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().message.find("s3cret"), std::string::npos) << refused.error().message;
+    EXPECT_NE(refused.error().message.find("nonexistent-dir"), std::string::npos) << refused.error().message;
+  }
+  EXPECT_EQ(pg::redact("postgresql://u:pw@h:5/db?password=x&sslmode=require"), "postgresql://u@h:5/db?sslmode=require");
+  EXPECT_EQ(pg::redact("host=h password=x dbname=d"), "host=h dbname=d");
+}
+
+TEST_F(PgStoreTest, ADatabaseWithANewerSchemaIsRefused) {
+  ASSERT_TRUE(open());
+  auto db = connect();
+  ASSERT_TRUE(db.run("UPDATE cairn_meta SET value = '99' WHERE key = 'schema_version'"));
+  auto store = open_store(uri_, {});
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, "newer_version");
+  EXPECT_NE(store.error().message.find("schema version 99"), std::string::npos) << store.error().message;
+}
+
+// The interleaving behind the append's shape. A writer of generation 1 runs
+// its append statement; 150 ms into it, another writer's takeover (generation
+// 2) commits; then the statement finishes (the pg_sleep stands for a slow
+// network or a paused process).
+//   - Fenced by a plain read of the generation (no row lock): the statement
+//     read the row as it was when it began, and its stale record commits
+//     after the takeover. This is the bug the append must not have.
+//   - Fenced by an UPDATE of the session row guarded by generation and head,
+//     as the store's append is: the UPDATE waits for the row, READ COMMITTED
+//     re-checks the guard against the takeover's row, and nothing is inserted.
+TEST_F(PgStoreTest, AnUnlockedFencedInsertCommitsAStaleRecordAndTheRowGuardedAppendDoesNot) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE((*store).create({.id = "fenced", .cwd = "/w"}));
+  auto takeover_midway = [&](const std::string& statement) -> std::int64_t {
+    auto writer = connect();
+    auto stealer = connect();
+    EXPECT_TRUE(stealer.run("UPDATE cairn_sessions SET generation = 1, owner = 'old', head_seq = -1 WHERE id = 'fenced'"));
+    std::int64_t inserted = -1;
+    std::thread old_writer([&] {
+      auto rows = writer.exec(statement);
+      if (rows) inserted = rows->affected();
+      else ADD_FAILURE() << rows.error().message;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    EXPECT_TRUE(stealer.run("UPDATE cairn_sessions SET generation = generation + 1, owner = 'new' WHERE id = 'fenced'"));
+    old_writer.join();
+    return inserted;
+  };
+  // Both statements fence on generation 1 and insert one record at seq 0.
+  const std::int64_t unlocked = takeover_midway(
+      "INSERT INTO cairn_records (session_id, seq, id, type, ref, run_id, payload) "
+      "SELECT 'fenced', 0, 'stale', 'message', 'main', NULL, '{}' FROM cairn_sessions "
+      "WHERE id = 'fenced' AND generation = 1 AND owner = 'old' AND pg_sleep(0.5) IS NOT NULL");
+  EXPECT_EQ(unlocked, 1) << "the unlocked form was expected to commit a stale record";
+  auto db = connect();
+  ASSERT_TRUE(db.run("DELETE FROM cairn_records WHERE session_id = 'fenced'"));
+  const std::int64_t guarded = takeover_midway(
+      "WITH head AS (UPDATE cairn_sessions SET head_seq = 0 WHERE id = 'fenced' AND generation = 1 AND owner = 'old' "
+      "AND head_seq = -1 AND pg_sleep(0.5) IS NOT NULL RETURNING 1) "
+      "INSERT INTO cairn_records (session_id, seq, id, type, ref, run_id, payload) "
+      "SELECT 'fenced', 0, 'stale', 'message', 'main', NULL, '{}' FROM head");
+  EXPECT_EQ(guarded, 0);
+  auto count = db.exec("SELECT count(*) FROM cairn_records WHERE session_id = 'fenced'");
+  ASSERT_TRUE(count);
+  EXPECT_EQ(count->int64(0, 0), 0);
+}
+
+TEST_F(PgStoreTest, ALeaseIsRenewedWhileHeldAndLetGoOnClose) {
+  auto store = open(std::chrono::milliseconds(300));
+  ASSERT_TRUE(store);
+  auto session = store->create({.id = "leased", .cwd = "/w"});
+  ASSERT_TRUE(session) << session.error().message;
+  // Three lease lifetimes later it is still ours: renewed every 100 ms.
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  auto other = open(std::chrono::milliseconds(300));
+  auto second = other->open("leased");
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, "locked");
+  EXPECT_NE(second.error().message.find(fmt::format("pid {}", ::getpid())), std::string::npos) << second.error().message;
+  EXPECT_EQ(second.error().message.find('#'), std::string::npos) << "the owner's nonce is not for people";
+  ASSERT_TRUE((*session)->append(crash_record("a", std::nullopt, "main")));
+  session->reset();
+  // Let go, not expired: the next writer takes it at once.
+  auto third = other->open("leased");
+  ASSERT_TRUE(third) << third.error().message;
+  EXPECT_EQ((*third)->size(), 1);
+}
+
+TEST_F(PgStoreTest, AWriterWhoseLeaseWasTakenSaysWhichGenerationTookOver) {
+  auto store = open();
+  auto session = store->create({.id = "taken", .cwd = "/w"});
+  ASSERT_TRUE(session);
+  ASSERT_TRUE((*session)->append(crash_record("a", std::nullopt, "main")));
+  auto other = open();
+  auto taker = other->open("taken", {.break_lock = true});
+  ASSERT_TRUE(taker) << taker.error().message;
+  auto stale = (*session)->append(crash_record("b", "a", "main"));
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.error().code, "stale_writer");
+  EXPECT_NE(stale.error().message.find("generation 2 took over"), std::string::npos) << stale.error().message;
+  ASSERT_TRUE((*taker)->append(crash_record("c", "a", "main")));
+}
+
+// A damaged row (someone edited the table) refuses the session, naming the
+// seq; repair keeps every intact record, puts a placeholder in the damaged
+// one's place and keeps the original rows in cairn_repair_backups.
+TEST_F(PgStoreTest, ADamagedRecordIsRefusedByNameAndRepairedWithABackup) {
+  auto store = open();
+  {
+    auto session = store->create({.id = "damaged", .cwd = "/w"});
+    ASSERT_TRUE(session);
+    ASSERT_TRUE((*session)->append(crash_record("a", std::nullopt, "main")));
+    ASSERT_TRUE((*session)->append(crash_record("b", "a", "main")));
+    ASSERT_TRUE((*session)->append(crash_record("c", "b", "main")));
+  }
+  auto db = connect();
+  ASSERT_TRUE(db.run("UPDATE cairn_records SET payload = replace(payload, 'quick', 'QUICK') "
+                     "WHERE session_id = 'damaged' AND seq = 1"));
+  auto refused = store->open("damaged");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "corrupt_log");
+  EXPECT_NE(refused.error().message.find("seq 1"), std::string::npos) << refused.error().message;
+  auto report = store->repair("damaged");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->records, 3);
+  EXPECT_EQ(report->intact, 2);
+  ASSERT_EQ(report->replaced.size(), 1u);
+  ASSERT_TRUE(report->backup);
+  auto kept = db.exec("SELECT count(*) FROM cairn_repair_backups WHERE session_id = 'damaged'");
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->int64(0, 0), 3);
+  auto reopened = store->open("damaged");
+  ASSERT_TRUE(reopened) << reopened.error().message;
+  EXPECT_EQ((*reopened)->size(), 3);
+  EXPECT_TRUE((*reopened)->get_entry("c").value());
+  ASSERT_TRUE((*reopened)->append(crash_record("d", "c", "main")));
+}
+
+// Claims: what a worker may take, and what it leaves.
+TEST_F(PgStoreTest, ClaimsTakeOnlySessionsWithOpenOperationsAndNoLiveWriterEachOnce) {
+  using testing::harness;
+  auto store = open(std::chrono::milliseconds(300));
+  auto with_open_operation = [&](const std::string& id, CreateOptions options = {}) {
+    options.id = id;
+    options.cwd = "/w";
+    auto session = store->create(options);
+    EXPECT_TRUE(session) << session.error().message;
+    EXPECT_TRUE((*session)->append(harness(OperationStarted{std::nullopt, RunIntent{}}, "main", id + "-op")));
+    return *session;
+  };
+  auto idle = store->create({.id = "idle", .cwd = "/w"});
+  ASSERT_TRUE(idle);
+  idle->reset();
+  auto held = with_open_operation("held");  // its writer lives
+  auto finished = with_open_operation("finished");
+  ASSERT_TRUE(finished->append(harness(OperationFinished{"finished-op", "completed", std::nullopt})));
+  finished.reset();
+  with_open_operation("child", {.header_extra = Json{{"child", {{"parentRef", "main"}}}}}).reset();
+  with_open_operation("a").reset();
+  with_open_operation("b").reset();
+
+  // Two workers claiming at once get the two claimable sessions, one each.
+  auto other = open(std::chrono::milliseconds(300));
+  std::optional<std::shared_ptr<Session>> first, second;
+  std::thread racer([&] { first = other->claim({}).value(); });
+  second = store->claim({}).value();
+  racer.join();
+  ASSERT_TRUE(first && *first && second && *second);
+  EXPECT_NE((*first)->id(), (*second)->id());
+  std::set<std::string> claimed{(*first)->id(), (*second)->id()};
+  EXPECT_EQ(claimed, (std::set<std::string>{"a", "b"}));
+  EXPECT_FALSE(store->claim({}).value()) << "nothing else is claimable: idle, held, finished, child";
+  // A claim holds the session like any writer.
+  EXPECT_EQ(store->open("a").error().code, "locked");
+
+  // A session whose claims keep failing is left alone after max_claims; one
+  // that waits for a human is skipped until its log grows.
+  ASSERT_TRUE(store->end_claim("a", ClaimEnd::failed, "model gone"));
+  ASSERT_TRUE(store->end_claim("b", ClaimEnd::waiting, ""));
+  first->reset();
+  second->reset();
+  for (int claim = 2; claim <= 3; ++claim) {
+    auto again = store->claim({.max_claims = 3}).value();
+    ASSERT_TRUE(again) << "claim " << claim;
+    ASSERT_EQ((*again)->id(), "a");
+    ASSERT_TRUE(store->end_claim("a", ClaimEnd::failed, "model gone"));
+  }
+  EXPECT_FALSE(store->claim({.max_claims = 3}).value()) << "a: claimed 3 times; b: waits until its log grows";
+  auto db = connect();
+  auto error = db.exec("SELECT claim_error, claims FROM cairn_sessions WHERE id = 'a'");
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->text(0, 0), "model gone");
+  EXPECT_EQ(error->int64(0, 1), 3);
+  // b's log grows (an answer came): claimable again; finishing its
+  // operation makes it unclaimable for good.
+  {
+    auto b = store->open("b");
+    ASSERT_TRUE(b) << b.error().message;
+    ASSERT_TRUE((*b)->append(harness(GenerationStarted{"b-op", "step", 1, ModelRef{"faux", "faux-1"}})));
+  }
+  auto b = store->claim({}).value();
+  ASSERT_TRUE(b);
+  EXPECT_EQ((*b)->id(), "b");
+  ASSERT_TRUE((*b)->append(harness(OperationFinished{"b-op", "completed", std::nullopt})));
+  b->reset();
+  EXPECT_FALSE(store->claim({}).value());
+  held.reset();
+  // One writer's store cannot claim at all.
+  auto memory = make_memory_store({});
+  EXPECT_EQ(memory->claim({}).error().code, "invalid_argument");
+}
+
+// Writers append to their own sessions while something cuts their
+// connections; each writer that fails drops its session and opens it again
+// (taking its own lease back once it has expired). In the end every
+// acknowledged record is in its session, in order, each once.
+void load_with_interruptions(const std::string& uri, const std::function<void()>& interrupt, int* faults,
+                             std::set<std::string>* reasons) {
+  constexpr int kWriters = 4;
+  constexpr auto kTtl = std::chrono::milliseconds(500);
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<std::string>> acknowledged(kWriters);
+  std::atomic<int> failed{0};
+  std::mutex reasons_mu;
+  auto note = [&](const Error& error) {
+    ++failed;
+    std::lock_guard lock(reasons_mu);
+    if (reasons->size() < 4) reasons->insert(error.code + ": " + error.message);
+  };
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      auto store = open_store(uri, {.sync = SyncPolicy::full, .lease_ttl = kTtl});
+      ASSERT_TRUE(store) << store.error().message;
+      const std::string id = fmt::format("load-{}", w);
+      ASSERT_TRUE((*store)->create({.id = id, .cwd = "/w"}));
+      std::shared_ptr<Session> session;
+      for (int n = 0; !stop; ++n) {
+        if (!session) {
+          auto opened = (*store)->open(id, {.lock_timeout = std::chrono::seconds(30)});
+          if (!opened) {
+            note(opened.error());  // the server may still be down: try again
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            continue;
+          }
+          session = *opened;
+        }
+        const std::string record = fmt::format("w{}n{}", w, n);
+        auto appended = session->append(crash_record(record, session->leaf(), "main"));
+        if (!appended) {
+          note(appended.error());
+          session.reset();
+          continue;
+        }
+        acknowledged[w].push_back(record);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  interrupt();
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  stop = true;
+  for (auto& writer : writers) writer.join();
+  *faults = failed;
+
+  auto store = open_store(uri, {});
+  ASSERT_TRUE(store) << store.error().message;
+  for (int w = 0; w < kWriters; ++w) {
+    auto session = (*store)->open(fmt::format("load-{}", w), {.read_only = true});
+    ASSERT_TRUE(session) << session.error().message;
+    auto log = (*session)->get_log().value();
+    ASSERT_GT(acknowledged[w].size(), 10u);
+    std::map<std::string, std::int64_t> seq_of;
+    for (const LogLine& line : log) {
+      const Json json = Json::parse(line.json);
+      ASSERT_TRUE(seq_of.emplace(json["id"].get<std::string>(), line.seq).second) << "a record twice: " << line.json;
+    }
+    // Every acknowledged record, in the order it was acknowledged; a record
+    // whose append failed may be there (it committed as the connection
+    // went) but then only once, and before the next acknowledged one.
+    std::int64_t previous = -1;
+    for (const std::string& record : acknowledged[w]) {
+      auto it = seq_of.find(record);
+      ASSERT_NE(it, seq_of.end()) << "acknowledged record " << record << " lost";
+      EXPECT_GT(it->second, previous);
+      previous = it->second;
+    }
+  }
+}
+
+TEST_F(PgStoreTest, ConnectionsKilledMidAppendLoseNothingAndDoubleNothing) {
+  int faults = 0;
+  std::set<std::string> reasons;
+  load_with_interruptions(uri_, [&] {
+    auto killer = connect();
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(killer.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE datname = current_database() AND pid <> pg_backend_pid()"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }, &faults, &reasons);
+  std::printf("[ pg       ] 20 rounds of pg_terminate_backend under 4 writers: %d appends or opens failed and were "
+              "retried by reopening\n", faults);
+  for (const std::string& reason : reasons) std::printf("[ pg       ]   e.g. %s\n", reason.c_str());
+}
+
+TEST_F(PgStoreTest, AServerRestartedMidAppendLosesNothingAndDoublesNothing) {
+  int faults = 0;
+  std::set<std::string> reasons;
+  load_with_interruptions(uri_, [&] { ASSERT_TRUE(cluster_->pg_ctl(fmt::format("restart -m immediate -w -t 60 -l {}/server.log", cluster_->socket_dir()))); }, &faults,
+                          &reasons);
+  std::printf("[ pg       ] the server restarted in immediate mode under 4 writers: %d appends or opens failed and "
+              "were retried by reopening\n", faults);
+  for (const std::string& reason : reasons) std::printf("[ pg       ]   e.g. %s\n", reason.c_str());
+}
+
+}  // namespace
+}  // namespace cairn
