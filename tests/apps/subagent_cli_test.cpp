@@ -18,19 +18,6 @@ using testing::openai_text_reply;
 using testing::openai_tool_reply;
 using testing::ReceivedRequest;
 
-// The first user message of an openai-completions request: which agent asks.
-std::string first_user_text(const Json& body) {
-  for (const auto& message : body.value("messages", Json::array())) {
-    if (message.value("role", "") != "user") continue;
-    const Json& content = message["content"];
-    if (content.is_string()) return content.get<std::string>();
-    std::string text;
-    for (const auto& part : content) text += part.value("text", "");
-    return text;
-  }
-  return {};
-}
-
 bool has_tool_result(const Json& body) {
   for (const auto& message : body.value("messages", Json::array())) {
     if (message.value("role", "") == "tool") return true;
@@ -72,7 +59,7 @@ class SubagentCliTest : public AgentCliTest {
     const std::string command = fmt::format("echo ran >> {}; sleep 60", marker().string());
     return [command](const ReceivedRequest& request) {
       const Json body = Json::parse(request.body);
-      const std::string asker = first_user_text(body);
+      const std::string asker = testing::openai_first_user_text(body);
       if (asker.starts_with("child A")) {
         return has_tool_result(body) ? openai_text_reply("A is done")
                                      : openai_tool_reply("c_bash", "bash", Json{{"command", command}});
@@ -164,7 +151,7 @@ TEST_F(SubagentCliTest, SubagentCliASubagentsApprovalIsAskedAndAnsweredThroughTh
   const std::string command = fmt::format("echo ran >> {}", marker().string());
   HttpTestServer server([command](const ReceivedRequest& request) {
     const Json body = Json::parse(request.body);
-    if (first_user_text(body).starts_with("child")) {
+    if (testing::openai_first_user_text(body).starts_with("child")) {
       return has_tool_result(body) ? openai_text_reply("child done")
                                    : openai_tool_reply("c_bash", "bash", Json{{"command", command}});
     }
@@ -207,7 +194,7 @@ TEST_F(SubagentCliTest, SubagentCliAnAgentDefinitionGivesTheSubagentItsPromptToo
   std::vector<Json> child_requests;
   HttpTestServer server([&](const ReceivedRequest& request) {
     const Json body = Json::parse(request.body);
-    if (first_user_text(body).starts_with("review")) {
+    if (testing::openai_first_user_text(body).starts_with("review")) {
       std::lock_guard lock(mu);
       child_requests.push_back(body);
       return openai_text_reply("looks fine");

@@ -47,4 +47,18 @@ inline ScriptedResponse openai_tool_reply(const std::string& id, const std::stri
                        delay);
 }
 
+// The text of the first user message of an openai-completions request body:
+// which conversation (or which agent) a scripted server is answering.
+inline std::string openai_first_user_text(const Json& body) {
+  for (const auto& message : body.value("messages", Json::array())) {
+    if (message.value("role", "") != "user") continue;
+    const Json& content = message["content"];
+    if (content.is_string()) return content.get<std::string>();
+    std::string text;
+    for (const auto& part : content) text += part.value("text", "");
+    return text;
+  }
+  return {};
+}
+
 }  // namespace cairn::testing

@@ -101,6 +101,7 @@ Outcome<OpenedSession> choose_session(Store& store, const AgentOptions& options,
     if (!session) return std::unexpected(session.error());
     return OpenedSession{std::move(*session), false};
   };
+  if (mode.opened) return OpenedSession{mode.opened, false};
   if (mode.existing_session) return open(*mode.existing_session);
 
   const int chosen = (options.session.empty() ? 0 : 1) + (options.continue_latest ? 1 : 0) + (options.resume ? 1 : 0);

@@ -90,6 +90,9 @@ struct SetupMode {
   // Start the MCP servers (once per process) and offer their tools; false
   // where no tool runs (abort). --no-tools starts none either.
   bool mcp = true;
+  // A session already open for writing (a worker's claim): used as it is,
+  // and the options' session choice is ignored.
+  std::shared_ptr<Session> opened;
 };
 
 // An open session with a harness over it, for one ref. Members are

@@ -99,5 +99,6 @@ void register_agent_commands(CLI::App& app, Commands& commands);  // resume, abo
 void register_agent_demo_command(CLI::App& app, Commands& commands);  // demo (and its hidden child)
 void register_serve_command(CLI::App& app, Commands& commands);
 void register_mcp_command(CLI::App& app, Commands& commands);  // mcp list
+void register_worker_command(CLI::App& app, Commands& commands);
 
 }  // namespace cairn::cli

@@ -133,6 +133,7 @@ int run(int argc, char** argv) {
   register_demo_command(app, commands);
   register_models_command(app, commands);
   register_mcp_command(app, commands);
+  register_worker_command(app, commands);
 
   try {
     app.parse(bind_print_word(app, std::move(args)));

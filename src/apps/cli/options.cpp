@@ -1,4 +1,5 @@
 // Store selection, session opening and error reporting shared by every command.
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -62,7 +63,19 @@ Outcome<std::string> store_uri(const std::string& option) {
 Outcome<std::unique_ptr<Store>> open_store_for(const std::string& option) {
   auto uri = store_uri(option);
   if (!uri) return std::unexpected(uri.error());
-  auto store = open_store(*uri);
+  StoreOptions store_options;
+  if (const char* ttl = std::getenv("CAIRN_LEASE_TTL"); ttl && *ttl) {
+    // Seconds, as a decimal: how long a PostgreSQL writer's lease lasts.
+    char* end = nullptr;
+    const double seconds = std::strtod(ttl, &end);
+    if (end == ttl || *end != '\0' || !(seconds >= 0.05) || seconds > 86400) {
+      return std::unexpected(report(kUsage, fmt::format("CAIRN_LEASE_TTL='{}' is not a number of seconds between 0.05 "
+                                                        "and 86400",
+                                                        ttl)));
+    }
+    store_options.lease_ttl = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+  }
+  auto store = open_store(*uri, store_options);
   if (!store) return std::unexpected(report(exit_code_for(store.error()), store.error().message));
   return std::move(*store);
 }
