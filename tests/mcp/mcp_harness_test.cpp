@@ -5,6 +5,7 @@
 // gives that call an error result and the run goes on.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -49,7 +50,9 @@ class McpHarnessTest : public HarnessTest {
     options.max_backoff = 200ms;
     options.on_tools_changed = [this] {
       std::lock_guard lock(mu_);
-      if (harness_ready_) (void)harness_->set_tools(all_tools());
+      if (!harness_ready_) return;
+      (void)harness_->set_tools(all_tools());
+      ++tools_changes_;
     };
     client_ = mcp::Client::start(std::move(config), std::move(options));
   }
@@ -106,6 +109,7 @@ class McpHarnessTest : public HarnessTest {
   std::shared_ptr<mcp::Client> client_;
   std::mutex mu_;
   bool harness_ready_ = false;
+  std::atomic<int> tools_changes_{0};  // tool lists the harness took from the client
 };
 
 TEST_F(McpHarnessTest, AnAbortDuringALongCallTellsTheServerAndTheRunEndsWithinFiftyMilliseconds) {
@@ -169,6 +173,11 @@ TEST_F(McpHarnessTest, AToolListThatChangesDuringARunIsTakenUpAtTheNextStep) {
   // call has exactly one result, and once relisted the tool answers.
   const std::string added = result_text("a");
   EXPECT_TRUE(added == "added answers" || added.starts_with("Tool mcp__bad__added not found")) << added;
+  // The relist runs on the client's thread after the server's
+  // notification: the next prompt waits until it has reached the harness.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (tools_changes_.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  ASSERT_GT(tools_changes_.load(), 0) << "the server's tool list change never reached the harness";
   faux_->push(FauxResponse::tool_call("a2", "mcp__bad__added", Json::object()));
   faux_->push(FauxResponse::text("done"));
   ASSERT_TRUE(harness.main().prompt("again").ok());

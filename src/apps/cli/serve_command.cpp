@@ -26,6 +26,7 @@ struct ServeOptions {
   std::string token_file;
   bool no_resume = false;
   double idle_close_seconds = 300;
+  double claim_poll_seconds = 1;
   std::size_t max_body = 16u << 20;
   int workers = 16;
   double request_timeout_seconds = 30;
@@ -105,9 +106,18 @@ int run_serve(const ServeOptions& options) {
 
   std::atomic<bool> done{false};
   std::thread sweeper([&] {
+    // On a shared store (PostgreSQL) the server is a worker too: it claims
+    // the runs other processes left, as `cairn worker` does.
+    bool claims = !options.no_resume;
+    auto next_claim = std::chrono::steady_clock::now();
+    const auto poll = std::chrono::milliseconds(static_cast<std::int64_t>(options.claim_poll_seconds * 1000));
     while (!done.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       pool.close_idle();
+      if (claims && std::chrono::steady_clock::now() >= next_claim) {
+        claims = pool.claim_suspended(ClaimOptions{});
+        next_claim = std::chrono::steady_clock::now() + poll;
+      }
     }
   });
   http.run();
@@ -137,7 +147,14 @@ void register_serve_command(CLI::App& app, Commands& commands) {
                   "The bearer tokens, one per line (mode 0600); created with a random token when missing. "
                   "Default: $XDG_CONFIG_HOME/cairn/serve-tokens")
       ->type_name("FILE");
-  sub->add_flag("--no-resume", options->no_resume, "Leave the store's suspended operations suspended at start");
+  sub->add_flag("--no-resume", options->no_resume,
+                "Leave the store's suspended operations suspended at start (and, on a shared store, claim none "
+                "later)");
+  sub->add_option("--claim-poll", options->claim_poll_seconds,
+                  "On a shared store (postgres://…): seconds between looks for runs other processes left suspended. "
+                  "Default: 1")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.05, 3600.0));
   sub->add_option("--idle-close", options->idle_close_seconds,
                   "Close a session this many seconds after its last use (nothing running or watching). Default: 300")
       ->type_name("SECONDS")

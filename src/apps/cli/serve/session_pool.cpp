@@ -164,6 +164,72 @@ void SessionPool::resume_suspended() {
   }
 }
 
+bool SessionPool::claim_suspended(const ClaimOptions& options) {
+  for (;;) {
+    std::shared_ptr<SessionHost> host;
+    std::string id;
+    {
+      std::lock_guard lock(mu_);
+      auto claimed = store_->claim(options);
+      if (!claimed) {
+        if (claimed.error().is(Errc::invalid_argument)) return false;
+        fmt::print(stderr, "cairn serve: {}\n", claimed.error().message);
+        return true;
+      }
+      if (!*claimed) return true;
+      id = (**claimed)->id();
+      auto made = host_for(std::move(**claimed));
+      if (!made) {
+        fmt::print(stderr, "cairn serve: claimed session {} not resumed: {}\n", id, made.error().message);
+        (void)store_->end_claim(id, ClaimEnd::failed, made.error().message);
+        continue;  // the session is let go with `made`'s error
+      }
+      host = *made;
+      hosts_[id] = host;
+    }
+    // The claim ends when the last of its resumed operations does.
+    struct Turn {
+      std::mutex mu;
+      int left = 0;
+      ClaimEnd end = ClaimEnd::finished;
+      std::string detail;
+    };
+    auto turn = std::make_shared<Turn>();
+    auto settle = [this, id, turn](std::optional<RunResult> result) {
+      std::lock_guard lock(turn->mu);
+      if (result && (result->outcome == Outcome::faulted || result->outcome == Outcome::rejected)) {
+        turn->end = ClaimEnd::failed;
+        turn->detail = result->error ? result->error->message : "the operation could not be resumed";
+      } else if (result && result->outcome == Outcome::awaiting_input && turn->end == ClaimEnd::finished) {
+        turn->end = ClaimEnd::waiting;
+      }
+      if (--turn->left == 0) (void)store_->end_claim(id, turn->end, turn->detail);
+    };
+    std::vector<AgentRef> refs;
+    for (const auto& operation : host->suspended_at_open) {
+      if (!operation.awaiting_input.empty()) {
+        turn->end = ClaimEnd::waiting;
+        continue;
+      }
+      if (operation.damaged) {
+        turn->end = ClaimEnd::failed;
+        turn->detail = fmt::format("ref {}: {} is damaged; abort it", operation.ref, operation.kind);
+        continue;
+      }
+      if (auto ref = host->harness->ref(operation.ref)) {
+        fmt::print(stderr, "cairn serve: claimed session {} ref {}: resuming {} {}\n", id, operation.ref, operation.kind,
+                   operation.id);
+        refs.push_back(*ref);
+      }
+    }
+    turn->left = static_cast<int>(refs.size()) + 1;
+    for (AgentRef& ref : refs) {
+      run_detached(host, [ref, settle]() mutable { settle(ref.resume()); });
+    }
+    settle(std::nullopt);  // the claim's own share: ends it when nothing was resumed
+  }
+}
+
 void SessionPool::close_idle() {
   std::vector<std::shared_ptr<SessionHost>> closing;
   {

@@ -72,6 +72,11 @@ class SessionPool {
   // Resumes every suspended operation of the store's sessions that waits for
   // no answer; says on stderr what it resumed and what it left.
   void resume_suspended();
+  // On a store many processes share (PostgreSQL), as `cairn worker` does:
+  // claims each session whose operations are open and whose writer is gone,
+  // opens it here and resumes its suspended operations. False when the store
+  // has no claims (one process writes it); then there is nothing to poll.
+  bool claim_suspended(const ClaimOptions& options);
   // Closes sessions idle for longer than the pool's idle time.
   void close_idle();
   std::size_t open_count() const;
