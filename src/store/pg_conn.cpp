@@ -144,6 +144,19 @@ PgStatus Connection::reconnect() {
   return {};
 }
 
+int Connection::socket() const { return conn_ ? PQsocket(conn_.get()) : -1; }
+
+bool Connection::consume_input() { return conn_ && PQconsumeInput(conn_.get()) == 1 && connected(); }
+
+std::optional<std::string> Connection::next_notification() {
+  if (!conn_) return std::nullopt;
+  PGnotify* notify = PQnotifies(conn_.get());
+  if (!notify) return std::nullopt;
+  std::string payload = notify->extra ? notify->extra : "";
+  PQfreemem(notify);
+  return payload;
+}
+
 // ---- transactions --------------------------------------------------------------
 
 PgResult<Transaction> Transaction::begin(Connection& connection) {

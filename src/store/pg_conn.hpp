@@ -72,6 +72,13 @@ class Connection {
   // Reconnects with the same settings.
   PgStatus reconnect();
 
+  // For a LISTENing connection: its socket, to wait on; reading what arrived
+  // on it (false: the connection is lost); and the payload of each
+  // notification received, oldest first.
+  int socket() const;
+  bool consume_input();
+  std::optional<std::string> next_notification();
+
  private:
   struct Close {
     void operator()(pg_conn* conn) const;

@@ -441,7 +441,7 @@ Status PgMedium::append(const std::vector<PreparedRecord>& records) {
     auto inserted = run_append(records.size(), params);
     if (inserted) {
       if (inserted->affected() == static_cast<std::int64_t>(records.size())) {
-        head_ = last;
+        landed_at_locked(last);
         return still_held_locked();
       }
       Error error = fenced_error_locked(expected);
@@ -471,7 +471,7 @@ Status PgMedium::append(const std::vector<PreparedRecord>& records) {
       }
     }
     if (landed == Landed::yes) {
-      head_ = last;
+      landed_at_locked(last);
       return still_held_locked();
     }
     if (Clock::now() >= give_up) {
@@ -561,8 +561,13 @@ Status PgMedium::rewrite(const std::vector<PreparedRecord>& records, const std::
   if (auto committed = tx->commit(); !committed) {
     return std::unexpected(db_error(settings_.where, "cannot rewrite the session", committed.error()));
   }
-  head_ = last;
+  landed_at_locked(last);
   return {};
+}
+
+void PgMedium::landed_at_locked(std::int64_t last) {
+  head_ = last;
+  if (settings_.announcer) settings_.announcer->announce(settings_.session_id);
 }
 
 }  // namespace cairn::pg

@@ -19,6 +19,7 @@
 
 #include "cairn/store/store.hpp"
 #include "pg_conn.hpp"
+#include "pg_notify.hpp"
 #include "store/log_medium.hpp"
 
 namespace cairn::pg {
@@ -47,6 +48,8 @@ struct Settings {
   std::string where;     // "postgres store URI (redacted), session ID"
   std::string session_id;
   std::chrono::milliseconds ttl{15000};
+  // Told of every append that landed (null: the store announces nothing).
+  std::shared_ptr<Announcer> announcer;
 };
 
 class PgMedium final : public LogMedium {
@@ -108,6 +111,9 @@ class PgMedium final : public LogMedium {
   enum class Landed { yes, no, unknown };
   Result<Landed> landed_locked(std::int64_t expected_head, const std::vector<PreparedRecord>& records);
   const std::string& append_sql(std::size_t count);
+  // Records up to seq `last` are in the database (mu_ held): the new head,
+  // announced to the session's followers.
+  void landed_at_locked(std::int64_t last);
   // Runs the append statement for `count` records (mu_ held).
   PgResult<Rows> run_append(std::size_t count, std::span<const Param> params);
 

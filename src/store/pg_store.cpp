@@ -19,6 +19,7 @@
 #include "log/checksum.hpp"
 #include "pg_conn.hpp"
 #include "pg_medium.hpp"
+#include "pg_notify.hpp"
 #include "guarded.hpp"
 #include "repair.hpp"
 #include "session_ids.hpp"
@@ -32,7 +33,9 @@ using pg::PgError;
 class PostgresStore final : public Store {
  public:
   PostgresStore(std::string conninfo, StoreOptions options, pg::Connection connection)
-      : conninfo_(std::move(conninfo)), shown_(pg::redact(conninfo_)), options_(options), db_(std::move(connection)) {}
+      : conninfo_(std::move(conninfo)), shown_(pg::redact(conninfo_)), options_(options), db_(std::move(connection)) {
+    if (options_.announce_appends) announcer_ = pg::Announcer::for_database(conninfo_);
+  }
 
   std::string uri() const override { return shown_; }
   SyncPolicy sync_policy() const override { return options_.sync; }
@@ -61,6 +64,17 @@ class PostgresStore final : public Store {
   Status end_claim(std::string_view id, ClaimEnd end, std::string_view detail) override {
     return guarded(where(id), [&] { return end_session_claim(std::string(id), end, detail); });
   }
+  Result<std::vector<LogLine>> read_log(std::string_view id, std::int64_t after_seq, std::size_t limit) override {
+    return guarded(where(id), [&] { return read_session_log(std::string(id), after_seq, limit); });
+  }
+  Result<std::unique_ptr<LogFollow>> follow(std::string_view id, std::chrono::milliseconds poll,
+                                            std::function<void()> changed) override {
+    if (poll <= std::chrono::milliseconds::zero()) return fail(Errc::invalid_argument, "a follow's poll must be positive");
+    std::lock_guard lock(listener_mu_);
+    // One LISTENing connection per store, started by its first follower.
+    if (!listener_) listener_ = pg::Listener::start(conninfo_);
+    return listener_->follow(std::string(id), poll, std::move(changed));
+  }
 
  private:
   Result<std::vector<SessionHeader>> list_sessions();
@@ -71,6 +85,7 @@ class PostgresStore final : public Store {
   Result<RepairReport> repair_session(const std::string& id);
   Result<std::optional<std::shared_ptr<Session>>> claim_session(const ClaimOptions& options);
   Status end_session_claim(const std::string& id, ClaimEnd end, std::string_view detail);
+  Result<std::vector<LogLine>> read_session_log(const std::string& id, std::int64_t after_seq, std::size_t limit);
   // The session's header and records, read in one snapshot, under `medium`'s
   // lease (null: read-only).
   Result<std::shared_ptr<Session>> open_with(const std::string& id, std::unique_ptr<pg::PgMedium> medium);
@@ -87,7 +102,7 @@ class PostgresStore final : public Store {
 
   std::string where(std::string_view id) const { return fmt::format("postgres store {}, session {}", shown_, id); }
   pg::Settings settings(const std::string& id) const {
-    return pg::Settings{conninfo_, where(id), id, options_.lease_ttl};
+    return pg::Settings{conninfo_, where(id), id, options_.lease_ttl, announcer_};
   }
   Error not_found(std::string_view id) const {
     return Error{Errc::not_found, fmt::format("no session {} in postgres store {}", id, shown_)};
@@ -101,6 +116,9 @@ class PostgresStore final : public Store {
   const StoreOptions options_;
   std::mutex mu_;  // guards db_
   pg::Connection db_;
+  std::shared_ptr<pg::Announcer> announcer_;  // null when appends are not announced
+  std::mutex listener_mu_;
+  std::shared_ptr<pg::Listener> listener_;  // started by the first follow
 };
 
 pg::PgResult<pg::Rows> PostgresStore::exec(std::string_view sql, std::span<const Param> params) {
@@ -343,10 +361,47 @@ Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHea
   return index;
 }
 
+// ---- following ------------------------------------------------------------------------
+
+Result<std::vector<LogLine>> PostgresStore::read_session_log(const std::string& id, std::int64_t after_seq,
+                                                               std::size_t limit) {
+  std::lock_guard lock(mu_);
+  const std::int64_t after = std::max<std::int64_t>(after_seq, -1);
+  const std::array<Param, 3> params{id, std::to_string(after), std::to_string(limit)};
+  auto rows = exec("SELECT seq, payload FROM cairn_records WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                   params);
+  if (!rows) return std::unexpected(db_error(id, "cannot read the records", rows.error()));
+  if (rows->size() == 0) {
+    const std::array<Param, 1> key{id};
+    auto found = exec("SELECT 1 FROM cairn_sessions WHERE id = $1", key);
+    if (!found) return std::unexpected(db_error(id, "cannot read the session", found.error()));
+    if (found->size() == 0) return std::unexpected(not_found(id));
+  }
+  std::vector<LogLine> lines;
+  lines.reserve(static_cast<std::size_t>(rows->size()));
+  for (int i = 0; i < rows->size(); ++i) {
+    const std::int64_t seq = rows->int64(i, 0);
+    const std::string_view line = rows->text(i, 1);
+    auto checked = [&]() -> Result<RecordType> {
+      if (seq != after + 1 + i) return fail(Errc::corrupt_log, fmt::format("the record after seq {} has seq {}", after + i, seq));
+      auto meta = scan_line(line);
+      if (!meta) return std::unexpected(meta.error());
+      if (meta->seq != seq) return fail(Errc::corrupt_log, fmt::format("its payload says seq {}", meta->seq));
+      if (auto checksum = check_checksum(line); !checksum) return std::unexpected(checksum.error());
+      return meta->type;
+    }();
+    if (!checked) {
+      return fail(Errc::corrupt_log, fmt::format("{}: seq {}: {}", where(id), after + 1 + i, checked.error().message));
+    }
+    lines.push_back(LogLine{seq, *checked, std::string(line)});
+  }
+  return lines;
+}
+
 // ---- claims ---------------------------------------------------------------------------
 
 Result<std::optional<std::shared_ptr<Session>>> PostgresStore::claim_session(const ClaimOptions& options) {
-  pg::Settings base{conninfo_, fmt::format("postgres store {}, session ", shown_), "", options_.lease_ttl};
+  pg::Settings base{conninfo_, fmt::format("postgres store {}, session ", shown_), "", options_.lease_ttl, announcer_};
   auto medium = pg::PgMedium::claim(std::move(base), options);
   if (!medium) return std::unexpected(medium.error());
   if (!*medium) return std::optional<std::shared_ptr<Session>>();

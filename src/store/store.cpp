@@ -2,6 +2,10 @@
 #include "cairn/store/store.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <stop_token>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -33,6 +37,40 @@ Result<std::optional<std::shared_ptr<Session>>> Store::claim(const ClaimOptions&
 
 Status Store::end_claim(std::string_view, ClaimEnd, std::string_view) {
   return fail(Errc::invalid_argument, fmt::format("{} has no claims (postgres://… has)", uri()));
+}
+
+Result<std::vector<LogLine>> Store::read_log(std::string_view id, std::int64_t after_seq, std::size_t limit) {
+  // A fresh read-only open: what the other writer's appends made durable so
+  // far, checked as every open checks it.
+  auto session = open(id, OpenOptions{.read_only = true});
+  if (!session) return std::unexpected(session.error());
+  return (*session)->get_log(after_seq, limit);
+}
+
+namespace {
+
+// The stores one process writes have nobody to announce appends across
+// processes: their followers poll.
+class PollFollow final : public LogFollow {
+ public:
+  PollFollow(std::chrono::milliseconds poll, std::function<void()> changed)
+      : thread_([poll, changed = std::move(changed)](std::stop_token stop) {
+          std::mutex mu;
+          std::condition_variable_any tick;
+          std::unique_lock lock(mu);
+          while (!tick.wait_for(lock, stop, poll, [] { return false; }) && !stop.stop_requested()) changed();
+        }) {}
+
+ private:
+  std::jthread thread_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<LogFollow>> Store::follow(std::string_view, std::chrono::milliseconds poll,
+                                                 std::function<void()> changed) {
+  if (poll <= std::chrono::milliseconds::zero()) return fail(Errc::invalid_argument, "a follow's poll must be positive");
+  return std::make_unique<PollFollow>(poll, std::move(changed));
 }
 
 Result<std::string> Store::resolve_id(std::string_view id_or_prefix) {

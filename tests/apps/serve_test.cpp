@@ -37,6 +37,7 @@
 #include "support/http_test_server.hpp"
 #include "support/loopback.hpp"
 #include "support/openai_script.hpp"
+#include "support/pg_cluster.hpp"
 #include "support/test_support.hpp"
 
 namespace cairn {
@@ -313,7 +314,7 @@ class ServeTest : public ::testing::Test {
   }
 
   std::filesystem::path path(const std::string& sub) const { return dir_.path() / sub; }
-  std::string store() const { return "sqlite:" + (dir_.path() / "store.db").string(); }
+  std::string store() const { return store_uri_.empty() ? "sqlite:" + (dir_.path() / "store.db").string() : store_uri_; }
   std::filesystem::path token_file() const { return path("tokens"); }
 
   pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& err) {
@@ -444,6 +445,7 @@ class ServeTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
+  std::string store_uri_;  // empty: a sqlite file in dir_
   HttpTestServer model_{HttpTestServer::Responder(serve_scripted_model)};
   pid_t pid_ = -1;
   int port_ = 0;
@@ -789,7 +791,9 @@ TEST_F(ServeTest, AStreamCutAtRandomPointsAndResumedByLastEventIdMissesNothingAn
       const int frames = std::uniform_int_distribution<int>(0, 6)(random);
       for (int i = 0; i < frames && !ended; ++i) {
         auto frame = stream->next();
-        ASSERT_TRUE(frame) << "the stream stalled";
+        ASSERT_TRUE(frame) << "the stream stalled (ended by the server: " << stream->ended() << ") after "
+                           << last_id.value_or(-2) << "; seqs " << ::testing::PrintToString(seqs) << "\n"
+                           << serve_slurp(err_) << call("GET", "/metrics").body;
         serve_take_records(*frame, seqs, last_id);
         // The run's end: its operation_finished, whether announced live
         // (run_end) or replayed from the log after a reconnect.
@@ -1261,6 +1265,87 @@ TEST_F(ServeTest, AKilledServerResumesEveryRunAndRunsNoToolTwice) {
   int status = 0;
   ::waitpid(verify, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 0) << serve_slurp(err_) << serve_slurp(err_.string() + ".out");
+}
+
+// Two servers on one PostgreSQL database, as on two machines. Server A
+// holds the session (it opened it to run); server B cannot open it, but its
+// streams follow the records A appends — in seq order, each once, no gap,
+// across a reconnect with Last-Event-ID — and its records route reads them.
+TEST_F(ServeTest, AWatcherOnAnotherServerFollowsARunsRecordsInOrderWithNoGap) {
+  std::string why;
+  store_uri_ = testing::PgCluster::shared_database(&why);
+  ASSERT_FALSE(store_uri_.empty()) << why;
+  start_server();
+  const pid_t server_a = std::exchange(pid_, -1);
+  const int port_a = port_;
+  start_server();
+  const int port_b = port_;
+  port_ = port_a;
+  create_session("shared");
+  ASSERT_EQ(call("POST", "/v1/sessions/shared/refs/main/prompt", Json{{"text", "say first"}}).status, 202);
+  ASSERT_EQ(wait_settled("shared", "main"), "idle");
+  const std::int64_t before = static_cast<std::int64_t>(records("shared").size()) - 1;
+
+  port_ = port_b;
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/shared/refs/main/prompt", Json{{"text", "say no"}})), "locked");
+  auto stream = std::make_unique<ServeStreamClient>(port_b, "/v1/sessions/shared/refs/main/events", token_);
+  ASSERT_EQ(stream->status(), 200);
+  auto snapshot = stream->next();
+  ASSERT_TRUE(snapshot);
+  ASSERT_EQ(snapshot->data["type"], "snapshot") << snapshot->data.dump();
+  EXPECT_EQ(snapshot->data["cursor"], before);
+  EXPECT_EQ(snapshot->id, before);
+  EXPECT_EQ(snapshot->data["transcript"].size(), 2u) << snapshot->data.dump();
+  EXPECT_NE(snapshot->data.value("writer", "").find(fmt::format("pid {}", server_a)), std::string::npos)
+      << snapshot->data.dump();
+  ServeStreamClient whole(port_b, "/v1/sessions/shared/events", token_);
+  ASSERT_EQ(whole.status(), 200);
+  auto whole_snapshot = whole.next();
+  ASSERT_TRUE(whole_snapshot);
+  ASSERT_EQ(whole_snapshot->data["type"], "snapshot");
+  ASSERT_EQ(whole_snapshot->data["refs"].size(), 1u);
+  EXPECT_EQ(whole_snapshot->data["refs"][0]["name"], "main");
+
+  port_ = port_a;
+  ASSERT_EQ(call("POST", "/v1/sessions/shared/refs/main/prompt", Json{{"text", "loop 4"}}).status, 202);
+  std::vector<std::int64_t> seqs;
+  std::optional<std::int64_t> last_id = snapshot->id;
+  int read = 0;
+  for (bool ended = false; !ended;) {
+    auto frame = stream->next();
+    ASSERT_TRUE(frame) << "server B's stream stalled after seq " << last_id.value_or(-1);
+    ASSERT_TRUE(frame->id) << "only records cross from server A: " << frame->data.dump();
+    EXPECT_EQ(frame->data["type"], "record");
+    serve_take_records(*frame, seqs, last_id);
+    ended = frame->data["record"]["type"] == "operation_finished";
+    if (++read == 3) {  // a cut: the reconnect goes on from the last id
+      stream->close();
+      stream = std::make_unique<ServeStreamClient>(port_b, "/v1/sessions/shared/refs/main/events", token_, last_id);
+      ASSERT_EQ(stream->status(), 200);
+    }
+  }
+  ASSERT_EQ(wait_settled("shared", "main"), "idle");
+  const std::vector<Json> log = records("shared");
+  std::vector<std::int64_t> expected;
+  for (const auto& record : log) {
+    if (record["seq"].get<std::int64_t>() > before) expected.push_back(record["seq"]);
+  }
+  EXPECT_EQ(seqs, expected);
+  std::vector<std::int64_t> whole_seqs;
+  std::optional<std::int64_t> whole_last;
+  while (whole_seqs.size() < expected.size()) {
+    auto frame = whole.next();
+    ASSERT_TRUE(frame) << "the session stream stalled";
+    serve_take_records(*frame, whole_seqs, whole_last);
+  }
+  EXPECT_EQ(whole_seqs, expected);
+
+  port_ = port_b;
+  EXPECT_EQ(records("shared"), log) << "server B reads the log from the store";
+  ::kill(server_a, SIGTERM);
+  int status = 0;
+  ::waitpid(server_a, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status)) << status;
 }
 
 }  // namespace

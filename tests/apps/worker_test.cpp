@@ -45,9 +45,7 @@ class WorkerTest : public AgentCliTest {
  protected:
   void SetUp() override {
     std::string why;
-    auto* cluster = testing::PgCluster::shared(&why);
-    ASSERT_NE(cluster, nullptr) << why;
-    uri_ = cluster->new_database(&why);
+    uri_ = testing::PgCluster::shared_database(&why);
     ASSERT_FALSE(uri_.empty()) << why;
     extra_env_.push_back("CAIRN_LEASE_TTL=" + std::string(kTtlSeconds));
   }

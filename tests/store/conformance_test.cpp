@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cairn/store/store.hpp"
+#include "support/follow_reader.hpp"
 #include "support/pg_cluster.hpp"
 #include "support/test_support.hpp"
 
@@ -499,6 +500,38 @@ TEST_P(StoreConformance, NamesAndLabelsAreLatestWins) {
   EXPECT_FALSE(session->label("a").value());
   ASSERT_TRUE(session->append(tree(Label{"a", "again"}, "l2", "l3")));
   EXPECT_EQ(session->label("a").value(), "again");
+}
+
+// A watcher elsewhere (another store on the same URI: another process, or on
+// PostgreSQL another machine) follows a session a writer appends to: every
+// record, in seq order, byte for byte, woken by the writer's announcements
+// or by its own poll.
+TEST_P(StoreConformance, AFollowerElsewhereReadsEveryRecordTheWriterAppends) {
+  auto session = create("followed");
+  std::unique_ptr<Store> other = GetParam() == "memory:" ? nullptr : make();  // a memory store is this process's alone
+  Store& follower = other ? *other : *store_;
+  testing::FollowReader reader(follower, "followed");
+  auto follow = follower.follow("followed", std::chrono::milliseconds(100), [&] { reader.changed(); });
+  ASSERT_TRUE(follow) << follow.error().message;
+  std::optional<std::string> parent;
+  for (int i = 0; i < 10; ++i) {
+    auto appended = session->append(user_entry(fmt::format("message {}", i), parent));
+    ASSERT_TRUE(appended) << appended.error().message;
+    parent = session->leaf();
+  }
+  ASSERT_TRUE(reader.wait_for(10, std::chrono::seconds(10))) << reader.error();
+  const auto written = session->get_log().value();
+  const auto seen = reader.lines();
+  ASSERT_EQ(seen.size(), written.size());
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].seq, static_cast<std::int64_t>(i));
+    EXPECT_EQ(seen[i].type, written[i].type);
+    EXPECT_EQ(seen[i].json, written[i].json) << "seq " << i;
+  }
+  auto missing = follower.read_log("nobody", -1, 10);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, "not_found");
+  EXPECT_FALSE(follower.follow("followed", std::chrono::milliseconds(0), [] {}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::Values("memory:", "jsonl", "sqlite", "postgres"),

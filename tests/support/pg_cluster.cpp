@@ -44,6 +44,11 @@ std::string pg_bindir() {
   return "/usr/lib/postgresql/15/bin";
 }
 
+std::string PgCluster::shared_database(std::string* why) {
+  PgCluster* cluster = shared(why);
+  return cluster ? cluster->new_database(why) : std::string();
+}
+
 PgCluster* PgCluster::shared(std::string* why) {
   static std::once_flag once;
   static std::unique_ptr<PgCluster> cluster;  // stopped at exit, after every test

@@ -21,6 +21,9 @@ class PgCluster {
   // A cluster of the caller's own; `durable`: fsync on, as a real server runs
   // (for benchmarks). Null when it cannot be started, and `why` says why.
   static std::unique_ptr<PgCluster> start_new(bool durable, std::string* why);
+  // A new, empty database on the shared cluster: its URI, or empty when
+  // there is none, and `why` says why.
+  static std::string shared_database(std::string* why);
 
   // A new, empty database and its postgres:// URI; empty on failure, and
   // `why` says why.

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,10 @@ struct StoreOptions {
   // renewal (renewed every third of it). A writer paused longer may find its
   // session taken over; its generation is then stale and it appends nothing.
   std::chrono::milliseconds lease_ttl{15000};
+  // PostgreSQL: announce this process's appends to the processes that
+  // follow the session (Store::follow), batched every ~10 ms on a connection
+  // of its own. Off, followers still see every record, at their poll.
+  bool announce_appends = true;
 };
 
 struct CreateOptions {
@@ -112,6 +117,13 @@ enum class ClaimEnd {
   failed,    // it could not finish them; `detail` says why, and the claim counts
 };
 
+// A follow of a session (Store::follow): its calls end when it is destroyed.
+// It must not outlive its store.
+class LogFollow {
+ public:
+  virtual ~LogFollow() = default;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -149,6 +161,18 @@ class Store {
   // session is still open).
   virtual Status end_claim(std::string_view id, ClaimEnd end, std::string_view detail);
 
+  // Following a session another process (or machine) writes: its stored
+  // lines after `after_seq`, at most `limit`, as the store holds them now,
+  // each checked (seq in order, checksum) as an open checks it.
+  virtual Result<std::vector<LogLine>> read_log(std::string_view id, std::int64_t after_seq, std::size_t limit);
+  // Calls `changed` whenever session `id` may have grown: when a process
+  // that appends to it says so (PostgreSQL: within ~10 ms, from any machine
+  // sharing the database), and at least every `poll` whatever came, so that
+  // a lost announcement costs one poll, never a record. `changed` runs on a
+  // thread of the store's and must be quick (wake the reader; read with
+  // read_log from the cursor). The stores one process writes only poll.
+  virtual Result<std::unique_ptr<LogFollow>> follow(std::string_view id, std::chrono::milliseconds poll,
+                                                    std::function<void()> changed);
   // A new session holding the source's branch (up to an entry, before or at
   // it) or its whole tree; its header names the source as parent. Made whole
   // or not at all (create_with_log).

@@ -515,8 +515,71 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     if (auto removed = pool_.remove(*session_id); !removed) return error(removed.error());
     return ok(Json{{"deleted", *session_id}});
   }
+  // GET …/records: a page `read` from the log; `newest`: the session's
+  // newest seq when this server knows it.
+  auto records_page = [&](const StreamHub::Reader& read, std::optional<std::int64_t> newest) -> Reply {
+    auto after = query_int(request, "after");
+    auto limit = query_int(request, "limit");
+    if (!after) return error(after.error());
+    if (!limit) return error(limit.error());
+    const std::int64_t count = limit->value_or(1000);
+    if (count < 1 || count > static_cast<std::int64_t>(limits_.max_page)) {
+      return error(Error{Errc::invalid_argument, fmt::format("limit must be 1 to {}", limits_.max_page)});
+    }
+    auto lines = read(after->value_or(-1), static_cast<std::size_t>(count));
+    if (!lines) return error(lines.error());
+    Json records = Json::array();
+    for (const auto& line : *lines) records.push_back(Json::parse(line.json, nullptr, false));
+    Json body = {{"records", std::move(records)}};
+    const bool last = lines->empty() || (newest ? lines->back().seq >= *newest
+                                                : static_cast<std::int64_t>(lines->size()) < count);
+    body["next"] = last ? Json(nullptr) : Json(lines->back().seq);
+    return ok(body);
+  };
+  // Where a stream starts: Last-Event-ID, else ?after=, else a snapshot.
+  auto stream_cursor = [&]() -> Result<std::optional<std::int64_t>> {
+    if (auto last = request.header("last-event-id"); last && !last->empty()) {
+      std::int64_t value = 0;
+      auto [end, ec] = std::from_chars(last->data(), last->data() + last->size(), value);
+      if (ec != std::errc() || end != last->data() + last->size()) {
+        return fail(Errc::invalid_argument, "Last-Event-ID must be a seq");
+      }
+      return value;
+    }
+    return query_int(request, "after");
+  };
   auto host_result = pool_.get(*session_id);
-  if (!host_result) return error(host_result.error());
+  if (!host_result) {
+    // A session another process writes (here or on another machine sharing
+    // the store) cannot be opened, but it can be watched: its streams follow
+    // the records the store gets.
+    const bool session_events = parts.size() == 4 && parts[3] == "events";
+    const bool ref_events = parts.size() == 6 && parts[3] == "refs" && parts[5] == "events";
+    const bool records = parts.size() == 4 && parts[3] == "records";
+    if (host_result.error().is(Errc::locked) && method == "GET" && records) {
+      route_name = "/v1/sessions/{id}/records";
+      const std::string id = *session_id;
+      return records_page([&](std::int64_t after, std::size_t limit) { return pool_.read_log(id, after, limit); },
+                          std::nullopt);
+    }
+    if (host_result.error().is(Errc::locked) && method == "GET" && (session_events || ref_events)) {
+      route_name = session_events ? "/v1/sessions/{id}/events" : "/v1/sessions/{id}/refs/{ref}/events";
+      std::optional<std::string> ref;
+      if (ref_events) {
+        auto name = segment(parts[4], "ref");
+        if (!name) return error(name.error());
+        ref = *name;
+      }
+      auto after = stream_cursor();
+      if (!after) return error(after.error());
+      auto followed = pool_.follow(*session_id, host_result.error());
+      if (!followed) return error(followed.error());
+      auto stream = EventStream::open_followed(std::move(*followed), std::move(ref), *after, limits_.max_stream_queue);
+      if (!stream) return error(stream.error());
+      return Reply{.stream = std::move(*stream)};
+    }
+    return error(host_result.error());
+  }
   std::shared_ptr<SessionHost> host = std::move(*host_result);
   AgentHarness& harness = *host->harness;
   Session& session = *host->session;
@@ -548,21 +611,8 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   if (parts.size() == 4 && what == "records") {
     route_name = "/v1/sessions/{id}/records";
     if (method != "GET") return not_allowed();
-    auto after = query_int(request, "after");
-    auto limit = query_int(request, "limit");
-    if (!after) return error(after.error());
-    if (!limit) return error(limit.error());
-    const std::int64_t count = limit->value_or(1000);
-    if (count < 1 || count > static_cast<std::int64_t>(limits_.max_page)) {
-      return error(Error{Errc::invalid_argument, fmt::format("limit must be 1 to {}", limits_.max_page)});
-    }
-    auto lines = session.get_log(after->value_or(-1), static_cast<std::size_t>(count));
-    if (!lines) return error(lines.error());
-    Json records = Json::array();
-    for (const auto& line : *lines) records.push_back(Json::parse(line.json, nullptr, false));
-    Json body = {{"records", std::move(records)}};
-    body["next"] = lines->empty() || lines->back().seq >= session.size() - 1 ? Json(nullptr) : Json(lines->back().seq);
-    return ok(body);
+    return records_page([&](std::int64_t after, std::size_t limit) { return session.get_log(after, limit); },
+                        session.size() - 1);
   }
   if (parts.size() == 4 && what == "tree") {
     route_name = "/v1/sessions/{id}/tree";
@@ -588,20 +638,9 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     return ok(Json{{"entries", std::move(entries)}, {"refs", std::move(refs)}});
   }
   auto open_stream = [&](std::optional<std::string> ref) -> Reply {
-    std::optional<std::int64_t> after;
-    if (auto last = request.header("last-event-id"); last && !last->empty()) {
-      std::int64_t value = 0;
-      auto [end, ec] = std::from_chars(last->data(), last->data() + last->size(), value);
-      if (ec != std::errc() || end != last->data() + last->size()) {
-        return error(Error{Errc::invalid_argument, "Last-Event-ID must be a seq"});
-      }
-      after = value;
-    } else {
-      auto query = query_int(request, "after");
-      if (!query) return error(query.error());
-      after = *query;
-    }
-    auto stream = EventStream::open(host, std::move(ref), after, limits_.max_stream_queue);
+    auto after = stream_cursor();
+    if (!after) return error(after.error());
+    auto stream = EventStream::open(host, std::move(ref), *after, limits_.max_stream_queue);
     if (!stream) return error(stream.error());
     return Reply{.stream = std::move(*stream)};
   };

@@ -11,6 +11,7 @@ Result<std::shared_ptr<EventStream>> EventStream::open(std::shared_ptr<SessionHo
                                                        std::optional<std::int64_t> after, std::size_t max_queued) {
   std::shared_ptr<EventStream> stream(new EventStream());
   stream->host_ = host;
+  stream->hub_ = host->hub;
   stream->inbox_->ref = ref;
   stream->inbox_->max_queued = max_queued;
   std::optional<AgentRef> agent_ref;
@@ -19,15 +20,13 @@ Result<std::shared_ptr<EventStream>> EventStream::open(std::shared_ptr<SessionHo
     if (!agent_ref) return std::unexpected(Error{Errc::unknown_ref, fmt::format("no ref '{}'", *ref)});
   }
   // Registered before the snapshot is taken, so that nothing after it is
-  // missed; what it already reflects is dropped in take().
-  host->hub->add(stream->inbox_);
+  // missed; what it already reflects is dropped in take(). (The destructor
+  // unregisters it.)
+  stream->hub_->add(stream->inbox_);
   Json snapshot;
   if (agent_ref) {
     auto watch = agent_ref->watch();
-    if (!watch) {
-      host->hub->remove(stream->inbox_.get());
-      return std::unexpected(watch.error());
-    }
+    if (!watch) return std::unexpected(watch.error());
     watch->unsubscribe();
     stream->cursor_ = watch->snapshot().cursor;
     if (!after) snapshot = to_json(watch->snapshot());
@@ -37,24 +36,47 @@ Result<std::shared_ptr<EventStream>> EventStream::open(std::shared_ptr<SessionHo
     stream->cursor_ = watch.snapshot().cursor;
     if (!after) snapshot = to_json(watch.snapshot());
   }
+  if (auto begun = stream->begin(after, snapshot); !begun) return std::unexpected(begun.error());
+  return stream;
+}
+
+Result<std::shared_ptr<EventStream>> EventStream::open_followed(std::shared_ptr<FollowedSession> followed,
+                                                                std::optional<std::string> ref,
+                                                                std::optional<std::int64_t> after,
+                                                                std::size_t max_queued) {
+  std::shared_ptr<EventStream> stream(new EventStream());
+  stream->followed_ = followed;
+  stream->hub_ = followed->hub();
+  stream->inbox_->ref = ref;
+  stream->inbox_->max_queued = max_queued;
+  stream->hub_->add(stream->inbox_);  // before the snapshot, as above
+  auto snapshot = followed->snapshot(ref);
+  if (!snapshot) return std::unexpected(snapshot.error());
+  stream->cursor_ = snapshot->value("cursor", std::int64_t{-1});
+  if (auto begun = stream->begin(after, after ? Json() : *snapshot); !begun) return std::unexpected(begun.error());
+  return stream;
+}
+
+Status EventStream::begin(const std::optional<std::int64_t>& after, const Json& snapshot) {
   if (after) {
     // The records after the client's cursor up to the snapshot's: what it
     // missed; the events continue from there.
     std::int64_t last = -1;
-    if (auto replayed = host->hub->records(ref, std::max<std::int64_t>(*after, -1), stream->cursor_ + 1, stream->initial_, last);
+    if (auto replayed = hub_->records(inbox_->ref, std::max<std::int64_t>(*after, -1), cursor_ + 1, initial_, last);
         !replayed) {
-      host->hub->remove(stream->inbox_.get());
-      return std::unexpected(replayed.error());
+      return replayed;
     }
-    stream->last_sent_ = std::max({last, *after, stream->cursor_});
+    last_sent_ = std::max({last, *after, cursor_});
   } else {
-    stream->initial_ = sse_frame(snapshot, stream->cursor_ >= 0 ? std::optional(stream->cursor_) : std::nullopt);
-    stream->last_sent_ = stream->cursor_;
+    initial_ = sse_frame(snapshot, cursor_ >= 0 ? std::optional(cursor_) : std::nullopt);
+    last_sent_ = cursor_;
   }
-  return stream;
+  return {};
 }
 
-EventStream::~EventStream() { host_->hub->remove(inbox_.get()); }
+std::int64_t EventStream::known_size() const { return host_ ? host_->session->size() : followed_->head() + 1; }
+
+EventStream::~EventStream() { hub_->remove(inbox_.get()); }
 
 void EventStream::set_wakeup(std::function<void()> wakeup) {
   bool pending = false;
@@ -93,7 +115,7 @@ LiveStream::Batch EventStream::take(bool quiet) {
       continue;
     }
     std::int64_t last = last_sent_;
-    if (auto caught = host_->hub->records(inbox_->ref, last_sent_, seq, batch.text(), last); !caught) {
+    if (auto caught = hub_->records(inbox_->ref, last_sent_, seq, batch.text(), last); !caught) {
       fail_with(caught.error());
       return batch;
     }
@@ -103,14 +125,20 @@ LiveStream::Batch EventStream::take(bool quiet) {
   if (quiet && frames.empty() && !overflowed) {
     // A heartbeat's turn: records no event has announced yet go now rather
     // than wait for the next event.
-    const std::int64_t size = host_->session->size();
+    const std::int64_t size = known_size();
     if (size - 1 > last_sent_) {
       std::int64_t last = last_sent_;
-      if (auto caught = host_->hub->records(inbox_->ref, last_sent_, size, batch.text(), last); !caught) {
+      if (auto caught = hub_->records(inbox_->ref, last_sent_, size, batch.text(), last); !caught) {
         fail_with(caught.error());
         return batch;
       }
       last_sent_ = std::max(last_sent_, last);
+    }
+  }
+  if (followed_) {
+    if (auto failure = followed_->failure()) {
+      fail_with(*failure);
+      return batch;
     }
   }
   if (overflowed) {

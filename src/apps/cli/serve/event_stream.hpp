@@ -20,6 +20,7 @@
 #include <string>
 
 #include "http_types.hpp"
+#include "followed_session.hpp"
 #include "session_pool.hpp"
 #include "stream_hub.hpp"
 
@@ -31,6 +32,12 @@ class EventStream : public LiveStream {
   // (Last-Event-ID or ?after=); without one the stream starts with a snapshot.
   static Result<std::shared_ptr<EventStream>> open(std::shared_ptr<SessionHost> host, std::optional<std::string> ref,
                                                    std::optional<std::int64_t> after, std::size_t max_queued);
+  // The stream of a session another process writes: a snapshot read from
+  // the store (or the records after the cursor), then its records as the
+  // store gets them. The run's events stay with its writer.
+  static Result<std::shared_ptr<EventStream>> open_followed(std::shared_ptr<FollowedSession> followed,
+                                                            std::optional<std::string> ref,
+                                                            std::optional<std::int64_t> after, std::size_t max_queued);
   ~EventStream() override;
 
   void set_wakeup(std::function<void()> wakeup) override;
@@ -39,8 +46,15 @@ class EventStream : public LiveStream {
 
  private:
   EventStream() = default;
+  // Once registered with the hub: the replay after the client's cursor up to
+  // `cursor_`, or the snapshot.
+  Status begin(const std::optional<std::int64_t>& after, const Json& snapshot);
+  // How many records the session has, as far as this server knows.
+  std::int64_t known_size() const;
 
-  std::shared_ptr<SessionHost> host_;
+  std::shared_ptr<SessionHost> host_;          // an open session's stream, or
+  std::shared_ptr<FollowedSession> followed_;  // a followed one's
+  std::shared_ptr<StreamHub> hub_;
   std::shared_ptr<StreamHub::Inbox> inbox_ = std::make_shared<StreamHub::Inbox>();
   std::string initial_;
   std::int64_t cursor_ = -1;     // what the snapshot (or the replay) covered: older events are dropped

@@ -1,6 +1,9 @@
 #include "http_server.hpp"
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -82,6 +85,27 @@ struct HttpServer::Impl {
     co_await http::async_write(stream, response, kTuple);
   }
 
+  // Sets `gone` (and wakes the stream) once a stream's client hangs up, or
+  // sends anything, which a stream's client never does. Readiness alone does
+  // not say so: an edge the reactor saw for the request's own bytes, already
+  // read, can complete a later wait — then the socket holds nothing, and the
+  // wait is taken again.
+  asio::awaitable<void> watch_peer(tcp::socket& socket, std::shared_ptr<std::atomic<bool>> gone,
+                                   std::function<void()> wakeup) {
+    for (;;) {
+      auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, kTuple);
+      if (ec == asio::error::operation_aborted) co_return;  // the socket may be gone: touch nothing
+      if (!ec) {
+        char byte = 0;
+        const ssize_t peeked = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      }
+      gone->store(true);
+      wakeup();
+      co_return;
+    }
+  }
+
   asio::awaitable<void> serve_stream(beast::tcp_stream& stream, unsigned version, std::shared_ptr<LiveStream> live) {
     http::response<http::empty_body> head{http::status::ok, version};
     head.set(http::field::server, "cairn");
@@ -113,11 +137,7 @@ struct HttpServer::Impl {
     // stream lets go of its session (which may then close when idle). A
     // client sends nothing on a stream, so anything readable ends it too.
     auto peer_gone = std::make_shared<std::atomic<bool>>(false);
-    stream.socket().async_wait(tcp::socket::wait_read, [peer_gone, wakeup](const beast::error_code& ec) {
-      if (ec == asio::error::operation_aborted) return;
-      peer_gone->store(true);
-      wakeup();
-    });
+    asio::co_spawn(executor, watch_peer(stream.socket(), peer_gone, wakeup), asio::detached);
     bool quiet = false;
     std::string_view ended = "client_closed";  // why the stream ended, for /metrics
     for (;;) {

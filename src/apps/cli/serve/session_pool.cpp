@@ -3,11 +3,16 @@
 #include <fmt/format.h>
 
 #include "cairn/trace.hpp"
+#include "followed_session.hpp"
 #include "stream_hub.hpp"
 
 namespace cairn::serve {
 
 namespace {
+// How often a followed session is read whatever its writer announced (a
+// store one process writes announces nothing; a lost notification).
+constexpr std::chrono::milliseconds kFollowPoll{1000};
+
 std::int64_t now_ticks() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 }  // namespace
 
@@ -41,7 +46,8 @@ Result<std::shared_ptr<SessionHost>> SessionPool::host_for(std::shared_ptr<Sessi
   host->harness = std::make_unique<AgentHarness>(std::move(created->harness));
   host->mcp_binding = cli::McpToolsBinding(config_.mcp, *host->harness, std::move(options->own_tools));
   host->suspended_at_open = std::move(created->suspended);
-  host->hub = std::make_shared<StreamHub>(host->session);
+  host->hub = std::make_shared<StreamHub>(
+      [session = host->session](std::int64_t after, std::size_t limit) { return session->get_log(after, limit); });
   host->hub_subscription = host->harness->on_event([hub = host->hub](const Event& event) { hub->publish(event); });
   touch(*host);
   return host;
@@ -59,6 +65,35 @@ Result<std::shared_ptr<SessionHost>> SessionPool::get(const std::string& id) {
   if (!host) return host;
   hosts_[id] = *host;
   return host;
+}
+
+Result<std::shared_ptr<FollowedSession>> SessionPool::follow(const std::string& id, const Error& locked) {
+  std::lock_guard lock(mu_);
+  if (auto it = followed_.find(id); it != followed_.end()) {
+    if (auto held = it->second.lock()) return held;
+  }
+  std::erase_if(followed_, [](const auto& item) { return item.second.expired(); });
+  auto opened = store_->open(id, OpenOptions{.read_only = true});
+  if (!opened) return std::unexpected(opened.error());
+  FollowedSession::Access access{
+      .read = [this, id](std::int64_t after, std::size_t limit) { return read_log(id, after, limit); },
+      .open_read_only =
+          [this, id] {
+            std::lock_guard store_lock(mu_);
+            return store_->open(id, OpenOptions{.read_only = true});
+          },
+  };
+  auto followed = FollowedSession::start(**opened, locked.message, std::move(access));
+  auto follow = store_->follow(id, kFollowPoll, [raw = followed.get()] { raw->changed(); });
+  if (!follow) return std::unexpected(follow.error());
+  followed->set_follow(std::move(*follow));
+  followed_[id] = followed;
+  return followed;
+}
+
+Result<std::vector<LogLine>> SessionPool::read_log(const std::string& id, std::int64_t after, std::size_t limit) {
+  std::lock_guard lock(mu_);
+  return store_->read_log(id, after, limit);
 }
 
 Result<std::shared_ptr<SessionHost>> SessionPool::create(const CreateOptions& options) {

@@ -37,6 +37,7 @@ struct AgentConfig {
 
 // One open session. Members go in reverse: the harness before the session.
 class StreamHub;
+class FollowedSession;
 
 struct SessionHost {
   std::shared_ptr<Session> session;
@@ -61,6 +62,14 @@ class SessionPool {
 
   // The open session, opened now when it is not.
   Result<std::shared_ptr<SessionHost>> get(const std::string& id);
+  // A session another process holds for writing (`locked`: the store's
+  // refusal, naming the holder), followed for this server's streams: one
+  // follow per session, shared by its streams, ended with the last of them.
+  // The pool must outlive what it returns.
+  Result<std::shared_ptr<FollowedSession>> follow(const std::string& id, const Error& locked);
+  // The stored records of a session, from the store (one this server may
+  // not have open).
+  Result<std::vector<LogLine>> read_log(const std::string& id, std::int64_t after, std::size_t limit);
   // Creates a session (and opens it here).
   Result<std::shared_ptr<SessionHost>> create(const CreateOptions& options);
   // Closes and removes a session; refused (operation_open) while an operation runs on it.
@@ -95,6 +104,7 @@ class SessionPool {
   std::chrono::milliseconds idle_close_;
   mutable std::mutex mu_;  // guards hosts_ and every call into store_
   std::map<std::string, std::shared_ptr<SessionHost>> hosts_;
+  std::map<std::string, std::weak_ptr<FollowedSession>> followed_;
   AppendStats closed_stats_;  // of the sessions closed since the start; guarded by mu_
 };
 

@@ -34,25 +34,31 @@ Result<std::vector<std::pair<std::int64_t, std::shared_ptr<const StreamHub::Stor
   if (out.size() == count) return out;
   const std::int64_t next = from + static_cast<std::int64_t>(out.size());
   // A page ahead for a catch-up; the one record an event announces alone.
-  auto lines = session_->get_log(next - 1, count == 1 ? 1 : std::max(count - out.size(), kReadAhead));
+  auto lines = read_(next - 1, count == 1 ? 1 : std::max(count - out.size(), kReadAhead));
   if (!lines) return std::unexpected(lines.error());
   std::lock_guard lock(cache_mu_);
   for (LogLine& line : *lines) {
-    auto record = std::make_shared<Stored>();
-    const Json json = Json::parse(line.json, nullptr, false);
-    record->ref = "main";
-    if (json.is_object()) {
-      if (auto it = json.find("ref"); it != json.end() && it->is_string()) record->ref = it->get<std::string>();
-      const std::string type = json.value("type", "");
-      if (type == "ref_created" || type == "ref_deleted") record->name = json.value("name", "");
-    }
-    record->frame = fmt::format("id: {}\ndata: {{\"type\":\"record\",\"seq\":{},\"record\":{}}}\n\n", line.seq, line.seq, line.json);
-    record->line = std::move(line.json);
-    cache_[line.seq] = record;
-    if (out.size() < count && line.seq == from + static_cast<std::int64_t>(out.size())) out.emplace_back(line.seq, record);
+    const std::int64_t seq = line.seq;
+    auto record = make_stored(std::move(line));
+    cache_[seq] = record;
+    if (out.size() < count && seq == from + static_cast<std::int64_t>(out.size())) out.emplace_back(seq, record);
   }
   while (cache_.size() > kCacheRecords) cache_.erase(cache_.begin());
   return out;
+}
+
+std::shared_ptr<const StreamHub::Stored> StreamHub::make_stored(LogLine line) {
+  auto record = std::make_shared<Stored>();
+  const Json json = Json::parse(line.json, nullptr, false);
+  record->ref = "main";
+  if (json.is_object()) {
+    if (auto it = json.find("ref"); it != json.end() && it->is_string()) record->ref = it->get<std::string>();
+    const std::string type = json.value("type", "");
+    if (type == "ref_created" || type == "ref_deleted") record->name = json.value("name", "");
+  }
+  record->frame = fmt::format("id: {}\ndata: {{\"type\":\"record\",\"seq\":{},\"record\":{}}}\n\n", line.seq, line.seq, line.json);
+  record->line = std::move(line.json);
+  return record;
 }
 
 Status StreamHub::records(const std::optional<std::string>& ref, std::int64_t after, std::int64_t before,
@@ -73,8 +79,7 @@ Status StreamHub::records(const std::optional<std::string>& ref, std::int64_t af
 std::int64_t StreamHub::overflows() { return overflow_count.load(std::memory_order_relaxed); }
 std::int64_t StreamHub::coalesced() { return coalesced_count.load(std::memory_order_relaxed); }
 
-StreamHub::StreamHub(std::shared_ptr<Session> session)
-    : session_(std::move(session)), thread_([this] { deliver_loop(); }) {}
+StreamHub::StreamHub(Reader read) : read_(std::move(read)), thread_([this] { deliver_loop(); }) {}
 
 StreamHub::~StreamHub() {
   {
@@ -135,37 +140,75 @@ void StreamHub::fan_out(const Event& event) {
     // A ref's stream gets its ref's events and the session's own (a fault).
     if (inbox->ref && !shared->ref.empty() && shared->ref != *inbox->ref) continue;
     std::lock_guard inbox_lock(inbox->mu);
-    if (inbox->overflowed) continue;
-    // Only a stream that had nothing queued needs waking: one with frames
-    // waiting takes this one with them.
-    bool wake = inbox->frames.empty();
-    if (shared->update) {
-      // A client that has not yet taken the ref's previous update gets
-      // only this one: each carries the whole message so far, and a stream
-      // that lags behind a busy session would otherwise fall further behind.
-      if (auto it = inbox->newest_update.find(shared->ref); it != inbox->newest_update.end()) {
-        inbox->frames[it->second] = shared;
-        coalesced_count.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
+    enqueue(*inbox, shared);
+  }
+}
+
+void StreamHub::enqueue(Inbox& inbox, const std::shared_ptr<const Frame>& frame) {
+  if (inbox.overflowed) return;
+  // Only a stream that had nothing queued needs waking: one with frames
+  // waiting takes this one with them.
+  bool wake = inbox.frames.empty();
+  if (frame->update) {
+    // A client that has not yet taken the ref's previous update gets
+    // only this one: each carries the whole message so far, and a stream
+    // that lags behind a busy session would otherwise fall further behind.
+    if (auto it = inbox.newest_update.find(frame->ref); it != inbox.newest_update.end()) {
+      inbox.frames[it->second] = frame;
+      coalesced_count.fetch_add(1, std::memory_order_relaxed);
+      return;
     }
-    if (inbox->frames.size() >= inbox->max_queued) {
-      inbox->overflowed = true;
-      inbox->frames.clear();
-      inbox->newest_update.clear();
-      overflow_count.fetch_add(1, std::memory_order_relaxed);
-      wake = true;
-    } else {
-      inbox->frames.push_back(shared);
-      if (shared->update) {
-        inbox->newest_update[shared->ref] = inbox->frames.size() - 1;
-      } else if (!inbox->newest_update.empty()) {
-        inbox->newest_update.erase(shared->ref);
-      }
+  }
+  if (inbox.frames.size() >= inbox.max_queued) {
+    inbox.overflowed = true;
+    inbox.frames.clear();
+    inbox.newest_update.clear();
+    overflow_count.fetch_add(1, std::memory_order_relaxed);
+    wake = true;
+  } else {
+    inbox.frames.push_back(frame);
+    if (frame->update) {
+      inbox.newest_update[frame->ref] = inbox.frames.size() - 1;
+    } else if (!inbox.newest_update.empty()) {
+      inbox.newest_update.erase(frame->ref);
     }
-    // Called under the inbox's lock (as set_wakeup replaces it), not copied
-    // out: a wakeup only posts to the stream's executor and takes none of our locks.
-    if (wake && inbox->wakeup) inbox->wakeup();
+  }
+  // Called under the inbox's lock (as set_wakeup replaces it), not copied
+  // out: a wakeup only posts to the stream's executor and takes none of our locks.
+  if (wake && inbox.wakeup) inbox.wakeup();
+}
+
+void StreamHub::publish_records(std::vector<LogLine> lines) {
+  std::vector<std::pair<std::shared_ptr<const Stored>, std::shared_ptr<const Frame>>> frames;
+  frames.reserve(lines.size());
+  {
+    std::lock_guard lock(cache_mu_);
+    for (LogLine& line : lines) {
+      const std::int64_t seq = line.seq;
+      auto record = make_stored(std::move(line));
+      cache_[seq] = record;
+      auto frame = std::make_shared<Frame>();
+      frame->ref = record->ref;
+      frame->seq = seq;
+      frame->with_id = record->frame;  // without_id stays empty: the record is all it says
+      frames.emplace_back(std::move(record), std::move(frame));
+    }
+    while (cache_.size() > kCacheRecords) cache_.erase(cache_.begin());
+  }
+  std::lock_guard lock(inboxes_mu_);
+  for (const auto& inbox : inboxes_) {
+    std::lock_guard inbox_lock(inbox->mu);
+    for (const auto& [record, frame] : frames) {
+      if (belongs(*record, inbox->ref)) enqueue(*inbox, frame);
+    }
+  }
+}
+
+void StreamHub::wake_all() {
+  std::lock_guard lock(inboxes_mu_);
+  for (const auto& inbox : inboxes_) {
+    std::lock_guard inbox_lock(inbox->mu);
+    if (inbox->wakeup) inbox->wakeup();
   }
 }
 

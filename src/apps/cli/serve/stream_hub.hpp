@@ -57,7 +57,10 @@ class StreamHub {
     }
   };
 
-  explicit StreamHub(std::shared_ptr<Session> session);
+  // How the hub reads the stored records after a seq (at most `limit`): an
+  // open session's log, or the store's for a session another process writes.
+  using Reader = std::function<Result<std::vector<LogLine>>(std::int64_t after, std::size_t limit)>;
+  explicit StreamHub(Reader read);
   // How many streams, of every hub, overflowed since the process started.
   static std::int64_t overflows();
   // How many message_update frames a newer one replaced in a lagging stream's queue.
@@ -68,6 +71,12 @@ class StreamHub {
 
   // The harness's listener: every event of the session goes through here.
   void publish(const Event& event);
+  // For a session another process writes, which sends no events here: its
+  // records just read from the store, in seq order, each to the streams of
+  // its ref as a record frame (on the caller's thread).
+  void publish_records(std::vector<LogLine> lines);
+  // Wakes every stream (to see that its session's reading failed).
+  void wake_all();
   void add(const std::shared_ptr<Inbox>& inbox);
   void remove(const Inbox* inbox);
 
@@ -87,10 +96,13 @@ class StreamHub {
   // The records from `from` on (up to `count` of them), read once.
   Result<std::vector<std::pair<std::int64_t, std::shared_ptr<const Stored>>>> stored(std::int64_t from, std::size_t count);
   static bool belongs(const Stored& record, const std::optional<std::string>& ref);
+  static std::shared_ptr<const Stored> make_stored(LogLine line);
+  // Queues `frame` in `inbox` (both locks held), or overflows it.
+  static void enqueue(Inbox& inbox, const std::shared_ptr<const Frame>& frame);
   void fan_out(const Event& event);
   void deliver_loop();
 
-  std::shared_ptr<Session> session_;
+  Reader read_;
   std::mutex inboxes_mu_;
   std::vector<std::shared_ptr<Inbox>> inboxes_;
   std::mutex cache_mu_;
