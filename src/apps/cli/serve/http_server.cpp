@@ -27,7 +27,10 @@ struct HttpServer::Impl {
   ServerOptions options;
   asio::io_context io;
   asio::thread_pool workers;
-  tcp::acceptor acceptor{io};
+  // The accept loop runs on this strand, and the stop closes the acceptor
+  // there: an acceptor is not to be touched from two threads at once.
+  asio::strand<asio::io_context::executor_type> accept_strand = asio::make_strand(io);
+  tcp::acceptor acceptor{accept_strand};
   asio::signal_set signals{io, SIGTERM, SIGINT};
   std::atomic<bool> stopping{false};
   std::mutex streams_mu;
@@ -250,7 +253,7 @@ struct HttpServer::Impl {
     for (;;) {
       auto [ec, socket] = co_await acceptor.async_accept(kTuple);
       if (ec) {
-        if (!acceptor.is_open() || stopping.load()) co_return;
+        if (stopping.load() || !acceptor.is_open()) co_return;
         continue;  // EMFILE and the like: the next accept may succeed
       }
       // Frames are small and must go at once: no Nagle (with the client's
@@ -266,8 +269,11 @@ struct HttpServer::Impl {
 
   void begin_stop() {
     if (stopping.exchange(true)) return;
+    asio::post(accept_strand, [this] {
+      beast::error_code ignored;
+      acceptor.close(ignored);
+    });
     beast::error_code ignored;
-    acceptor.close(ignored);
     signals.cancel(ignored);
     std::lock_guard lock(streams_mu);
     for (auto& wakeup : stream_wakeups) wakeup();
@@ -303,7 +309,7 @@ void HttpServer::run() {
   impl.signals.async_wait([&impl](const beast::error_code& ec, int) {
     if (!ec) impl.begin_stop();
   });
-  asio::co_spawn(impl.io, impl.accept_loop(), asio::detached);
+  asio::co_spawn(impl.accept_strand, impl.accept_loop(), asio::detached);
   std::vector<std::thread> threads;
   for (int i = 1; i < impl.options.io_threads; ++i) threads.emplace_back([&impl] { impl.io.run(); });
   // This thread watches for the stop: once asked, the streams get a moment
