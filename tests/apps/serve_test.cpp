@@ -507,6 +507,73 @@ TEST_F(ServeTest, SeveralTokensMayBeListedAndAFileOthersCanReadIsRefused) {
 
 // ---- routes ------------------------------------------------------------------------
 
+// The web viewer's files need no token (they hold no data), come with a
+// policy that keeps the page's scripts its own, and only `/` and `/ui/…`
+// are the viewer's; every other route still asks for the token.
+TEST_F(ServeTest, TheViewersFilesAreServedWithoutATokenAndNothingElseIs) {
+  start_server();
+  const ServeReply page = serve_raw(port_, serve_request_text("GET", "/", "", {}));
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.headers.at("content-type"), "text/html; charset=utf-8");
+  EXPECT_NE(page.body.find("/ui/app.js"), std::string::npos);
+  EXPECT_NE(page.headers.at("content-security-policy").find("script-src 'self'"), std::string::npos);
+  EXPECT_NE(page.headers.at("content-security-policy").find("frame-ancestors 'none'"), std::string::npos);
+  EXPECT_EQ(page.headers.at("x-content-type-options"), "nosniff");
+  for (const std::string file : {"/ui/app.js", "/ui/api.js", "/ui/session.js", "/ui/app.css", "/ui/icon.svg"}) {
+    const ServeReply asset = serve_raw(port_, serve_request_text("GET", file, "", {}));
+    EXPECT_EQ(asset.status, 200) << file;
+    EXPECT_FALSE(asset.body.empty()) << file;
+  }
+  EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/ui/app.js", "", {})).headers.at("content-type"),
+            "text/javascript; charset=utf-8");
+  for (const std::string missing : {"/ui/nope.js", "/ui/", "/ui/../api.cpp", "/ui/%2e%2e/index.html"}) {
+    EXPECT_EQ(serve_raw(port_, serve_request_text("GET", missing, "", {})).status, 404) << missing;
+  }
+  EXPECT_EQ(serve_raw(port_, serve_request_text("POST", "/", "{}", {"Content-Type: application/json"})).status, 405);
+  // The token is never part of the page.
+  EXPECT_EQ(page.body.find(token_), std::string::npos);
+  EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/index.html", "", {})).status, 401);
+  EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/favicon.ico", "", {})).status, 401);
+}
+
+// What the viewer shows beside a session and in its tree: its name, model,
+// last activity and spend; each message's first line; labels set over HTTP.
+TEST_F(ServeTest, ASessionsSummaryTreePreviewsAndLabels) {
+  start_server();
+  create_session("s1");
+  Json info = call("GET", "/v1/sessions/s1").json();
+  EXPECT_TRUE(info["name"].is_null());
+  EXPECT_EQ(info["model"]["id"], "test");
+  EXPECT_EQ(info["activity"]["cost"], 0.0);
+  EXPECT_EQ(info["activity"]["tokens"], 0);
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say first line\nsecond line"}}).status, 202);
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  info = call("GET", "/v1/sessions/s1").json();
+  const auto log = records("s1");
+  EXPECT_EQ(info["activity"]["updatedAt"], log.back()["timestamp"]);
+
+  const Json tree = call("GET", "/v1/sessions/s1/tree").json();
+  ASSERT_EQ(tree["entries"].size(), 2u) << tree.dump();
+  EXPECT_EQ(tree["entries"][0]["preview"], "say first line");
+  EXPECT_EQ(tree["entries"][1]["preview"], "first line");
+  const std::string answer = tree["entries"][1]["id"];
+
+  const ServeReply labelled = call("POST", "/v1/sessions/s1/refs/main/label", Json{{"entryId", answer}, {"label", "good"}});
+  ASSERT_EQ(labelled.status, 200) << labelled.body;
+  EXPECT_EQ(labelled.json()["label"], "good");
+  EXPECT_EQ(call("GET", "/v1/sessions/s1/tree").json()["entries"][1]["label"], "good");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/label", Json{{"entryId", answer}, {"label", nullptr}}).status, 200);
+  EXPECT_FALSE(call("GET", "/v1/sessions/s1/tree").json()["entries"][1].contains("label"));
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/label", Json{{"entryId", "nope"}, {"label", "x"}})),
+            "unknown_entry");
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/label", Json{{"label", "x"}})), "invalid_argument");
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/label", Json{{"entryId", answer}, {"label", ""}})),
+            "invalid_argument");
+  EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/label", Json{{"entryId", answer}, {"labels", "x"}})),
+            "invalid_argument");
+  EXPECT_EQ(call("GET", "/v1/sessions/s1/refs/main/label").status, 405);
+}
+
 TEST_F(ServeTest, SessionsRefsAndRunsThroughTheApi) {
   start_server();
   create_session("s1");

@@ -2,6 +2,7 @@
 // the agent options of the CLI applied to the sessions it runs.
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>

@@ -14,9 +14,11 @@
 
 #include "a2a.hpp"
 #include "cairn/trace.hpp"
+#include "cairn/utf8.hpp"
 #include "event_stream.hpp"
 #include "json_views.hpp"
 #include "stream_hub.hpp"
+#include "web_assets.hpp"
 
 namespace cairn::serve {
 
@@ -104,6 +106,36 @@ Result<std::vector<std::string>> load_tokens(const std::filesystem::path& file, 
 }
 
 namespace {
+
+// A line a tree shows for a message: its first line of text (a tool call's
+// name when it has none), at most 80 bytes, cut on a character boundary.
+std::string message_preview(const Json& message) {
+  std::string text;
+  auto take = [&](const Json& content) {
+    if (content.is_string()) {
+      text += content.get<std::string>();
+      return;
+    }
+    if (!content.is_array()) return;
+    for (const auto& block : content) {
+      if (!block.is_object()) continue;
+      const std::string type = block.value("type", "");
+      if (type == "text" && block.contains("text") && block["text"].is_string()) text += block["text"].get<std::string>();
+      if (type == "toolCall" && text.empty() && block.contains("name") && block["name"].is_string()) {
+        text = "→ " + block["name"].get<std::string>();
+      }
+      if (!text.empty()) break;
+    }
+  };
+  if (auto content = message.find("content"); content != message.end()) take(*content);
+  if (text.empty() && message.contains("summary") && message["summary"].is_string()) text = message["summary"].get<std::string>();
+  if (text.empty() && message.contains("command") && message["command"].is_string()) text = "$ " + message["command"].get<std::string>();
+  const auto start = text.find_first_not_of(" \n\t");
+  if (start == std::string::npos) return {};
+  text = text.substr(start, text.find('\n', start) - start);
+  if (text.size() > 80) text = text.substr(0, utf8_floor(text, 79)) + "…";
+  return text;
+}
 
 // Equal in time that depends on neither string's content.
 bool same_secret(std::string_view given, std::string_view token) {
@@ -323,6 +355,11 @@ Reply Api::handle(const HttpRequest& request) {
   if (request.path == "/healthz") {
     route_name = "/healthz";
     reply = Reply{json_response(200, Json{{"status", "ok"}})};
+  } else if (auto page = web_response(request.method, request.path)) {
+    // The viewer's own files hold no data: the token is asked for by the
+    // page, and every request it makes carries it.
+    route_name = "/ui";
+    reply = Reply{std::move(*page)};
   } else if (!authorized(request, refusal)) {
     route_name = "auth";
     reply = Reply{std::move(refusal)};
@@ -513,6 +550,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   if (parts.size() == 3 && method == "DELETE") {
     route_name = "/v1/sessions/{id}";
     if (auto removed = pool_.remove(*session_id); !removed) return error(removed.error());
+    activity_.forget(*session_id);
     return ok(Json{{"deleted", *session_id}});
   }
   // GET …/records: a page `read` from the log; `newest`: the session's
@@ -604,8 +642,19 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   if (parts.size() == 3) {
     route_name = "/v1/sessions/{id}";
     if (method != "GET") return not_allowed();
-    return ok(Json{{"session", encode(session.header())}, {"refs", refs_json()}, {"cursor", session.size() - 1},
-                   {"faulted", harness.faulted()}});
+    Json body = {{"session", encode(session.header())}, {"refs", refs_json()}, {"cursor", session.size() - 1},
+                 {"faulted", harness.faulted()}};
+    auto name = session.name();
+    if (!name) return error(name.error());
+    body["name"] = *name ? Json(**name) : Json(nullptr);
+    if (auto main = harness.ref("main")) {
+      const Model model = main->model();
+      body["model"] = {{"provider", model.provider}, {"id", model.id}};
+    }
+    auto activity = activity_.summary(*session_id, session);
+    if (!activity) return error(activity.error());
+    body["activity"] = std::move(*activity);
+    return ok(body);
   }
   const std::string_view what = parts[3];
   if (parts.size() == 4 && what == "records") {
@@ -626,7 +675,10 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
         Json full = encode(entry);
         Json item = {{"id", full.value("id", "")}, {"parentId", full.contains("parentId") ? full["parentId"] : Json(nullptr)},
                      {"type", full.value("type", "")}, {"timestamp", full.value("timestamp", "")}};
-        if (full.contains("message") && full["message"].is_object()) item["role"] = full["message"].value("role", "");
+        if (full.contains("message") && full["message"].is_object()) {
+          item["role"] = full["message"].value("role", "");
+          if (std::string preview = message_preview(full["message"]); !preview.empty()) item["preview"] = std::move(preview);
+        }
         if (auto label = session.label(item["id"].get<std::string>()); label && *label) item["label"] = **label;
         entries.push_back(std::move(item));
       }
@@ -782,6 +834,23 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       if (auto set = ref.set_active_tools(*tools); !set) return error(set.error());
     }
     return ok(config_json());
+  }
+  if (parts.size() == 6 && action == "label") {
+    route_name = action_route;
+    if (method != "POST") return not_allowed();
+    auto body = body_of({"entryId", "label"});
+    if (!body) return error(body.error());
+    auto entry = body->required_string("entryId");
+    auto label = body->string("label");  // null or absent: clear it
+    if (!entry) return error(entry.error());
+    if (!label) return error(label.error());
+    if (*label && (*label)->empty()) return error(Error{Errc::invalid_argument, "field 'label' must not be empty (null clears it)"});
+    auto written = ref.session().set_label(*entry, *label);
+    if (!written && written.error().is(Errc::not_found)) {
+      return error(Error{Errc::unknown_entry, written.error().message});  // as navigate and fork name it
+    }
+    if (!written) return error(written.error());
+    return ok(Json{{"id", *written}, {"entryId", *entry}, {"label", *label ? Json(**label) : Json(nullptr)}});
   }
   if (parts.size() == 6 && action == "inputs") {
     route_name = action_route;

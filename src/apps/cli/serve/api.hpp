@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "http_types.hpp"
+#include "session_activity.hpp"
 #include "session_pool.hpp"
 
 namespace cairn::serve {
@@ -52,6 +53,7 @@ class Api {
   std::vector<std::string> tokens_;
   ApiLimits limits_;
   Metrics metrics_;
+  SessionActivity activity_;
   std::unique_ptr<A2a> a2a_;
 };
 
