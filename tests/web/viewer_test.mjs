@@ -1,0 +1,423 @@
+// The web viewer in a real browser: Playwright (playwright-core) drives
+// Debian's Chromium, headless, against `cairn serve` and the local test model
+// (model.mjs). One person's path through the page, every step by keyboard:
+// sign in → the list → a new session → a prompt whose text streams → a tool
+// call and its approval answered from the page → abort → a run suspended by
+// killing the server, resumed from the page after a restart → navigating the
+// tree → a reload in the middle of a run (no message twice, none missing) →
+// a 10,000-entry session (drawn a page at a time). Each main view is kept as
+// a screenshot; the page logs no error, and axe-core finds no serious
+// accessibility violation on any view.
+//
+//   node viewer_test.mjs --cairn PATH/TO/cairn --artifacts DIR [--bench]
+//
+// --bench prints how long the 10,000-entry session takes to open and to
+// scroll to its start (bench/README: the viewer's figures) instead of testing.
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { chromium } from 'playwright-core';
+import { startModel } from './model.mjs';
+
+const require = createRequire(import.meta.url);
+const args = process.argv.slice(2);
+const option = (/** @type {string} */ name, /** @type {string | undefined} */ fallback) => {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : fallback;
+};
+const cairnOption = option('--cairn');
+const cairn = cairnOption ? path.resolve(cairnOption) : undefined;
+const artifacts = path.resolve(option('--artifacts', 'web-artifacts') ?? 'web-artifacts');
+const benchOnly = args.includes('--bench');
+const chromiumPath = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
+if (!cairn) {
+  console.error('usage: node viewer_test.mjs --cairn PATH [--artifacts DIR] [--bench]');
+  process.exit(2);
+}
+if (!fs.existsSync(chromiumPath)) {
+  console.error(`no Chromium at ${chromiumPath}: install Debian's chromium package (scripts/install-deps does)`);
+  process.exit(1);
+}
+fs.mkdirSync(artifacts, { recursive: true });
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-web-'));
+const work = path.join(dir, 'work');
+fs.mkdirSync(work);
+const store = `jsonl:${path.join(dir, 'store')}`;
+const tokenFile = path.join(dir, 'tokens');
+const secret = `web-test-${Math.random().toString(36).slice(2)}-${Date.now()}`;
+fs.writeFileSync(tokenFile, `${secret}\n`, { mode: 0o600 });
+
+let failures = 0;
+/** @param {boolean} ok @param {string} what @param {string} [detail] printed when it fails */
+function check(ok, what, detail = '') {
+  if (ok) {
+    console.log(`ok    ${what}`);
+  } else {
+    failures += 1;
+    console.log(`FAIL  ${what}${detail ? `\n      ${detail.split('\n').join('\n      ')}` : ''}`);
+  }
+}
+
+// ---- the server ----------------------------------------------------------------------
+
+const model = await startModel();
+/** @type {import('node:child_process').ChildProcess | null} */
+let server = null;
+let port = 0;
+let serverLog = '';
+
+/** @param {string[]} extra */
+async function startServer(extra = []) {
+  const listen = `127.0.0.1:${port}`;
+  const child = spawn(cairn, ['serve', '--listen', listen, '--store', store, '--token-file', tokenFile, '--api',
+    'openai-completions', '--base-url', model.url, '--model', 'test', '--approval', 'ask', ...extra],
+  { cwd: work, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CAIRN_STORE: '' } });
+  server = child;
+  const stderr = /** @type {import('node:stream').Readable} */ (child.stderr);
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`cairn serve did not start:\n${serverLog}`)), 15000);
+    stderr.on('data', (data) => {
+      serverLog += data;
+      const match = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(serverLog);
+      if (match && !port) port = Number(match[1]);
+      if (match) {
+        clearTimeout(timer);
+        resolve(undefined);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`cairn serve exited (${code}):\n${serverLog}`)));
+    child.on('error', (error) => reject(new Error(`cannot start ${cairn}: ${error.message}`)));
+  });
+  serverLog = '';
+}
+
+function killServer() {
+  const child = server;
+  server = null;
+  if (!child || child.exitCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    child.on('exit', () => done(undefined));
+    child.kill('SIGKILL');
+  });
+}
+
+/** @param {string} method @param {string} route @param {object} [body] */
+async function api(method, route, body) {
+  const response = await fetch(`http://127.0.0.1:${port}${route}`, {
+    method,
+    headers: { Authorization: `Bearer ${secret}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return response.json();
+}
+
+// A 10,000-entry session, imported from a pi session file.
+function importLongSession() {
+  const lines = [JSON.stringify({ type: 'session', version: 3, id: 'long-session-import', timestamp: '2026-01-01T00:00:00.000Z', cwd: work })];
+  let parent = null;
+  for (let i = 0; i < 10000; i++) {
+    const id = `e${String(i).padStart(5, '0')}`;
+    const user = i % 2 === 0;
+    const message = user
+      ? { role: 'user', content: [{ type: 'text', text: `question ${i / 2}` }], timestamp: 1767225600000 + i }
+      : { role: 'assistant', content: [{ type: 'text', text: `answer ${(i - 1) / 2}: ${'words '.repeat(20)}` }], api: 'openai-completions',
+        provider: 'custom', model: 'test', usage: { input: 10, output: 10, cacheRead: 0, cacheWrite: 0, totalTokens: 20,
+          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: 'stop', timestamp: 1767225600000 + i };
+    lines.push(JSON.stringify({ type: 'message', id, parentId: parent, timestamp: new Date(1767225600000 + i).toISOString(), message }));
+    parent = id;
+  }
+  const file = path.join(dir, 'long.jsonl');
+  fs.writeFileSync(file, `${lines.join('\n')}\n`);
+  const printed = execFileSync(cairn, ['--store', store, 'import', 'pi', file], { encoding: 'utf8' });
+  const id = /[0-9a-f-]{36}/.exec(printed)?.[0];
+  if (!id) throw new Error(`cairn import printed no session id: ${printed}`);
+  return id;
+}
+
+// ---- the browser ---------------------------------------------------------------------
+
+const browser = await chromium.launch({
+  executablePath: chromiumPath,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+/** @type {string[]} */
+const consoleErrors = [];
+let serverDown = false;
+// Set while the test itself offers a wrong token: the refusal is the point.
+let expectRefusal = false;
+let step = 'start';
+const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+const page = await context.newPage();
+page.on('console', (message) => {
+  if (message.type() !== 'error') return;
+  // While the test has killed the server, the browser reports each refused
+  // reconnect as a failed load: that is the server being down, not the page.
+  if (serverDown && /net::ERR_(CONNECTION_REFUSED|EMPTY_RESPONSE|CONNECTION_RESET)/.test(message.text())) return;
+  if (expectRefusal && /status of 403/.test(message.text())) return;
+  consoleErrors.push(message.text());
+});
+page.on('pageerror', (error) => consoleErrors.push(String(error)));
+// What the browser reports as "Failed to load resource" above, with its address.
+page.on('response', (response) => {
+  if (response.status() >= 400 && !expectRefusal) consoleErrors.push(`(${response.status()} ${response.request().method()} ${response.url()} during "${step}")`);
+});
+
+const axeSource = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+/** @param {string} view */
+async function accessible(view) {
+  // Evaluated through the DevTools protocol: the page's CSP forbids inline scripts.
+  await page.evaluate(axeSource);
+  const result = await page.evaluate(async () => {
+    // @ts-ignore axe is the library just evaluated
+    const found = await window.axe.run(document, { resultTypes: ['violations'] });
+    return found.violations.filter((/** @type {any} */ v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((/** @type {any} */ v) => `${v.id}: ${v.help} (${v.nodes.map((/** @type {any} */ n) => n.target.join(' ')).join(', ')})`);
+  });
+  check(result.length === 0, `${view}: axe-core finds no serious violation`, result.join('\n'));
+}
+
+/** @param {string} name */
+async function shot(name) {
+  await page.screenshot({ path: path.join(artifacts, `${name}.png`) });
+}
+
+/** Presses Enter on an element reached by focus (what Tab would reach). @param {import('playwright-core').Locator} target */
+async function press(target) {
+  await target.focus();
+  await page.keyboard.press('Enter');
+}
+
+/** The texts of the transcript's messages, in order. */
+function transcriptTexts() {
+  return page.locator('.transcript .msg:not(.streaming)').evaluateAll((nodes) => nodes.map((node) => {
+    const who = node.querySelector('.who')?.textContent ?? '';
+    const body = [...node.querySelectorAll('.md')].map((md) => md.textContent).join('');
+    return `${who}: ${body}`;
+  }));
+}
+
+/** @param {() => Promise<boolean>} condition @param {string} what @param {number} [ms] */
+async function until(condition, what, ms = 15000) {
+  step = what;
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await condition().catch(() => false)) return true;
+    await page.waitForTimeout(50);
+  }
+  check(false, `in time: ${what}`);
+  return false;
+}
+
+const statusOf = async () => (await page.locator('.status-line').textContent()) ?? '';
+
+async function main() {
+  const longId = importLongSession();
+  await startServer();
+  const base = `http://127.0.0.1:${port}`;
+
+  if (benchOnly) {
+    await page.goto(`${base}/`);
+    await page.locator('#token').fill(secret);
+    await page.keyboard.press('Enter');
+    await page.locator('table.sessions').waitFor();
+    const started = Date.now();
+    await page.goto(`${base}/#/s/${longId}/main`);
+    await page.locator('.transcript .msg', { hasText: 'answer 4999:' }).waitFor();
+    const opened = Date.now() - started;
+    const scrollStart = Date.now();
+    const pages = await page.evaluate(async () => {
+      const scroller = /** @type {HTMLElement} */ (document.querySelector('.scroller'));
+      let frames = 0;
+      while (!document.querySelector('[data-entry="e00000"]') && frames < 5000) {
+        scroller.scrollTop = 0;
+        await new Promise((done) => requestAnimationFrame(() => done(undefined)));
+        frames += 1;
+      }
+      return { frames, drawn: document.querySelectorAll('.transcript .msg').length };
+    });
+    console.log(JSON.stringify(pages));
+    const scrolled = Date.now() - scrollStart;
+    console.log('web viewer, a 10,000-entry session (pi import), headless Chromium; reference: opens in < 1000 ms');
+    console.log(`open to the newest message drawn   ${opened} ms  ${opened < 1000 ? 'ok' : 'ABOVE 1000 ms'}`);
+    console.log(`scroll from the end to the start   ${scrolled} ms  (${Math.ceil(10000 / 120)} pages of 120 entries)`);
+    return;
+  }
+
+  // -- sign in: the token form, then the list.
+  await page.goto(`${base}/`);
+  await page.locator('#token').waitFor();
+  check(!page.url().includes(secret), 'the token is not in the address');
+  await accessible('the sign-in form');
+  await shot('01-sign-in');
+  expectRefusal = true;
+  await page.locator('#token').fill('not-the-token-at-all');
+  await page.keyboard.press('Enter');
+  await until(async () => (await page.locator('.token-form .notice').textContent())?.includes('does not accept') ?? false, 'a wrong token is refused');
+  expectRefusal = false;
+  await page.locator('#token').fill(secret);
+  await page.keyboard.press('Enter');
+  await page.locator('table.sessions').waitFor();
+  await until(async () => (await page.locator('table.sessions tbody tr').count()) >= 1 && (await page.locator(`text=${longId}`).count()) === 1, 'the list shows the imported session');
+  await shot('02-sessions');
+  await accessible('the sessions list');
+
+  // -- a new session, a prompt whose answer streams.
+  await press(page.getByRole('button', { name: 'New session' }));
+  await page.locator('.composer textarea').waitFor();
+  const message = page.locator('.composer textarea');
+  const sessionUrl = page.url();
+  const sessionId = decodeURIComponent(/#\/s\/([^/]+)\//.exec(sessionUrl)?.[1] ?? '');
+  await message.fill('slowly The quick brown fox jumps over the lazy dog and keeps on running far away');
+  await page.keyboard.press('Enter');
+  const streamed = await until(async () => {
+    const text = (await page.locator('.msg.streaming').textContent()) ?? '';
+    return text.includes('The quick') && !text.includes('far away');
+  }, 'the answer appears while it streams');
+  check(streamed, 'text streams into the page before the run ends');
+  await shot('03-streaming');
+  await until(async () => (await transcriptTexts()).some((t) => t.includes('keeps on running far away')), 'the streamed answer is complete');
+
+  // -- a tool call, approved from the page.
+  await message.fill('touch marker-one');
+  await page.keyboard.press('Enter');
+  const card = page.getByRole('region', { name: 'Approval for bash' });
+  await card.waitFor({ timeout: 15000 });
+  check(await page.locator('.tool', { hasText: 'echo marker-one' }).count() >= 1, 'the tool call appears in the transcript');
+  check((await statusOf()).includes('awaiting input'), 'the status line says the ref waits for input');
+  await shot('04-approval');
+  await accessible('a session waiting for an approval');
+  await press(card.getByRole('button', { name: 'Allow', exact: true }));
+  await until(async () => (await transcriptTexts()).some((t) => t.includes('touched marker-one')), 'the approved run ends');
+  const ran = fs.readFileSync(path.join(dir, 'ran.txt'), 'utf8');
+  check(ran === 'marker-one\n', 'the approved command ran once');
+  check(await page.locator('.tool.done', { hasText: 'echo marker-one' }).count() === 1, 'the call shows its result');
+
+  // -- abort a running run.
+  await until(async () => (await statusOf()).startsWith('main: idle'), 'the approved run\'s ref is idle');
+  await message.fill('slowly Abort me before I get to the end of this long sentence please');
+  await page.keyboard.press('Enter');
+  await until(async () => ((await page.locator('.msg.streaming').textContent()) ?? '').includes('Abort me'), 'the run to abort streams');
+  await press(page.getByRole('button', { name: 'Abort', exact: true }));
+  await until(async () => (await statusOf()).startsWith('main: idle'), 'the aborted ref is idle');
+  const afterAbort = await transcriptTexts();
+  check(afterAbort.at(-1)?.startsWith('Assistant: Abort me') === true && !afterAbort.at(-1)?.includes('sentence please'),
+    'the aborted answer stopped where it was', JSON.stringify(afterAbort.slice(-2)));
+  check(await page.locator('.msg.assistant .aborted').count() === 1, 'the aborted answer says so');
+
+  // -- a run suspended by a killed server, resumed from the page.
+  await message.fill('slowly Survive the crash of the server that runs me and finish afterwards');
+  await page.keyboard.press('Enter');
+  await until(async () => ((await page.locator('.msg.streaming').textContent()) ?? '').includes('Survive'), 'the run to interrupt streams');
+  serverDown = true;
+  await killServer();
+  await until(async () => ((await page.locator('#connection').textContent()) ?? '').includes('reconnecting'), 'the page says it lost the server');
+  check(await page.locator('.notice', { hasText: 'reconnecting' }).count() === 1, 'the page says it reconnects');
+  await startServer(['--no-resume']);
+  serverDown = false;
+  const banner = page.getByRole('region', { name: 'Suspended run' });
+  await banner.waitFor({ timeout: 20000 });
+  check((await statusOf()).includes('suspended'), 'the status line says suspended');
+  await shot('05-suspended');
+  await accessible('a suspended run');
+  await press(banner.getByRole('button', { name: 'Resume', exact: true }));
+  await until(async () => (await transcriptTexts()).some((t) => t.includes('finish afterwards')), 'the resumed run ends');
+  await until(async () => (await statusOf()).startsWith('main: idle'), 'the resumed ref is idle');
+
+  // -- navigate the tree: back to the first prompt's answer.
+  const firstPrompt = page.locator('.tree li[data-entry]', { hasText: 'slowly The quick brown fox' }).getByRole('button');
+  await press(firstPrompt);
+  const goHere = page.getByRole('button', { name: 'Go here', exact: true });
+  await goHere.waitFor();
+  await press(goHere);
+  // A user message's entry: the leaf goes to before it, and its text comes
+  // back to the message box to be edited and sent again.
+  await until(async () => (await transcriptTexts()).length === 0, 'the transcript shows the branch navigated to (before the first prompt)');
+  check((await message.inputValue()).startsWith('slowly The quick brown fox'), 'the prompt navigated to is back in the message box');
+  await shot('06-tree');
+  await accessible('the tree after navigating');
+
+  // -- a reload in the middle of a run: no message twice, none missing.
+  await message.fill('say the branch goes on');
+  await page.keyboard.press('Enter');
+  await until(async () => (await transcriptTexts()).some((t) => t.includes('the branch goes on')), 'a prompt on the new branch');
+  await until(async () => (await statusOf()).startsWith('main: idle'), 'the new branch\'s ref is idle');
+  await message.fill('slowly Reload the page while I am still talking to you about nothing much');
+  await page.keyboard.press('Enter');
+  await until(async () => ((await page.locator('.msg.streaming').textContent()) ?? '').includes('Reload'), 'the run to reload during streams');
+  await page.reload();
+  await page.locator('.composer textarea').waitFor();
+  await until(async () => (await transcriptTexts()).some((t) => t.includes('about nothing much')), 'the run ends after the reload');
+  await until(async () => (await statusOf()).startsWith('main: idle'), 'the ref is idle after the reload');
+  const shown = await transcriptTexts();
+  const context = await api('GET', `/v1/sessions/${encodeURIComponent(sessionId)}/refs/main/context`);
+  const expected = context.messages.filter((/** @type {any} */ m) => m.role === 'user' || m.role === 'assistant').map((/** @type {any} */ m) =>
+    `${m.role === 'user' ? 'You' : 'Assistant'}: ${typeof m.content === 'string' ? m.content : m.content.filter((/** @type {any} */ b) => b.type === 'text').map((/** @type {any} */ b) => b.text).join('')}`);
+  check(JSON.stringify(shown) === JSON.stringify(expected), 'after the reload the page shows the branch\'s messages each once, in order',
+    `shown:    ${JSON.stringify(shown)}\nexpected: ${JSON.stringify(expected)}`);
+
+  // -- label an entry, then fork the session from it.
+  const answerRow = page.locator('.tree li[data-entry]', { hasText: 'Reload the page while' }).last().getByRole('button');
+  await press(answerRow);
+  await page.getByRole('textbox', { name: 'Label' }).fill('checkpoint');
+  await press(page.getByRole('button', { name: 'Set label', exact: true }));
+  await until(async () => (await page.locator('.tree .label', { hasText: 'checkpoint' }).count()) === 1, 'the tree shows the new label');
+  await page.waitForTimeout(1000);
+
+  // -- every control of the session page is reached with Tab (once the
+  // tree has caught up with the run: it is redrawn a moment after).
+  await page.waitForTimeout(1000);
+  const controls = await page.evaluate(() => [...document.querySelectorAll('button:not([hidden]), input, textarea, select, summary, a[href]')]
+    .filter((node) => node.checkVisibility()).length);
+  await page.evaluate(() => document.addEventListener('focusin', (event) => {
+    /** @type {HTMLElement} */ (event.target).dataset.tabbed = 'yes';
+  }));
+  await page.locator('body').focus();
+  for (let i = 0; i < controls + 10; i++) await page.keyboard.press('Tab');
+  const missed = await page.evaluate(() => [...document.querySelectorAll('button:not([hidden]), input, textarea, select, summary, a[href]')]
+    .filter((node) => node.checkVisibility() && /** @type {HTMLElement} */ (node).dataset.tabbed !== 'yes')
+    .map((node) => node.outerHTML.slice(0, 120)));
+  check(missed.length === 0, `Tab reaches every visible control of the session page (${controls})`, `missed: ${missed.join('\n')}`);
+
+  await press(page.locator('.tree li[data-entry]', { hasText: 'checkpoint' }).getByRole('button'));
+  await press(page.getByRole('button', { name: 'Fork from here', exact: true }));
+  await until(async () => !page.url().includes(encodeURIComponent(sessionId)) && (await transcriptTexts()).some((t) => t.includes('about nothing much')), 'the fork opens with the branch it copied');
+  const forked = decodeURIComponent(/#\/s\/([^/]+)\//.exec(page.url())?.[1] ?? '');
+  const forkInfo = await api('GET', `/v1/sessions/${encodeURIComponent(forked)}`);
+  check(forked !== sessionId && forkInfo.session?.parentSession === sessionId, 'the fork is a new session whose parent is the first',
+    JSON.stringify(forkInfo.session));
+  check(await page.locator('.children', { hasText: 'Forked from' }).count() === 1, 'the fork links back to the session it came from');
+  await shot('07-fork');
+
+  // -- a 10,000-entry session: the newest entries drawn, the rest on scrolling up.
+  await page.goto(`${base}/#/s/${longId}/main`);
+  await page.locator('.transcript .msg', { hasText: 'answer 4999:' }).waitFor({ timeout: 15000 });
+  const drawn = await page.locator('.transcript .msg').count();
+  check(drawn > 0 && drawn <= 300, `a 10,000-entry session draws only its newest entries (${drawn})`);
+  await shot('08-long-session');
+  await page.evaluate(() => { /** @type {HTMLElement} */ (document.querySelector('.scroller')).scrollTop = 0; });
+  await until(async () => (await page.locator('.transcript .msg').count()) > drawn, 'scrolling up draws earlier entries');
+
+  check(consoleErrors.length === 0, 'the page logged no error', consoleErrors.join('\n'));
+}
+
+try {
+  await main();
+} catch (error) {
+  failures += 1;
+  console.log(`FAIL  ${error instanceof Error ? error.stack : String(error)}`);
+  await shot('failure').catch(() => {});
+} finally {
+  await browser.close().catch(() => {});
+  await killServer();
+  await model.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+if (failures) {
+  console.log(`${failures} check(s) failed; screenshots in ${artifacts}`);
+  process.exit(1);
+}
+console.log(`every check passed; screenshots in ${artifacts}`);

@@ -1,0 +1,120 @@
+// The sessions of the store, newest first, with each one's state, kept up
+// to date while the list is on screen.
+
+import { ApiError, call, seg } from './api.js';
+import { h } from './render.js';
+
+const POLL_MS = 3000;
+const PAGE = 50;
+
+/** @param {HTMLElement} main @returns {() => void} closes the view */
+export function openSessions(main) {
+  const search = /** @type {HTMLInputElement} */ (h('input', { type: 'search', 'aria-label': 'Search sessions', placeholder: 'Search id, name, directory' }));
+  const filter = /** @type {HTMLSelectElement} */ (h('select', { 'aria-label': 'Show' }));
+  for (const [value, text] of [['', 'every state'], ['running', 'running'], ['suspended', 'suspended'],
+    ['awaiting_input', 'waiting for input'], ['faulted', 'faulted'], ['idle', 'idle']]) {
+    filter.append(h('option', { value }, text));
+  }
+  const create = h('button', { type: 'button' }, 'New session');
+  const body = h('tbody');
+  const table = h('table', { class: 'sessions' },
+    h('caption', {}, 'Sessions, newest first'),
+    h('thead', {}, h('tr', {}, ...['Session', 'State', 'Directory', 'Model', 'Spend', 'Last activity'].map((name) => h('th', { scope: 'col' }, name)))),
+    body);
+  const error = h('p', { class: 'notice', role: 'alert' });
+  error.hidden = true;
+  const more = h('button', { type: 'button', class: 'more' }, 'More');
+  more.hidden = true;
+  main.replaceChildren(h('section', { class: 'list', 'aria-labelledby': 'sessions-title' },
+    h('h1', { id: 'sessions-title' }, 'Sessions'),
+    h('div', { class: 'toolbar' }, search, filter, create), error, table, more));
+
+  /** @type {any[]} */
+  let headers = [];
+  /** @type {string | null} */
+  let next = null;
+  /** id → GET /v1/sessions/{id}, or the error it got */
+  const details = new Map();
+  let closed = false;
+  let timer = 0;
+
+  const state = (/** @type {any} */ info) => {
+    if (!info) return 'loading';
+    if (info.error) return info.error.code === 'locked' ? 'held elsewhere' : 'unreadable';
+    if (info.faulted) return 'faulted';
+    const statuses = info.refs.map((/** @type {any} */ ref) => ref.status);
+    for (const wanted of ['awaiting_input', 'running', 'cancelling', 'suspended']) if (statuses.includes(wanted)) return wanted;
+    return 'idle';
+  };
+
+  const draw = () => {
+    const needle = search.value.trim().toLowerCase();
+    const rows = [];
+    for (const header of headers) {
+      const info = details.get(header.id);
+      const status = state(info);
+      if (filter.value && status !== filter.value && !(filter.value === 'running' && status === 'cancelling')) continue;
+      const name = info?.name ?? '';
+      if (needle && ![header.id, name, header.cwd].some((text) => String(text).toLowerCase().includes(needle))) continue;
+      const model = info?.model ? `${info.model.provider}/${info.model.id}` : '';
+      const activity = info?.activity;
+      rows.push(h('tr', {},
+        h('th', { scope: 'row' }, h('a', { href: `#/s/${seg(header.id)}/main` }, name || header.id), name ? h('span', { class: 'muted' }, ` ${header.id}`) : null),
+        h('td', {}, h('span', { class: `badge ${status.replace(' ', '-')}` }, status.replace('_', ' '))),
+        h('td', {}, String(header.cwd)),
+        h('td', {}, model),
+        h('td', {}, activity ? `$${Number(activity.cost).toFixed(4)}` : ''),
+        h('td', {}, activity?.updatedAt ? new Date(activity.updatedAt).toLocaleString() : new Date(header.timestamp).toLocaleString())));
+    }
+    body.replaceChildren(...rows);
+    if (!rows.length) body.append(h('tr', {}, h('td', { colspan: '6' }, headers.length ? 'No session matches.' : 'No sessions yet.')));
+    more.hidden = !next;
+  };
+
+  const load = async (/** @type {boolean} */ again) => {
+    try {
+      const count = again ? Math.max(PAGE, headers.length) : PAGE;
+      const page = await call('GET', `/v1/sessions?limit=${count}`);
+      headers = page.sessions;
+      next = page.next;
+      error.hidden = true;
+    } catch (e) {
+      error.hidden = false;
+      error.textContent = e instanceof ApiError ? e.message : String(e);
+    }
+    await Promise.all(headers.map(async (header) => {
+      try {
+        details.set(header.id, await call('GET', `/v1/sessions/${seg(header.id)}`));
+      } catch (e) {
+        details.set(header.id, { error: e instanceof ApiError ? { code: e.code, message: e.message } : { code: 'network' } });
+      }
+    }));
+    if (closed) return;
+    draw();
+    timer = window.setTimeout(() => void load(true), POLL_MS);
+  };
+
+  search.addEventListener('input', draw);
+  filter.addEventListener('change', draw);
+  more.addEventListener('click', async () => {
+    if (!next) return;
+    const page = await call('GET', `/v1/sessions?limit=${PAGE}&after=${seg(next)}`);
+    headers = headers.concat(page.sessions);
+    next = page.next;
+    draw();
+  });
+  create.addEventListener('click', async () => {
+    try {
+      const made = await call('POST', '/v1/sessions', {});
+      location.hash = `#/s/${seg(made.session.id)}/main`;
+    } catch (e) {
+      error.hidden = false;
+      error.textContent = e instanceof ApiError ? e.message : String(e);
+    }
+  });
+  void load(false);
+  return () => {
+    closed = true;
+    clearTimeout(timer);
+  };
+}

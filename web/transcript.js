@@ -1,0 +1,157 @@
+// The transcript of one ref: its entries from the snapshot, the entries its
+// records add, and the message that is streaming now. Only the newest
+// entries are drawn at first; older ones are drawn a page at a time as the
+// reader scrolls up, so a session of ten thousand entries opens at once.
+
+import { entryView, h, messageView } from './render.js';
+
+const PAGE = 120;
+
+export class Transcript {
+  /** @param {HTMLElement} scroller the element that scrolls @param {HTMLElement} list */
+  constructor(scroller, list) {
+    this.scroller = scroller;
+    this.list = list;
+    /** @type {any[]} */
+    this.entries = [];
+    /** @type {Set<string>} ids of entries held */
+    this.ids = new Set();
+    /** toolCallId → toolResult message */
+    this.results = new Map();
+    /** toolCallId → the id of the assistant entry that made the call */
+    this.callers = new Map();
+    /** entry id → its drawn node */
+    this.nodes = new Map();
+    /** the index of the oldest entry drawn */
+    this.firstDrawn = 0;
+    this.live = h('div', { class: 'live', 'aria-live': 'off' });
+    this.more = h('button', { type: 'button', class: 'more' }, 'Show earlier entries');
+    this.more.addEventListener('click', () => this.drawEarlier());
+    this.observer = new IntersectionObserver((seen) => {
+      if (seen.some((item) => item.isIntersecting)) this.drawEarlier();
+    }, { root: scroller, rootMargin: '400px 0px 0px 0px' });
+  }
+
+  /** Starts over from a snapshot's transcript. @param {any[]} entries */
+  reset(entries) {
+    this.entries = [];
+    this.ids.clear();
+    this.results.clear();
+    this.callers.clear();
+    this.nodes.clear();
+    for (const entry of entries) this.remember(entry);
+    this.list.replaceChildren();
+    this.firstDrawn = Math.max(0, this.entries.length - PAGE);
+    const fragment = document.createDocumentFragment();
+    for (let i = this.firstDrawn; i < this.entries.length; i++) {
+      const node = this.draw(this.entries[i]);
+      if (node) fragment.append(node);
+    }
+    this.list.append(this.more, fragment, this.live);
+    this.more.hidden = this.firstDrawn === 0;
+    this.observer.disconnect();
+    if (this.firstDrawn > 0) this.observer.observe(this.more);
+    this.scrollToEnd();
+  }
+
+  /** @param {any} entry */
+  remember(entry) {
+    this.entries.push(entry);
+    this.ids.add(entry.id);
+    const message = entry.type === 'message' ? entry.message : null;
+    if (message?.role === 'toolResult') this.results.set(message.toolCallId, message);
+    if (message?.role === 'assistant') {
+      for (const block of message.content ?? []) if (block.type === 'toolCall') this.callers.set(block.id, entry.id);
+    }
+  }
+
+  /** @param {any} entry @returns {HTMLElement | null} */
+  draw(entry) {
+    const message = entry.type === 'message' ? entry.message : null;
+    // A tool's result is drawn inside its call.
+    if (message?.role === 'toolResult' && this.callers.has(message.toolCallId)) return null;
+    const node = entryView(entry, this.results);
+    if (node) {
+      node.dataset.entry = entry.id;
+      this.nodes.set(entry.id, node);
+    }
+    return node;
+  }
+
+  drawEarlier() {
+    if (this.firstDrawn === 0) return;
+    const from = Math.max(0, this.firstDrawn - PAGE);
+    const fragment = document.createDocumentFragment();
+    for (let i = from; i < this.firstDrawn; i++) {
+      const node = this.draw(this.entries[i]);
+      if (node) fragment.append(node);
+    }
+    // Keep what the reader looks at where it is.
+    const before = this.scroller.scrollHeight;
+    this.more.after(fragment);
+    this.scroller.scrollTop += this.scroller.scrollHeight - before;
+    this.firstDrawn = from;
+    this.more.hidden = from === 0;
+    // Observed afresh: a reader still at the top (the page drawn was
+    // shorter than the view) hears at once that more is wanted.
+    this.observer.disconnect();
+    if (from > 0) this.observer.observe(this.more);
+  }
+
+  /** An entry a record added to this ref's branch. @param {any} entry @returns {boolean} false when it was held already */
+  add(entry) {
+    if (this.ids.has(entry.id)) return false;
+    const follow = this.atEnd();
+    this.remember(entry);
+    const message = entry.type === 'message' ? entry.message : null;
+    if (message?.role === 'toolResult' && this.callers.has(message.toolCallId)) {
+      // Redraw the call with its result.
+      const caller = this.callers.get(message.toolCallId);
+      const old = this.nodes.get(caller);
+      const index = this.entries.findIndex((item) => item.id === caller);
+      if (old && index >= 0) {
+        const fresh = this.draw(this.entries[index]);
+        if (fresh) old.replaceWith(fresh);
+      }
+    } else {
+      const node = this.draw(entry);
+      if (node) this.live.before(node);
+    }
+    if (follow) this.scrollToEnd();
+    return true;
+  }
+
+  /** The message streaming now (null: none). @param {any | null} message */
+  streaming(message) {
+    const follow = this.atEnd();
+    this.live.replaceChildren();
+    if (message) {
+      const node = messageView(message, this.results);
+      node.classList.add('streaming');
+      this.live.append(node);
+    }
+    if (follow) this.scrollToEnd();
+  }
+
+  atEnd() {
+    return this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < 80;
+  }
+
+  scrollToEnd() {
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  /** The sum of the assistant messages' cost and the newest usage. */
+  spend() {
+    let cost = 0;
+    /** @type {any} */
+    let last = null;
+    for (const entry of this.entries) {
+      const message = entry.type === 'message' ? entry.message : null;
+      if (message?.role !== 'assistant' || !message.usage) continue;
+      cost += Number(message.usage.cost?.total ?? 0);
+      last = message.usage;
+    }
+    return { cost, last };
+  }
+}
