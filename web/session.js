@@ -7,6 +7,8 @@ import { h } from './render.js';
 import { Transcript } from './transcript.js';
 import { drawTree } from './tree.js';
 
+const SNAPSHOT_ENTRIES = 240;
+
 const TREE_TYPES = new Set(['message', 'model_change', 'thinking_level_change', 'active_tools_change', 'compaction',
   'branch_summary', 'custom', 'custom_message', 'label', 'session_info', 'damaged_entry']);
 
@@ -47,7 +49,8 @@ class SessionView {
     this.notice.hidden = true;
     const list = h('div', { class: 'transcript' });
     this.scroller = h('div', { class: 'scroller', tabindex: '0', role: 'region', 'aria-label': 'Transcript' }, list);
-    this.transcript = new Transcript(this.scroller, list);
+    this.transcript = new Transcript(this.scroller, list, async (before, limit) =>
+      (await call('GET', `${this.refBase}/branch?before=${seg(before)}&limit=${limit}`)).entries);
     this.inputs = h('div', { class: 'inputs', 'aria-live': 'polite' });
     this.operation = h('div', { class: 'operation', 'aria-live': 'polite' });
     this.sendButton = h('button', { type: 'submit', class: 'primary' }, 'Send');
@@ -63,6 +66,7 @@ class SessionView {
     /** counts the run_start and run_end events seen */
     this.epoch = 0;
     this.reconnecting = false;
+    this.sessionCost = 0;
     this.messageBox = /** @type {HTMLTextAreaElement} */ (h('textarea', { rows: '3', 'aria-label': 'Message', placeholder: 'Message (Enter sends, Shift+Enter: new line)' }));
     this.composer = this.makeComposer();
     this.settings = this.makeSettings();
@@ -88,7 +92,9 @@ class SessionView {
   }
 
   openStream() {
-    return new LiveStream(`${this.refBase}/events`, {
+    // The snapshot brings the newest entries; older ones are asked for as
+    // the reader scrolls up.
+    return new LiveStream(`${this.refBase}/events?transcript=${SNAPSHOT_ENTRIES}`, {
       onFrame: (frame) => this.frame(frame),
       onState: (state, detail) => {
         this.onConnection(state === 'live' ? 'live' : state === 'reconnecting' ? 'reconnecting…' : 'stream ended');
@@ -120,7 +126,7 @@ class SessionView {
     switch (frame.type) {
       case 'snapshot':
         this.leaf = frame.leafId ?? null;
-        this.transcript.reset(frame.transcript ?? []);
+        this.transcript.reset(frame.transcript ?? [], Number(frame.transcriptOmitted ?? 0));
         this.transcript.streaming(frame.run?.streamingMessage ?? null);
         this.drawSpend();
         this.scheduleRefresh();
@@ -235,6 +241,7 @@ class SessionView {
       return;
     }
     this.title.textContent = info.name ?? this.id;
+    this.sessionCost = Number(info.activity?.cost ?? 0);
     this.refs.replaceChildren(...info.refs.map((/** @type {any} */ ref) => {
       const link = h('a', { href: `#/s/${seg(this.id)}/${seg(ref.name)}` }, `${ref.name} · ${ref.status}`);
       if (ref.name === this.ref) link.setAttribute('aria-current', 'page');
@@ -291,12 +298,12 @@ class SessionView {
   }
 
   drawSpend() {
-    const { cost, last } = this.transcript.spend();
+    const last = this.transcript.lastUsage();
     const parts = [`${this.ref}: ${this.status.replace('_', ' ')}`];
     if (this.model) parts.push(this.model);
     if (this.thinking) parts.push(`thinking ${this.thinking}`);
     if (last) parts.push(`${last.totalTokens ?? 0} tokens`);
-    parts.push(`$${cost.toFixed(4)}`);
+    parts.push(`session $${this.sessionCost.toFixed(4)}`);
     if (this.context && typeof this.context.percent === 'number') parts.push(`context ${this.context.percent.toFixed(1)}%`);
     this.statusLine.textContent = parts.join(' · ');
   }

@@ -1,17 +1,26 @@
 // The transcript of one ref: its entries from the snapshot, the entries its
-// records add, and the message that is streaming now. Only the newest
-// entries are drawn at first; older ones are drawn a page at a time as the
-// reader scrolls up, so a session of ten thousand entries opens at once.
+// records add, and the message that is streaming now. The snapshot holds
+// only the newest entries, and only the newest of those are drawn at first;
+// older ones are drawn (and, past the snapshot's, fetched) a page at a time
+// as the reader scrolls up, so a session of ten thousand entries opens at
+// once.
 
 import { entryView, h, messageView } from './render.js';
 
 const PAGE = 120;
 
 export class Transcript {
-  /** @param {HTMLElement} scroller the element that scrolls @param {HTMLElement} list */
-  constructor(scroller, list) {
+  /**
+   * @param {HTMLElement} scroller the element that scrolls @param {HTMLElement} list
+   * @param {(before: string, limit: number) => Promise<any[]>} loadBefore the entries before an entry, oldest first
+   */
+  constructor(scroller, list, loadBefore) {
     this.scroller = scroller;
     this.list = list;
+    this.loadBefore = loadBefore;
+    /** entries of the transcript the snapshot left out, not fetched yet */
+    this.omitted = 0;
+    this.loading = false;
     /** @type {any[]} */
     this.entries = [];
     /** @type {Set<string>} ids of entries held */
@@ -26,14 +35,15 @@ export class Transcript {
     this.firstDrawn = 0;
     this.live = h('div', { class: 'live', 'aria-live': 'off' });
     this.more = h('button', { type: 'button', class: 'more' }, 'Show earlier entries');
-    this.more.addEventListener('click', () => this.drawEarlier());
+    this.more.addEventListener('click', () => void this.drawEarlier());
     this.observer = new IntersectionObserver((seen) => {
-      if (seen.some((item) => item.isIntersecting)) this.drawEarlier();
+      if (seen.some((item) => item.isIntersecting)) void this.drawEarlier();
     }, { root: scroller, rootMargin: '400px 0px 0px 0px' });
   }
 
-  /** Starts over from a snapshot's transcript. @param {any[]} entries */
-  reset(entries) {
+  /** Starts over from a snapshot's transcript. @param {any[]} entries @param {number} [omitted] older entries it left out */
+  reset(entries, omitted = 0) {
+    this.omitted = omitted;
     this.entries = [];
     this.ids.clear();
     this.results.clear();
@@ -48,10 +58,15 @@ export class Transcript {
       if (node) fragment.append(node);
     }
     this.list.append(this.more, fragment, this.live);
-    this.more.hidden = this.firstDrawn === 0;
+    this.more.hidden = !this.earlier();
     this.observer.disconnect();
-    if (this.firstDrawn > 0) this.observer.observe(this.more);
+    if (this.earlier()) this.observer.observe(this.more);
     this.scrollToEnd();
+  }
+
+  /** Whether there is more above what is drawn. */
+  earlier() {
+    return this.firstDrawn > 0 || this.omitted > 0;
   }
 
   /** @param {any} entry */
@@ -78,7 +93,25 @@ export class Transcript {
     return node;
   }
 
-  drawEarlier() {
+  async drawEarlier() {
+    if (this.firstDrawn === 0 && this.omitted > 0) {
+      if (this.loading || !this.entries.length) return;
+      this.loading = true;
+      try {
+        const older = await this.loadBefore(this.entries[0].id, Math.min(PAGE, this.omitted));
+        const held = this.entries;
+        this.entries = [];
+        this.results.clear();
+        this.callers.clear();
+        for (const entry of [...older, ...held]) this.remember(entry);
+        this.firstDrawn += older.length;
+        this.omitted = older.length ? this.omitted - older.length : 0;
+      } catch {
+        return;  // the button stays: another scroll, or a click, asks again
+      } finally {
+        this.loading = false;
+      }
+    }
     if (this.firstDrawn === 0) return;
     const from = Math.max(0, this.firstDrawn - PAGE);
     const fragment = document.createDocumentFragment();
@@ -91,11 +124,11 @@ export class Transcript {
     this.more.after(fragment);
     this.scroller.scrollTop += this.scroller.scrollHeight - before;
     this.firstDrawn = from;
-    this.more.hidden = from === 0;
+    this.more.hidden = !this.earlier();
     // Observed afresh: a reader still at the top (the page drawn was
     // shorter than the view) hears at once that more is wanted.
     this.observer.disconnect();
-    if (from > 0) this.observer.observe(this.more);
+    if (this.earlier()) this.observer.observe(this.more);
   }
 
   /** An entry a record added to this ref's branch. @param {any} entry @returns {boolean} false when it was held already */
@@ -141,17 +174,12 @@ export class Transcript {
     this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 
-  /** The sum of the assistant messages' cost and the newest usage. */
-  spend() {
-    let cost = 0;
-    /** @type {any} */
-    let last = null;
-    for (const entry of this.entries) {
-      const message = entry.type === 'message' ? entry.message : null;
-      if (message?.role !== 'assistant' || !message.usage) continue;
-      cost += Number(message.usage.cost?.total ?? 0);
-      last = message.usage;
+  /** The newest assistant message's usage, or null. */
+  lastUsage() {
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      const message = this.entries[i].type === 'message' ? this.entries[i].message : null;
+      if (message?.role === 'assistant' && message.usage) return message.usage;
     }
-    return { cost, last };
+    return null;
   }
 }

@@ -536,6 +536,56 @@ TEST_F(ServeTest, TheViewersFilesAreServedWithoutATokenAndNothingElseIs) {
   EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/favicon.ico", "", {})).status, 401);
 }
 
+// A snapshot can hold only a ref's newest entries (?transcript=N) and say
+// how many it left out; GET …/branch gives those, a page at a time, oldest
+// first, so that the pages and the snapshot together are the whole
+// transcript, each entry once.
+TEST_F(ServeTest, ALimitedSnapshotAndTheBranchPagesBeforeItMakeTheWholeTranscript) {
+  start_server();
+  create_session("s1");
+  for (const std::string text : {"say one", "say two", "say three"}) {
+    ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", text}}).status, 202);
+    ASSERT_EQ(wait_settled("s1", "main"), "idle");
+  }
+  std::vector<std::string> whole;
+  {
+    ServeStreamClient stream(port_, "/v1/sessions/s1/refs/main/events", token_);
+    auto snapshot = stream.next();
+    ASSERT_TRUE(snapshot);
+    for (const auto& entry : snapshot->data["transcript"]) whole.push_back(entry["id"]);
+    EXPECT_EQ(snapshot->data["transcriptOmitted"], 0);
+  }
+  ASSERT_EQ(whole.size(), 6u);
+  ServeStreamClient stream(port_, "/v1/sessions/s1/refs/main/events?transcript=2", token_);
+  auto snapshot = stream.next();
+  ASSERT_TRUE(snapshot);
+  ASSERT_EQ(snapshot->data["transcript"].size(), 2u);
+  EXPECT_EQ(snapshot->data["transcriptOmitted"], 4);
+  std::vector<std::string> got;
+  for (const auto& entry : snapshot->data["transcript"]) got.push_back(entry["id"]);
+  // Pages of 3 before the first held entry, until none is left.
+  std::string before = got.front();
+  for (int pages = 0; pages < 5; ++pages) {
+    const Json page = call("GET", fmt::format("/v1/sessions/s1/refs/main/branch?before={}&limit=3", before)).json();
+    ASSERT_TRUE(page["entries"].is_array()) << page.dump();
+    std::vector<std::string> older;
+    for (const auto& entry : page["entries"]) older.push_back(entry["id"]);
+    got.insert(got.begin(), older.begin(), older.end());
+    if (page["next"].is_null()) break;
+    EXPECT_EQ(page["next"], older.front());
+    before = older.front();
+  }
+  EXPECT_EQ(got, whole);
+  // Before the first entry there is nothing.
+  EXPECT_EQ(call("GET", fmt::format("/v1/sessions/s1/refs/main/branch?before={}", whole.front())).json()["entries"].size(), 0u);
+  EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/refs/main/branch")), "invalid_argument");
+  EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/refs/main/branch?before=nope")), "unknown_entry");
+  EXPECT_EQ(serve_error_code(call("GET", fmt::format("/v1/sessions/s1/refs/main/branch?before={}&limit=0", whole.back()))),
+            "invalid_argument");
+  EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/refs/main/events?transcript=0")), "invalid_argument");
+  EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/refs/main/events?transcript=x")), "invalid_argument");
+}
+
 // What the viewer shows beside a session and in its tree: its name, model,
 // last activity and spend; each message's first line; labels set over HTTP.
 TEST_F(ServeTest, ASessionsSummaryTreePreviewsAndLabels) {

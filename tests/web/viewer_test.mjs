@@ -398,8 +398,20 @@ async function main() {
   const drawn = await page.locator('.transcript .msg').count();
   check(drawn > 0 && drawn <= 300, `a 10,000-entry session draws only its newest entries (${drawn})`);
   await shot('08-long-session');
-  await page.evaluate(() => { /** @type {HTMLElement} */ (document.querySelector('.scroller')).scrollTop = 0; });
-  await until(async () => (await page.locator('.transcript .msg').count()) > drawn, 'scrolling up draws earlier entries');
+  // The snapshot holds the newest 240 entries: drawing more than that
+  // fetches the ones before them (GET …/branch).
+  await until(async () => {
+    await page.evaluate(() => { /** @type {HTMLElement} */ (document.querySelector('.scroller')).scrollTop = 0; });
+    return (await page.locator('.transcript .msg').count()) > 360;
+  }, 'scrolling up draws earlier entries, past the snapshot\'s');
+  const order = await page.locator('.transcript .msg .md').evaluateAll((nodes) => nodes.map((node) => node.textContent ?? ''));
+  // question k, answer k, question k + 1, …: a repeat or a gap breaks it.
+  const steps = order.map((text) => {
+    const match = /^(question|answer) (\d+)/.exec(text);
+    return match ? 2 * Number(match[2]) + (match[1] === 'answer' ? 1 : 0) : NaN;
+  });
+  check(steps.every((n, i) => i === 0 || n === steps[i - 1] + 1) && steps.at(-1) === 9999,
+    'the entries drawn are consecutive, each once, ending with the newest', JSON.stringify(order.slice(0, 4)));
 
   check(consoleErrors.length === 0, 'the page logged no error', consoleErrors.join('\n'));
 }

@@ -692,7 +692,17 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   auto open_stream = [&](std::optional<std::string> ref) -> Reply {
     auto after = stream_cursor();
     if (!after) return error(after.error());
-    auto stream = EventStream::open(host, std::move(ref), *after, limits_.max_stream_queue);
+    // ?transcript=N (a ref's stream): the snapshot's newest N entries only.
+    std::optional<std::size_t> transcript_limit;
+    if (ref) {
+      auto limit = query_int(request, "transcript");
+      if (!limit) return error(limit.error());
+      if (*limit && (**limit < 1 || **limit > static_cast<std::int64_t>(limits_.max_page))) {
+        return error(Error{Errc::invalid_argument, fmt::format("transcript must be 1 to {}", limits_.max_page)});
+      }
+      if (*limit) transcript_limit = static_cast<std::size_t>(**limit);
+    }
+    auto stream = EventStream::open(host, std::move(ref), *after, limits_.max_stream_queue, transcript_limit);
     if (!stream) return error(stream.error());
     return Reply{.stream = std::move(*stream)};
   };
@@ -834,6 +844,43 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       if (auto set = ref.set_active_tools(*tools); !set) return error(set.error());
     }
     return ok(config_json());
+  }
+  if (parts.size() == 6 && action == "branch") {
+    // The ref's transcript before an entry, as a snapshot's would hold it
+    // (back to the newest compaction, inclusive): the entries a snapshot
+    // with ?transcript=N left out, a page at a time, oldest first.
+    route_name = action_route;
+    if (method != "GET") return not_allowed();
+    auto before = request.query.find("before");
+    auto limit = query_int(request, "limit");
+    if (!limit) return error(limit.error());
+    if (before == request.query.end() || before->second.empty()) {
+      return error(Error{Errc::invalid_argument, "before (an entry id) is required"});
+    }
+    const std::int64_t count = limit->value_or(500);
+    if (count < 1 || count > static_cast<std::int64_t>(limits_.max_page)) {
+      return error(Error{Errc::invalid_argument, fmt::format("limit must be 1 to {}", limits_.max_page)});
+    }
+    auto entry = session.get_entry(before->second);
+    if (!entry) return error(entry.error());
+    if (!*entry) {
+      return error(Error{Errc::unknown_entry, fmt::format("session {} has no entry '{}'", *session_id, before->second)});
+    }
+    const std::optional<std::string> parent = (*entry)->parent_id;
+    Json entries = Json::array();
+    bool more = false;
+    // A compaction is where a transcript starts: nothing is before it.
+    if (parent && !std::holds_alternative<Compaction>((*entry)->body)) {
+      auto page = session.find_entries_on_branch(
+          EntryQuery{.order = Order::newest_first, .limit = static_cast<std::size_t>(count) + 1},
+          BranchBounds{.start = *parent, .stop_at_type = RecordType::compaction});
+      if (!page) return error(page.error());
+      more = page->items.size() > static_cast<std::size_t>(count);
+      if (more) page->items.pop_back();
+      for (auto it = page->items.rbegin(); it != page->items.rend(); ++it) entries.push_back(encode(*it));
+    }
+    Json next = more && !entries.empty() ? entries.front()["id"] : Json(nullptr);
+    return ok(Json{{"entries", std::move(entries)}, {"next", std::move(next)}});
   }
   if (parts.size() == 6 && action == "label") {
     route_name = action_route;

@@ -8,7 +8,8 @@ namespace cairn::serve {
 
 Result<std::shared_ptr<EventStream>> EventStream::open(std::shared_ptr<SessionHost> host,
                                                        std::optional<std::string> ref,
-                                                       std::optional<std::int64_t> after, std::size_t max_queued) {
+                                                       std::optional<std::int64_t> after, std::size_t max_queued,
+                                                       std::optional<std::size_t> transcript_limit) {
   std::shared_ptr<EventStream> stream(new EventStream());
   stream->host_ = host;
   stream->hub_ = host->hub;
@@ -29,7 +30,7 @@ Result<std::shared_ptr<EventStream>> EventStream::open(std::shared_ptr<SessionHo
     if (!watch) return std::unexpected(watch.error());
     watch->unsubscribe();
     stream->cursor_ = watch->snapshot().cursor;
-    if (!after) snapshot = to_json(watch->snapshot());
+    if (!after) snapshot = to_json(watch->snapshot(), transcript_limit);
   } else {
     SessionWatch watch = host->harness->watch_session();
     watch.unsubscribe();

@@ -30,8 +30,11 @@ class EventStream : public LiveStream {
  public:
   // `ref` empty: the session's stream. `after`: the client's cursor
   // (Last-Event-ID or ?after=); without one the stream starts with a snapshot.
+  // `transcript_limit`: the snapshot's transcript holds only the newest that
+  // many entries (see to_json(RefSnapshot)).
   static Result<std::shared_ptr<EventStream>> open(std::shared_ptr<SessionHost> host, std::optional<std::string> ref,
-                                                   std::optional<std::int64_t> after, std::size_t max_queued);
+                                                   std::optional<std::int64_t> after, std::size_t max_queued,
+                                                   std::optional<std::size_t> transcript_limit = std::nullopt);
   // The stream of a session another process writes: a snapshot read from
   // the store (or the records after the cursor), then its records as the
   // store gets them. The run's events stay with its writer.

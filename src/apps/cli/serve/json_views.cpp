@@ -102,9 +102,11 @@ Json run_snapshot_json(const RunSnapshot& run) {
 }
 }  // namespace
 
-Json to_json(const RefSnapshot& snapshot) {
+Json to_json(const RefSnapshot& snapshot, std::optional<std::size_t> transcript_limit) {
   Json transcript = Json::array();
-  for (const auto& entry : snapshot.transcript) transcript.push_back(encode(entry));
+  const std::size_t total = snapshot.transcript.size();
+  const std::size_t omitted = transcript_limit && *transcript_limit < total ? total - *transcript_limit : 0;
+  for (std::size_t i = omitted; i < total; ++i) transcript.push_back(encode(snapshot.transcript[i]));
   Json pending = Json::array();
   for (const auto& entry : snapshot.pending_writes) pending.push_back(encode(entry));
   Json out = {{"type", "snapshot"},
@@ -112,6 +114,7 @@ Json to_json(const RefSnapshot& snapshot) {
               {"cursor", snapshot.cursor},
               {"leafId", snapshot.leaf_id ? Json(*snapshot.leaf_id) : Json(nullptr)},
               {"transcript", std::move(transcript)},
+              {"transcriptOmitted", omitted},
               {"steer", messages_json(snapshot.steer)},
               {"followUp", messages_json(snapshot.follow_up)},
               {"nextRun", messages_json(snapshot.next_run)},
