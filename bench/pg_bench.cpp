@@ -124,17 +124,28 @@ Rate cairn_rate(const std::string& uri, int writers, int batch, double seconds, 
   return {static_cast<double>(done) / elapsed, static_cast<double>(done) * batch / elapsed};
 }
 
+// What a plain statement writes (--dissect compares the three): the
+// reference's rows (session, seq, stored line); the same rows with cairn's
+// four further columns (id, type, ref, run id); the reference's rows
+// inserted only through a guarded update of the session's head row, as
+// cairn's fence does.
+enum class Shape { plain, wide, fenced };
+
 // The same number of connections, each committing INSERTs of `batch` rows
 // (a record's stored line each) into a plain table keyed like cairn's, one
 // statement per commit, prepared once: what the server does for the same
 // rows without a lease, a fence or a log's checks.
-Rate plain_rate(const std::string& uri, int writers, int batch, double seconds, int round) {
+Rate plain_rate(const std::string& uri, int writers, int batch, double seconds, int round, Shape shape = Shape::plain) {
   std::string line = encode(testing::crash_record("n0k0", std::nullopt, "main")).dump();
   {
     auto db = pg::Connection::connect(uri);
     if (!db || !db->run("CREATE TABLE IF NOT EXISTS plain (session_id text, seq bigint, payload text, "
-                        "PRIMARY KEY (session_id, seq))")) {
-      std::fprintf(stderr, "cannot create the plain table\n");
+                        "PRIMARY KEY (session_id, seq))") ||
+        !db->run("CREATE TABLE IF NOT EXISTS plain_wide (session_id text, seq bigint, id text, type text, ref text, "
+                 "run_id text, payload text, PRIMARY KEY (session_id, seq))") ||
+        !db->run("CREATE TABLE IF NOT EXISTS plain_heads (session_id text PRIMARY KEY, head bigint NOT NULL) "
+                 "WITH (fillfactor = 50)")) {
+      std::fprintf(stderr, "cannot create the plain tables\n");
       std::exit(1);
     }
   }
@@ -147,17 +158,48 @@ Rate plain_rate(const std::string& uri, int writers, int batch, double seconds, 
       auto db = pg::Connection::connect(uri);
       if (!db) std::exit(1);
       const std::string session = fmt::format("plain-{}-{}", round, w);
-      std::string sql = "INSERT INTO plain (session_id, seq, payload) VALUES ";
-      for (int k = 0; k < batch; ++k) sql += fmt::format("{}($1, ${}::bigint, ${})", k ? ", " : "", 2 + 2 * k, 3 + 2 * k);
+      // $1 session, then (fenced) $2 new head and $3 expected head, then
+      // each row's seq and line (wide: and its four columns).
+      const int first = shape == Shape::fenced ? 4 : 2;
+      const int per_row = shape == Shape::wide ? 6 : 2;
+      std::string sql;
+      if (shape == Shape::fenced) {
+        if (!db->run(fmt::format("INSERT INTO plain_heads VALUES ('{}', -1)", session))) std::exit(1);
+        sql = "WITH head AS (UPDATE plain_heads SET head = $2::bigint WHERE session_id = $1 AND head = $3::bigint "
+              "RETURNING 1) INSERT INTO plain (session_id, seq, payload) SELECT $1, v.seq, v.payload FROM head, (VALUES ";
+      } else {
+        sql = shape == Shape::wide ? "INSERT INTO plain_wide (session_id, seq, id, type, ref, run_id, payload) VALUES "
+                                   : "INSERT INTO plain (session_id, seq, payload) VALUES ";
+      }
+      for (int k = 0; k < batch; ++k) {
+        const int p = first + per_row * k;
+        if (shape == Shape::fenced) sql += fmt::format("{}(${}::bigint, ${})", k ? ", " : "", p, p + 1);
+        if (shape == Shape::plain) sql += fmt::format("{}($1, ${}::bigint, ${})", k ? ", " : "", p, p + 1);
+        if (shape == Shape::wide) {
+          sql += fmt::format("{}($1, ${}::bigint, ${}, ${}, ${}, ${}, ${})", k ? ", " : "", p, p + 1, p + 2, p + 3, p + 4, p + 5);
+        }
+      }
+      if (shape == Shape::fenced) sql += ") AS v(seq, payload)";
       if (!db->prepare("plain", sql)) std::exit(1);
       start_line.arrive_and_wait();
       for (std::int64_t n = 0; !stop; ++n) {
         std::vector<pg::Param> params{session};
+        if (shape == Shape::fenced) {
+          params.emplace_back(std::to_string(n * batch + batch - 1));
+          params.emplace_back(std::to_string(n * batch - 1));
+        }
         for (int k = 0; k < batch; ++k) {
           params.emplace_back(std::to_string(n * batch + k));
+          if (shape == Shape::wide) {
+            params.emplace_back(fmt::format("n{}k{}", n, k));
+            params.emplace_back("message");
+            params.emplace_back("main");
+            params.emplace_back("run-1");
+          }
           params.emplace_back(line);
         }
-        if (!db->exec_prepared("plain", params)) std::exit(1);
+        auto done = db->exec_prepared("plain", params);
+        if (!done || done->affected() != batch) std::exit(1);
         ++commits;
       }
     });
@@ -176,13 +218,18 @@ Rate plain_rate(const std::string& uri, int writers, int batch, double seconds, 
 
 int main(int argc, char** argv) {
   double seconds = 6;
+  bool dissect = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--seconds" && i + 1 < argc) {
       seconds = std::stod(argv[++i]);
+    } else if (arg == "--dissect") {
+      dissect = true;
     } else {
-      std::printf("usage: cairn_bench_pg [--seconds S]\n\nFenced appends on a private PostgreSQL 15 cluster (fsync on) "
-                  "beside plain INSERT commits of as many rows on the same server.\n");
+      std::printf("usage: cairn_bench_pg [--seconds S] [--dissect]\n\nFenced appends on a private PostgreSQL 15 cluster (fsync on) "
+                  "beside plain INSERT commits of as many rows on the same server.\n--dissect: instead, the plain "
+                  "INSERTs beside the same rows with cairn's four further columns and beside them inserted through a "
+                  "guarded update of a head row, to say what each costs.\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -197,6 +244,34 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", why.c_str());
     return 1;
   }
+  auto median = [](std::vector<Rate> rates) {
+    std::sort(rates.begin(), rates.end(), [](const Rate& a, const Rate& b) { return a.commits < b.commits; });
+    return rates[rates.size() / 2];
+  };
+  int round = 0;
+  if (dissect) {
+    std::printf("plain INSERT commits/s on a private cluster with fsync on, %.1f s a row (three turns each), beside the same "
+                "rows with 4 more columns (wide) and inserted through a guarded head-row update (fenced), and cairn\n\n",
+                seconds);
+    std::printf("%-9s %-7s %12s %12s %12s %12s %8s %8s %8s\n", "sessions", "batch", "plain/s", "wide/s", "fenced/s", "cairn/s",
+                "wide", "fenced", "cairn");
+    for (const int writers : {1, 16}) {
+      for (const int batch : {1, 10}) {
+        std::vector<Rate> plains, wides, fenceds, cairns;
+        for (int turn = 0; turn < 3; ++turn) {
+          plains.push_back(plain_rate(uri, writers, batch, seconds / 4, round++));
+          wides.push_back(plain_rate(uri, writers, batch, seconds / 4, round++, Shape::wide));
+          fenceds.push_back(plain_rate(uri, writers, batch, seconds / 4, round++, Shape::fenced));
+          cairns.push_back(cairn_rate(uri, writers, batch, seconds / 4, round++));
+        }
+        const double plain = median(plains).commits;
+        const double wide = median(wides).commits, fenced = median(fenceds).commits, cairn = median(cairns).commits;
+        std::printf("%-9d %-7d %12.0f %12.0f %12.0f %12.0f %8.2f %8.2f %8.2f\n", writers, batch, plain, wide, fenced, cairn,
+                    wide / plain, fenced / plain, cairn / plain);
+      }
+    }
+    return 0;
+  }
   std::printf("PostgreSQL store, private cluster with fsync on, %.1f s a row (three turns each); reference: cairn appends/s >= 0.8 x plain "
               "INSERT commits/s\n\n",
               seconds);
@@ -205,11 +280,6 @@ int main(int argc, char** argv) {
   // The two take turns, three times, and each keeps its median: this
   // machine's load comes and goes, and a row measured whole after the other
   // would compare two different machines.
-  auto median = [](std::vector<Rate> rates) {
-    std::sort(rates.begin(), rates.end(), [](const Rate& a, const Rate& b) { return a.commits < b.commits; });
-    return rates[rates.size() / 2];
-  };
-  int round = 0;
   for (const int writers : {1, 16}) {
     for (const int batch : {1, 10}) {
       std::vector<Rate> plains, cairns;
