@@ -373,26 +373,18 @@ class SessionView {
     this.abortButton.hidden = true;
     const form = /** @type {HTMLFormElement} */ (h('form', { class: 'composer', 'aria-label': 'Send a message' }, text,
       h('div', { class: 'buttons' }, this.sendButton, this.followButton, this.abortButton)));
-    const send = async (/** @type {string} */ how) => {
+    // Both go through the prompt route, which starts a run on an idle ref
+    // and queues the message on a running one, in one request: the page's
+    // idea of the ref's state can be a moment old.
+    const send = async (/** @type {'steer' | 'followUp'} */ whileRunning) => {
       const message = text.value.trim();
       if (!message) return;
-      const done = await this.act(async () => {
-        try {
-          return await call('POST', `${this.refBase}/${how}`, { text: message });
-        } catch (error) {
-          // The page's idea of the ref's state can be a moment old: a run
-          // that just ended takes a prompt, one that just started a steer.
-          if (error instanceof ApiError && how === 'steer' && error.code === 'no_active_run') return call('POST', `${this.refBase}/prompt`, { text: message });
-          if (error instanceof ApiError && how === 'prompt' && error.code === 'busy') return call('POST', `${this.refBase}/steer`, { text: message });
-          throw error;
-        }
-      });
+      const done = await this.act(() => call('POST', `${this.refBase}/prompt`, { text: message, whileRunning }));
       if (done) text.value = '';
     };
     form.addEventListener('submit', (event) => {
       event.preventDefault();
-      const running = this.status === 'running' || this.status === 'cancelling';
-      void send(running ? 'steer' : 'prompt');
+      void send('steer');
     });
     text.addEventListener('keydown', (event) => {
       if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
@@ -400,7 +392,7 @@ class SessionView {
         form.requestSubmit();
       }
     });
-    this.followButton.addEventListener('click', () => void send('follow-up'));
+    this.followButton.addEventListener('click', () => void send('followUp'));
     this.abortButton.addEventListener('click', () => void this.act(() => call('POST', `${this.refBase}/abort`)));
     return form;
   }

@@ -800,6 +800,53 @@ TEST_F(ServeTest, ARunningRefRefusesWhatWouldConflictAndAbortReturnsTheClearedQu
   EXPECT_EQ(call("DELETE", "/v1/sessions/s1").status, 200);
 }
 
+// A prompt sent with whileRunning starts a run on an idle ref and is queued
+// on a running one: one request, never refused for the state the ref was in
+// a moment before, however its runs end and start around it.
+TEST_F(ServeTest, APromptWhileRunningIsQueuedAndOnAnIdleRefStartsARun) {
+  start_server();
+  create_session("s1");
+  const std::string prompt = "/v1/sessions/s1/refs/main/prompt";
+  EXPECT_EQ(serve_error_code(call("POST", prompt, Json{{"text", "say x"}, {"whileRunning", "later"}})), "invalid_argument");
+  const auto last_text = [&] {
+    const Json context = call("GET", "/v1/sessions/s1/refs/main/context").json();
+    return context["messages"].back()["content"][0].value("text", "");
+  };
+
+  ASSERT_EQ(call("POST", prompt, Json{{"text", "say idle"}, {"whileRunning", "steer"}}).status, 202);
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  EXPECT_EQ(last_text(), "idle");
+
+  ASSERT_EQ(call("POST", prompt, Json{{"text", "wait"}}).status, 202);
+  const ServeReply steered = call("POST", prompt, Json{{"text", "steer:now"}, {"whileRunning", "steer"}});
+  ASSERT_EQ(steered.status, 200) << steered.body;
+  EXPECT_EQ(steered.json()["queued"], "steer");
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  EXPECT_EQ(last_text(), "steered now");
+
+  ASSERT_EQ(call("POST", prompt, Json{{"text", "wait"}}).status, 202);
+  const ServeReply followed = call("POST", prompt, Json{{"text", "say after"}, {"whileRunning", "followUp"}});
+  ASSERT_EQ(followed.status, 200) << followed.body;
+  EXPECT_EQ(followed.json()["queued"], "follow-up");
+  EXPECT_EQ(wait_settled("s1", "main"), "idle");
+  EXPECT_EQ(last_text(), "after");
+
+  // Sent as a short run ends: each second message is taken once, as a
+  // prompt or as a steer, and none is refused.
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ(call("POST", prompt, Json{{"text", "say quick"}}).status, 202);
+    std::this_thread::sleep_for(std::chrono::milliseconds(i % 10));  // sometimes in the run, sometimes after it
+    const ServeReply second = call("POST", prompt, Json{{"text", fmt::format("say second {}", i)}, {"whileRunning", "steer"}});
+    ASSERT_TRUE(second.status == 202 || (second.status == 200 && second.json()["queued"] == "steer")) << second.body;
+    EXPECT_EQ(wait_settled("s1", "main"), "idle");
+    EXPECT_EQ(last_text(), fmt::format("second {}", i));
+  }
+  int taken = 0;
+  const Json context = call("GET", "/v1/sessions/s1/refs/main/context").json();
+  for (const auto& message : context["messages"]) taken += message.dump().find("say second 7") != std::string::npos;
+  EXPECT_EQ(taken, 1) << context.dump();
+}
+
 TEST_F(ServeTest, BadRequestsAreRefusedWithTheirReason) {
   start_server();
   create_session("s1");

@@ -303,10 +303,7 @@ OperationStart start_and_wait(SessionPool& pool, Metrics& metrics, const std::sh
 
 namespace {
 
-Reply start_operation(SessionPool& pool, Metrics& metrics, const std::shared_ptr<SessionHost>& host, AgentRef ref,
-                      std::vector<EventType> start_types, std::function<RunResult(AgentRef&)> operation) {
-  const OperationStart start =
-      start_and_wait(pool, metrics, host, std::move(ref), std::move(start_types), std::move(operation));
+Reply started_reply(const OperationStart& start) {
   if (start.started) {
     Json body = {{"runId", start.started->run_id ? Json(*start.started->run_id) : Json(nullptr)},
                  {"event", to_string(start.started->type)}};
@@ -318,6 +315,11 @@ Reply start_operation(SessionPool& pool, Metrics& metrics, const std::shared_ptr
   // nothing to shed. Said as the error it is.
   if (!result.ok() && result.run_id.empty() && result.error) return Reply{error_response(*result.error)};
   return Reply{json_response(200, to_json(result))};
+}
+
+Reply start_operation(SessionPool& pool, Metrics& metrics, const std::shared_ptr<SessionHost>& host, AgentRef ref,
+                      std::vector<EventType> start_types, std::function<RunResult(AgentRef&)> operation) {
+  return started_reply(start_and_wait(pool, metrics, host, std::move(ref), std::move(start_types), std::move(operation)));
 }
 
 }  // namespace
@@ -962,12 +964,35 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   if (method != "POST") return not_allowed();
 
   if (action == "prompt") {
-    auto body = body_of({"text"});
+    auto body = body_of({"text", "whileRunning"});
     if (!body) return error(body.error());
     auto text = body->required_string("text");
     if (!text) return error(text.error());
-    return start_operation(pool_, metrics_, host, ref, {EventType::run_start},
-                           [text = *text](AgentRef& r) { return r.prompt(text); });
+    auto while_running = body->string("whileRunning");
+    if (!while_running) return error(while_running.error());
+    if (*while_running && **while_running != "steer" && **while_running != "followUp") {
+      return error(Error{Errc::invalid_argument, "field 'whileRunning' must be steer or followUp"});
+    }
+    const auto prompt = [&] {
+      return start_and_wait(pool_, metrics_, host, ref, {EventType::run_start},
+                            [text = *text](AgentRef& r) { return r.prompt(text); });
+    };
+    if (!*while_running) return started_reply(prompt());
+    // A client's idea of the ref's state is always a moment old: a run can
+    // end between its look and its message. Each refusal below changed
+    // nothing, so the other way is tried, and the client sees one answer.
+    const bool steer = **while_running == "steer";
+    for (int attempt = 0;; ++attempt) {
+      OperationStart started = prompt();
+      const bool busy = !started.started && started.done && !started.done->ok() && started.done->run_id.empty() &&
+                        started.done->error && started.done->error->is(Errc::busy);
+      if (!busy || attempt == 2) return started_reply(started);
+      QueueResult queued = steer ? ref.steer(*text) : ref.follow_up(*text);
+      if (queued.ok()) return ok(Json{{"queued", steer ? "steer" : "follow-up"}});
+      if (!queued.error || !queued.error->is(Errc::no_active_run)) {
+        return error(queued.error.value_or(Error{Errc::internal_error, "not queued"}));
+      }
+    }
   }
   if (action == "steer" || action == "follow-up" || action == "next-run") {
     auto body = body_of({"text"});
