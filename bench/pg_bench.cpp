@@ -10,6 +10,7 @@
 //
 //   cairn_bench_pg [--seconds S] [--help]   (S: per row, each side; default 6)
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +24,7 @@
 
 #include "cairn/store/store.hpp"
 #include "store/pg_conn.hpp"
+#include "store/pg_medium.hpp"
 #include "support/crash_record.hpp"
 #include "support/pg_cluster.hpp"
 
@@ -124,12 +126,49 @@ Rate cairn_rate(const std::string& uri, int writers, int batch, double seconds, 
   return {static_cast<double>(done) / elapsed, static_cast<double>(done) * batch / elapsed};
 }
 
-// What a plain statement writes (--dissect compares the three): the
-// reference's rows (session, seq, stored line); the same rows with cairn's
-// four further columns (id, type, ref, run id); the reference's rows
-// inserted only through a guarded update of the session's head row, as
-// cairn's fence does.
-enum class Shape { plain, wide, fenced };
+// What a plain statement writes (--dissect compares them): the reference's
+// rows (session, seq, stored line); the same rows with cairn's four further
+// columns (id, type, ref, run id); the reference's rows inserted only
+// through a guarded update of the session's head row, as cairn's fence
+// does; and cairn's own append statement into its own tables, for a
+// session a store created (and holds), sent by this loop instead of by the
+// session: what is left between it and cairn's appends is cairn's process.
+enum class Shape { plain, wide, fenced, statement };
+
+// Shape::statement: cairn's append statement for a session `store` created
+// and holds, its head and generation read back, committed in a loop.
+void statement_loop(pg::Connection& db, const std::string& uri, const std::string& session, int batch,
+                    const std::string& line, StartLine& start_line, const std::atomic<bool>& stop,
+                    std::atomic<std::int64_t>& commits) {
+  auto store = open_store(uri, {.announce_appends = false});
+  if (!store) std::exit(1);
+  auto held = (*store)->create({.id = session, .cwd = "/bench"});
+  if (!held) std::exit(1);
+  const std::array<pg::Param, 1> id{session};
+  auto row = db.exec("SELECT generation, head_seq FROM cairn_sessions WHERE id = $1", id);
+  if (!row || row->size() != 1 || !db.prepare("statement", pg::append_statement(static_cast<std::size_t>(batch)))) {
+    std::exit(1);
+  }
+  const std::string generation = std::to_string(row->int64(0, 0));
+  std::int64_t head = row->int64(0, 1);
+  start_line.arrive_and_wait();
+  for (std::int64_t n = 0; !stop; ++n) {
+    std::vector<pg::Param> params{session, generation, pg::this_owner(), std::to_string(head + batch),
+                                  std::to_string(head), "0"};
+    for (int k = 0; k < batch; ++k) {
+      params.emplace_back(std::to_string(head + 1 + k));
+      params.emplace_back(fmt::format("n{}k{}", n, k));
+      params.emplace_back("message");
+      params.emplace_back("main");
+      params.emplace_back(pg::Param());
+      params.emplace_back(line);
+    }
+    auto done = db.exec_prepared("statement", params);
+    if (!done || done->affected() != batch) std::exit(1);
+    head += batch;
+    ++commits;
+  }
+}
 
 // The same number of connections, each committing INSERTs of `batch` rows
 // (a record's stored line each) into a plain table keyed like cairn's, one
@@ -158,6 +197,10 @@ Rate plain_rate(const std::string& uri, int writers, int batch, double seconds, 
       auto db = pg::Connection::connect(uri);
       if (!db) std::exit(1);
       const std::string session = fmt::format("plain-{}-{}", round, w);
+      if (shape == Shape::statement) {
+        statement_loop(*db, uri, session, batch, line, start_line, stop, commits);
+        return;
+      }
       // $1 session, then (fenced) $2 new head and $3 expected head, then
       // each row's seq and line (wide: and its four columns).
       const int first = shape == Shape::fenced ? 4 : 2;
@@ -229,7 +272,8 @@ int main(int argc, char** argv) {
       std::printf("usage: cairn_bench_pg [--seconds S] [--dissect]\n\nFenced appends on a private PostgreSQL 15 cluster (fsync on) "
                   "beside plain INSERT commits of as many rows on the same server.\n--dissect: instead, the plain "
                   "INSERTs beside the same rows with cairn's four further columns and beside them inserted through a "
-                  "guarded update of a head row, to say what each costs.\n");
+                  "guarded update of a head row, beside cairn's own append statement sent by a plain loop, to say what each "
+                  "costs.\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -251,23 +295,26 @@ int main(int argc, char** argv) {
   int round = 0;
   if (dissect) {
     std::printf("plain INSERT commits/s on a private cluster with fsync on, %.1f s a row (three turns each), beside the same "
-                "rows with 4 more columns (wide) and inserted through a guarded head-row update (fenced), and cairn\n\n",
+                "rows with 4 more columns (wide), inserted through a guarded head-row update (fenced), cairn's append statement "
+                "sent by a plain loop (statement), and cairn's appends\n\n",
                 seconds);
-    std::printf("%-9s %-7s %12s %12s %12s %12s %8s %8s %8s\n", "sessions", "batch", "plain/s", "wide/s", "fenced/s", "cairn/s",
-                "wide", "fenced", "cairn");
+    std::printf("%-9s %-7s %10s %10s %10s %11s %10s %7s %7s %10s %7s\n", "sessions", "batch", "plain/s", "wide/s",
+                "fenced/s", "statement/s", "cairn/s", "wide", "fenced", "statement", "cairn");
     for (const int writers : {1, 16}) {
       for (const int batch : {1, 10}) {
-        std::vector<Rate> plains, wides, fenceds, cairns;
+        std::vector<Rate> plains, wides, fenceds, statements, cairns;
         for (int turn = 0; turn < 3; ++turn) {
-          plains.push_back(plain_rate(uri, writers, batch, seconds / 4, round++));
-          wides.push_back(plain_rate(uri, writers, batch, seconds / 4, round++, Shape::wide));
-          fenceds.push_back(plain_rate(uri, writers, batch, seconds / 4, round++, Shape::fenced));
-          cairns.push_back(cairn_rate(uri, writers, batch, seconds / 4, round++));
+          plains.push_back(plain_rate(uri, writers, batch, seconds / 5, round++));
+          wides.push_back(plain_rate(uri, writers, batch, seconds / 5, round++, Shape::wide));
+          fenceds.push_back(plain_rate(uri, writers, batch, seconds / 5, round++, Shape::fenced));
+          statements.push_back(plain_rate(uri, writers, batch, seconds / 5, round++, Shape::statement));
+          cairns.push_back(cairn_rate(uri, writers, batch, seconds / 5, round++));
         }
         const double plain = median(plains).commits;
-        const double wide = median(wides).commits, fenced = median(fenceds).commits, cairn = median(cairns).commits;
-        std::printf("%-9d %-7d %12.0f %12.0f %12.0f %12.0f %8.2f %8.2f %8.2f\n", writers, batch, plain, wide, fenced, cairn,
-                    wide / plain, fenced / plain, cairn / plain);
+        const double wide = median(wides).commits, fenced = median(fenceds).commits;
+        const double statement = median(statements).commits, cairn = median(cairns).commits;
+        std::printf("%-9d %-7d %10.0f %10.0f %10.0f %11.0f %10.0f %7.2f %7.2f %10.2f %7.2f\n", writers, batch, plain, wide,
+                    fenced, statement, cairn, wide / plain, fenced / plain, statement / plain, cairn / plain);
       }
     }
     return 0;

@@ -379,10 +379,8 @@ Error PgMedium::fenced_error_locked(std::int64_t expected_head) {
 
 // ---- appending --------------------------------------------------------------------
 
-const std::string& PgMedium::append_sql(std::size_t count) {
-  auto& sql = append_sql_[count];
-  if (!sql.empty()) return sql;
-  sql =
+std::string append_statement(std::size_t count) {
+  std::string sql =
       "WITH head AS (UPDATE cairn_sessions SET head_seq = $4::bigint, open_ops = open_ops + $6::bigint, "
       "claims = CASE WHEN open_ops + $6::bigint = 0 THEN 0 ELSE claims END "
       "WHERE id = $1 AND generation = $2::bigint AND owner = $3 AND head_seq = $5::bigint RETURNING 1) "
@@ -394,6 +392,12 @@ const std::string& PgMedium::append_sql(std::size_t count) {
                        p + 2, p + 3, p + 4, p + 5);
   }
   sql += ") AS v(seq, id, type, ref, run_id, payload)";
+  return sql;
+}
+
+const std::string& PgMedium::append_sql(std::size_t count) {
+  auto& sql = append_sql_[count];
+  if (sql.empty()) sql = append_statement(count);
   return sql;
 }
 

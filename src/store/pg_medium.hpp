@@ -36,6 +36,12 @@ std::int64_t open_operations_delta(const std::vector<PreparedRecord>& records);
 // A child session (its header's "child"): its parent's run resumes it.
 bool is_child(const SessionHeader& header);
 
+// The fenced append of `count` records (pg_medium.cpp says why it is shaped
+// so). Its parameters: $1 session id, $2 generation, $3 owner, $4 the
+// batch's last seq, $5 the head it expects, $6 open operations added; then
+// six per record: seq, id, type, ref, run id, stored line.
+std::string append_statement(std::size_t count);
+
 // This process as a lease owner: "HOST pid PID #NONCE".
 const std::string& this_owner();
 
