@@ -49,8 +49,15 @@ class SessionView {
     this.notice.hidden = true;
     const list = h('div', { class: 'transcript' });
     this.scroller = h('div', { class: 'scroller', tabindex: '0', role: 'region', 'aria-label': 'Transcript' }, list);
-    this.transcript = new Transcript(this.scroller, list, async (before, limit) =>
-      (await call('GET', `${this.refBase}/branch?before=${seg(before)}&limit=${limit}`)).entries);
+    this.transcript = new Transcript(this.scroller, list, async (before, limit) => {
+      try {
+        return (await call('GET', `${this.refBase}/branch?before=${seg(before)}&limit=${limit}`)).entries;
+      } catch (error) {
+        // The entry left the ref's branch (it was moved): a new snapshot.
+        if (error instanceof ApiError && error.code === 'unknown_entry') this.restart();
+        throw error;
+      }
+    });
     this.inputs = h('div', { class: 'inputs', 'aria-live': 'polite' });
     this.operation = h('div', { class: 'operation', 'aria-live': 'polite' });
     this.sendButton = h('button', { type: 'submit', class: 'primary' }, 'Send');

@@ -580,6 +580,17 @@ TEST_F(ServeTest, ALimitedSnapshotAndTheBranchPagesBeforeItMakeTheWholeTranscrip
   EXPECT_EQ(call("GET", fmt::format("/v1/sessions/s1/refs/main/branch?before={}", whole.front())).json()["entries"].size(), 0u);
   EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/refs/main/branch")), "invalid_argument");
   EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/refs/main/branch?before=nope")), "unknown_entry");
+  // An entry of another branch is not before anything on this one.
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs", Json{{"name", "side"}, {"at", whole[1]}}).status, 201);
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/side/prompt", Json{{"text", "say aside"}}).status, 202);
+  ASSERT_EQ(wait_settled("s1", "side"), "idle");
+  const Json side = call("GET", "/v1/sessions/s1/refs/side/context").json();
+  const std::string aside = side["entryIds"].back();
+  EXPECT_EQ(serve_error_code(call("GET", fmt::format("/v1/sessions/s1/refs/main/branch?before={}", aside))), "unknown_entry");
+  const Json side_page = call("GET", fmt::format("/v1/sessions/s1/refs/side/branch?before={}", aside)).json();
+  ASSERT_EQ(side_page["entries"].size(), 3u) << side_page.dump();
+  EXPECT_EQ(side_page["entries"][0]["id"], whole[0]);
+  EXPECT_EQ(side_page["entries"][1]["id"], whole[1]);
   EXPECT_EQ(serve_error_code(call("GET", fmt::format("/v1/sessions/s1/refs/main/branch?before={}&limit=0", whole.back()))),
             "invalid_argument");
   EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/refs/main/events?transcript=0")), "invalid_argument");

@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <fstream>
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -211,6 +214,19 @@ Result<std::optional<std::int64_t>> query_int(const HttpRequest& request, const 
   return std::optional<std::int64_t>(value);
 }
 
+// A count in the query (a page's limit, a snapshot's transcript), 1 to `max`:
+// absent, it is `fallback` (none when that is none).
+Result<std::optional<std::size_t>> query_count(const HttpRequest& request, const std::string& key, std::size_t max,
+                                               std::optional<std::size_t> fallback) {
+  auto value = query_int(request, key);
+  if (!value) return std::unexpected(value.error());
+  if (!*value) return fallback;
+  if (**value < 1 || static_cast<std::uint64_t>(**value) > max) {
+    return fail(Errc::invalid_argument, fmt::format("{} must be 1 to {}", key, max));
+  }
+  return std::optional<std::size_t>(static_cast<std::size_t>(**value));
+}
+
 }  // namespace
 
 std::string percent_decode(std::string_view text, bool& ok) {
@@ -302,6 +318,10 @@ OperationStart start_and_wait(SessionPool& pool, Metrics& metrics, const std::sh
 }
 
 namespace {
+
+// How long a prompt sent with whileRunning waits for a run that has stopped
+// taking messages to end, before it says busy.
+constexpr auto kEndingRunWait = std::chrono::seconds(2);
 
 Reply started_reply(const OperationStart& start) {
   if (start.started) {
@@ -489,10 +509,9 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   if (parts.size() == 2) {
     route_name = "/v1/sessions";
     if (method == "GET") {
-      auto limit = query_int(request, "limit");
+      auto limit = query_count(request, "limit", 1000, 100);
       if (!limit) return error(limit.error());
-      const std::int64_t page = limit->value_or(100);
-      if (page < 1 || page > 1000) return error(Error{Errc::invalid_argument, "limit must be 1 to 1000"});
+      const std::size_t page = **limit;
       auto headers = pool_.list();
       if (!headers) return error(headers.error());
       // Lineage: each session lists its subagents' sessions (oldest first);
@@ -516,7 +535,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       }
       Json sessions = Json::array();
       std::size_t i = start;
-      for (; i < headers->size() && sessions.size() < static_cast<std::size_t>(page); ++i) {
+      for (; i < headers->size() && sessions.size() < page; ++i) {
         Json session = encode((*headers)[i]);
         if (auto kids = children.find((*headers)[i].id); kids != children.end()) session["children"] = kids->second;
         sessions.push_back(std::move(session));
@@ -559,20 +578,16 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   // newest seq when this server knows it.
   auto records_page = [&](const StreamHub::Reader& read, std::optional<std::int64_t> newest) -> Reply {
     auto after = query_int(request, "after");
-    auto limit = query_int(request, "limit");
+    auto limit = query_count(request, "limit", limits_.max_page, 1000);
     if (!after) return error(after.error());
     if (!limit) return error(limit.error());
-    const std::int64_t count = limit->value_or(1000);
-    if (count < 1 || count > static_cast<std::int64_t>(limits_.max_page)) {
-      return error(Error{Errc::invalid_argument, fmt::format("limit must be 1 to {}", limits_.max_page)});
-    }
-    auto lines = read(after->value_or(-1), static_cast<std::size_t>(count));
+    auto lines = read(after->value_or(-1), **limit);
     if (!lines) return error(lines.error());
     Json records = Json::array();
     for (const auto& line : *lines) records.push_back(Json::parse(line.json, nullptr, false));
     Json body = {{"records", std::move(records)}};
     const bool last = lines->empty() || (newest ? lines->back().seq >= *newest
-                                                : static_cast<std::int64_t>(lines->size()) < count);
+                                                : lines->size() < **limit);
     body["next"] = last ? Json(nullptr) : Json(lines->back().seq);
     return ok(body);
   };
@@ -697,12 +712,9 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     // ?transcript=N (a ref's stream): the snapshot's newest N entries only.
     std::optional<std::size_t> transcript_limit;
     if (ref) {
-      auto limit = query_int(request, "transcript");
+      auto limit = query_count(request, "transcript", limits_.max_page, std::nullopt);
       if (!limit) return error(limit.error());
-      if (*limit && (**limit < 1 || **limit > static_cast<std::int64_t>(limits_.max_page))) {
-        return error(Error{Errc::invalid_argument, fmt::format("transcript must be 1 to {}", limits_.max_page)});
-      }
-      if (*limit) transcript_limit = static_cast<std::size_t>(**limit);
+      transcript_limit = *limit;
     }
     auto stream = EventStream::open(host, std::move(ref), *after, limits_.max_stream_queue, transcript_limit);
     if (!stream) return error(stream.error());
@@ -854,19 +866,24 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     route_name = action_route;
     if (method != "GET") return not_allowed();
     auto before = request.query.find("before");
-    auto limit = query_int(request, "limit");
+    auto limit = query_count(request, "limit", limits_.max_page, 500);
     if (!limit) return error(limit.error());
     if (before == request.query.end() || before->second.empty()) {
       return error(Error{Errc::invalid_argument, "before (an entry id) is required"});
     }
-    const std::int64_t count = limit->value_or(500);
-    if (count < 1 || count > static_cast<std::int64_t>(limits_.max_page)) {
-      return error(Error{Errc::invalid_argument, fmt::format("limit must be 1 to {}", limits_.max_page)});
-    }
+    const std::size_t count = **limit;
     auto entry = session.get_entry(before->second);
     if (!entry) return error(entry.error());
     if (!*entry) {
       return error(Error{Errc::unknown_entry, fmt::format("session {} has no entry '{}'", *session_id, before->second)});
+    }
+    // Only the ref's own branch: another branch's entries are not this
+    // transcript's (and after a navigate the client's snapshot is stale).
+    const auto path = session.path_to(session.leaf(*ref_name));
+    if (std::find(path.begin(), path.end(), before->second) == path.end()) {
+      return error(Error{Errc::unknown_entry, fmt::format("entry '{}' is not on ref '{}''s branch (if the ref moved, open "
+                                                          "its stream again)",
+                                                          before->second, *ref_name)});
     }
     const std::optional<std::string> parent = (*entry)->parent_id;
     Json entries = Json::array();
@@ -874,10 +891,10 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     // A compaction is where a transcript starts: nothing is before it.
     if (parent && !std::holds_alternative<Compaction>((*entry)->body)) {
       auto page = session.find_entries_on_branch(
-          EntryQuery{.order = Order::newest_first, .limit = static_cast<std::size_t>(count) + 1},
+          EntryQuery{.order = Order::newest_first, .limit = count + 1},
           BranchBounds{.start = *parent, .stop_at_type = RecordType::compaction});
       if (!page) return error(page.error());
-      more = page->items.size() > static_cast<std::size_t>(count);
+      more = page->items.size() > count;
       if (more) page->items.pop_back();
       for (auto it = page->items.rbegin(); it != page->items.rend(); ++it) entries.push_back(encode(*it));
     }
@@ -981,17 +998,22 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     // A client's idea of the ref's state is always a moment old: a run can
     // end between its look and its message. Each refusal below changed
     // nothing, so the other way is tried, and the client sees one answer.
+    // Busy and yet no run to queue on: a run writing its end (milliseconds),
+    // or another operation (a compaction), which is still busy after a while.
     const bool steer = **while_running == "steer";
-    for (int attempt = 0;; ++attempt) {
+    const auto give_up = std::chrono::steady_clock::now() + kEndingRunWait;
+    for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(50))) {
       OperationStart started = prompt();
       const bool busy = !started.started && started.done && !started.done->ok() && started.done->run_id.empty() &&
                         started.done->error && started.done->error->is(Errc::busy);
-      if (!busy || attempt == 2) return started_reply(started);
+      if (!busy) return started_reply(started);
       QueueResult queued = steer ? ref.steer(*text) : ref.follow_up(*text);
       if (queued.ok()) return ok(Json{{"queued", steer ? "steer" : "follow-up"}});
       if (!queued.error || !queued.error->is(Errc::no_active_run)) {
         return error(queued.error.value_or(Error{Errc::internal_error, "not queued"}));
       }
+      if (std::chrono::steady_clock::now() >= give_up) return started_reply(started);
+      std::this_thread::sleep_for(pause);
     }
   }
   if (action == "steer" || action == "follow-up" || action == "next-run") {
