@@ -44,6 +44,9 @@ class SessionView {
     this.treeBox = h('div', { class: 'tree-box' });
     this.entryActions = h('div', { class: 'entry-actions', 'aria-live': 'polite' });
     this.children = h('div', { class: 'children' });
+    /** The status and time the subagents list was last asked for. @type {string | undefined} */
+    this.childrenStatus = undefined;
+    this.childrenAt = 0;
     this.statusLine = h('p', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
     this.notice = h('p', { class: 'notice', role: 'alert' });
     this.notice.hidden = true;
@@ -276,6 +279,13 @@ class SessionView {
     } else {
       this.drawInputs(inputs);
     }
+    // The subagents list changes only with a run: asked for when the page
+    // opens, when the ref's status changes, and otherwise every 15 s (not at
+    // each look while a run goes).
+    const now = Date.now();
+    if (this.status === this.childrenStatus && now - this.childrenAt < 15000) return;
+    this.childrenStatus = this.status;
+    this.childrenAt = now;
     const children = await call('GET', `/v1/sessions?parent=${seg(this.id)}`).catch(() => ({ sessions: [] }));
     const parent = info.session.parentSession;
     this.children.replaceChildren(
