@@ -389,7 +389,9 @@ async function main() {
   const forkInfo = await api('GET', `/v1/sessions/${encodeURIComponent(forked)}`);
   check(forked !== sessionId && forkInfo.session?.parentSession === sessionId, 'the fork is a new session whose parent is the first',
     JSON.stringify(forkInfo.session));
-  check(await page.locator('.children', { hasText: 'Forked from' }).count() === 1, 'the fork links back to the session it came from');
+  // Drawn from the session's header, which the page asks for beside the stream.
+  check(await until(async () => await page.locator('.children', { hasText: 'Forked from' }).count() === 1, 'the fork shows its parent'),
+    'the fork links back to the session it came from');
   await shot('07-fork');
 
   // -- a 10,000-entry session: the newest entries drawn, the rest on scrolling up.
