@@ -193,6 +193,18 @@ class JsonlStore final : public Store {
                                      std::move(contents->report));
   }
 
+  Result<std::string> log_stamp(std::string_view id) override {
+    if (!valid_session_id(id)) return fail(Errc::not_found, fmt::format("no session {} in {}", id, dir_));
+    const std::string path = file_of(id);
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return fail(Errc::not_found, fmt::format("no session {} in {}", id, dir_));
+      return fail(Errc::io_error, fmt::format("cannot stat {}: {}", path, errno_text()));
+    }
+    // A repair rewrites the file (another inode); appends grow it.
+    return fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  }
+
   Status remove(std::string_view id) override {
     if (!valid_session_id(id)) return fail(Errc::not_found, fmt::format("no session {} in {}", id, dir_));
     auto lock = FileLock::acquire(lock_of(id), fmt::format("session {} in {}", id, dir_), std::chrono::milliseconds(0), false);

@@ -2,6 +2,7 @@
 // rebuilds its index from the stored lines through the same checks as a file,
 // so tests that "crash" (drop a Session) and reopen see what a restart would.
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -15,8 +16,14 @@
 namespace cairn {
 namespace {
 
+std::uint64_t next_serial() {
+  static std::atomic<std::uint64_t> serial{0};
+  return ++serial;
+}
+
 struct MemorySession {
   SessionHeader header;
+  std::uint64_t serial = next_serial();  // tells a session made again under an old id from the old one
   std::vector<std::string> lines;
   bool has_writer = false;
   std::int64_t generation = 0;
@@ -153,6 +160,14 @@ class MemoryStore final : public Store {
     std::unique_ptr<LogMedium> medium;
     if (!options.read_only) medium = std::make_unique<MemoryMedium>(shared_, session);
     return std::make_shared<Session>(session->header, std::move(index), std::move(medium), OpenReport{});
+  }
+
+  Result<std::string> log_stamp(std::string_view id) override {
+    std::lock_guard lock(shared_->mu);
+    auto it = shared_->sessions.find(id);
+    if (it == shared_->sessions.end()) return fail(Errc::not_found, fmt::format("no session {} in memory:", id));
+    // Memory sessions are never repaired: which session, and its length.
+    return fmt::format("{}:{}", it->second->serial, it->second->lines.size());
   }
 
   Status remove(std::string_view id) override {

@@ -67,6 +67,9 @@ class PostgresStore final : public Store {
   Result<std::vector<LogLine>> read_log(std::string_view id, std::int64_t after_seq, std::size_t limit) override {
     return guarded(where(id), [&] { return read_session_log(std::string(id), after_seq, limit); });
   }
+  Result<std::string> log_stamp(std::string_view id) override {
+    return guarded(where(id), [&] { return stamp_of(std::string(id)); });
+  }
   Result<std::unique_ptr<LogFollow>> follow(std::string_view id, std::chrono::milliseconds poll,
                                             std::function<void()> changed) override {
     if (poll <= std::chrono::milliseconds::zero()) return fail(Errc::invalid_argument, "a follow's poll must be positive");
@@ -86,6 +89,7 @@ class PostgresStore final : public Store {
   Result<std::optional<std::shared_ptr<Session>>> claim_session(const ClaimOptions& options);
   Status end_session_claim(const std::string& id, ClaimEnd end, std::string_view detail);
   Result<std::vector<LogLine>> read_session_log(const std::string& id, std::int64_t after_seq, std::size_t limit);
+  Result<std::string> stamp_of(const std::string& id);
   // The session's header and records, read in one snapshot, under `medium`'s
   // lease (null: read-only).
   Result<std::shared_ptr<Session>> open_with(const std::string& id, std::unique_ptr<pg::PgMedium> medium);
@@ -362,6 +366,17 @@ Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHea
 }
 
 // ---- following ------------------------------------------------------------------------
+
+// The session's creation time and its head: one primary-key lookup. A
+// repair bumps the generation (it takes the session as a writer does).
+Result<std::string> PostgresStore::stamp_of(const std::string& id) {
+  std::lock_guard lock(mu_);
+  const std::array<Param, 1> key{id};
+  auto row = exec("SELECT timestamp, head_seq, generation FROM cairn_sessions WHERE id = $1", key);
+  if (!row) return std::unexpected(db_error(id, "cannot read the head", row.error()));
+  if (row->size() == 0) return std::unexpected(not_found(id));
+  return fmt::format("{}:{}:{}", row->text(0, 0), row->int64(0, 1), row->int64(0, 2));
+}
 
 Result<std::vector<LogLine>> PostgresStore::read_session_log(const std::string& id, std::int64_t after_seq,
                                                                std::size_t limit) {

@@ -90,6 +90,9 @@ class SqliteStore final : public Store {
   Result<RepairReport> repair(std::string_view id) override {
     return guarded(where(file_, id), [&] { return repair_session(std::string(id)); });
   }
+  Result<std::string> log_stamp(std::string_view id) override {
+    return guarded(where(file_, id), [&] { return stamp_of(std::string(id)); });
+  }
 
  private:
   Result<std::vector<SessionHeader>> list_sessions();
@@ -98,6 +101,7 @@ class SqliteStore final : public Store {
   Result<std::shared_ptr<Session>> open_session(const std::string& id, const OpenOptions& options);
   Status remove_session(const std::string& id);
   Result<RepairReport> repair_session(const std::string& id);
+  Result<std::string> stamp_of(const std::string& id);
   // Copies the session's rows, as they are, into a new database `backup`.
   Status back_up(const std::string& id, const std::string& backup);
 
@@ -299,6 +303,22 @@ Result<bool> SqliteStore::exists(const std::string& id) {
   auto row = statement->bind(1, std::string_view(id)).step();
   if (!row) return std::unexpected(io_error(id, "cannot look the session up", row.error()));
   return *row;
+}
+
+// The session's creation time (a session removed and made again is another)
+// and its newest seq: four primary-key lookups, no payload read.
+Result<std::string> SqliteStore::stamp_of(const std::string& id) {
+  if (!valid_session_id(id)) return std::unexpected(not_found(id));
+  std::lock_guard guard(mu_);
+  auto statement = db_.prepare(
+      "SELECT timestamp, max(coalesce((SELECT max(seq) FROM session_entries WHERE session_id = ?1), -1), "
+      "coalesce((SELECT max(seq) FROM harness_entries WHERE session_id = ?1), -1), "
+      "coalesce((SELECT max(seq) FROM ignorable_entries WHERE session_id = ?1), -1)) FROM sessions WHERE id = ?1");
+  if (!statement) return std::unexpected(io_error(id, "cannot read the newest seq", statement.error()));
+  auto row = statement->bind(1, std::string_view(id)).step();
+  if (!row) return std::unexpected(io_error(id, "cannot read the newest seq", row.error()));
+  if (!*row) return std::unexpected(not_found(id));
+  return fmt::format("{}:{}", statement->text(0), statement->int64(1));
 }
 
 Result<SessionHeader> SqliteStore::read_header(const std::string& id) {

@@ -47,6 +47,12 @@ Result<std::vector<LogLine>> Store::read_log(std::string_view id, std::int64_t a
   return (*session)->get_log(after_seq, limit);
 }
 
+Result<std::string> Store::log_stamp(std::string_view id) {
+  auto session = open(id, OpenOptions{.read_only = true});
+  if (!session) return std::unexpected(session.error());
+  return std::to_string((*session)->size());
+}
+
 namespace {
 
 // The stores one process writes have nobody to announce appends across

@@ -534,6 +534,25 @@ TEST_P(StoreConformance, AFollowerElsewhereReadsEveryRecordTheWriterAppends) {
   EXPECT_FALSE(follower.follow("followed", std::chrono::milliseconds(0), [] {}));
 }
 
+// A log's stamp stays while the log does and moves when it grows, seen from
+// the writer's store and from another on the same data.
+TEST_P(StoreConformance, ALogsStampMovesWhenItsLogGrows) {
+  auto session = create("stamped");
+  std::unique_ptr<Store> other = GetParam() == "memory:" ? nullptr : make();
+  Store& reader = other ? *other : *store_;
+  auto before = reader.log_stamp("stamped");
+  ASSERT_TRUE(before) << before.error().message;
+  EXPECT_EQ(reader.log_stamp("stamped").value(), *before);
+  ASSERT_TRUE(session->append(user_entry("hello", std::nullopt, "u1")));
+  auto grown = reader.log_stamp("stamped");
+  ASSERT_TRUE(grown) << grown.error().message;
+  EXPECT_NE(*grown, *before);
+  EXPECT_EQ(reader.log_stamp("stamped").value(), *grown);
+  ASSERT_TRUE(session->append(assistant_entry("hi", "u1", "a1")));
+  EXPECT_NE(reader.log_stamp("stamped").value(), *grown);
+  EXPECT_EQ(reader.log_stamp("nobody").error().code, "not_found");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::Values("memory:", "jsonl", "sqlite", "postgres"),
                          [](const auto& info) {
                            std::string name = info.param;

@@ -165,6 +165,13 @@ class Store {
   // lines after `after_seq`, at most `limit`, as the store holds them now,
   // each checked (seq in order, checksum) as an open checks it.
   virtual Result<std::vector<LogLine>> read_log(std::string_view id, std::int64_t after_seq, std::size_t limit);
+  // A value that changes whenever session `id`'s stored log grows or is
+  // repaired, got without reading a record: the JSONL file's identity, size
+  // and time; the newest seq in SQLite; the head and lease generation in
+  // PostgreSQL. Compared for equality only: a reader that keeps what it
+  // derived from a log re-reads it only when this moves. (A session removed
+  // and made again under its id is told apart by its header's timestamp.)
+  virtual Result<std::string> log_stamp(std::string_view id);
   // Calls `changed` whenever session `id` may have grown: when a process
   // that appends to it says so (PostgreSQL: within ~10 ms, from any machine
   // sharing the database), and at least every `poll` whatever came, so that
