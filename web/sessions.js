@@ -33,25 +33,22 @@ export function openSessions(main) {
   let headers = [];
   /** @type {string | null} */
   let next = null;
-  /** id → GET /v1/sessions/{id}, or the error it got */
-  const details = new Map();
   let closed = false;
   let timer = 0;
 
-  const state = (/** @type {any} */ info) => {
-    if (!info) return 'loading';
-    if (info.error) return info.error.code === 'locked' ? 'held elsewhere' : 'unreadable';
-    if (info.faulted) return 'faulted';
-    const statuses = info.refs.map((/** @type {any} */ ref) => ref.status);
-    for (const wanted of ['awaiting_input', 'running', 'cancelling', 'suspended']) if (statuses.includes(wanted)) return wanted;
-    return 'idle';
+  // The list's summary of a session: live for the sessions the server has
+  // open, from the log for the others (which looking does not open).
+  const state = (/** @type {any} */ summary) => {
+    if (!summary) return 'loading';
+    if (summary.error) return summary.error.code === 'locked' ? 'held elsewhere' : 'unreadable';
+    return String(summary.status);
   };
 
   const draw = () => {
     const needle = search.value.trim().toLowerCase();
     const rows = [];
     for (const header of headers) {
-      const info = details.get(header.id);
+      const info = header.summary;
       const status = state(info);
       if (filter.value && status !== filter.value && !(filter.value === 'running' && status === 'cancelling')) continue;
       const name = info?.name ?? '';
@@ -60,7 +57,9 @@ export function openSessions(main) {
       const activity = info?.activity;
       rows.push(h('tr', {},
         h('th', { scope: 'row' }, h('a', { href: `#/s/${seg(header.id)}/main` }, name || header.id), name ? h('span', { class: 'muted' }, ` ${header.id}`) : null),
-        h('td', {}, h('span', { class: `badge ${status.replace(' ', '-')}` }, status.replace('_', ' '))),
+        h('td', {}, h('span', info?.open === false && status !== 'idle'
+          ? { class: `badge ${status.replace(' ', '-')}`, title: 'as its log says: this server does not have it open' }
+          : { class: `badge ${status.replace(' ', '-')}` }, status.replace('_', ' '))),
         h('td', {}, String(header.cwd)),
         h('td', {}, model),
         h('td', {}, activity ? `$${Number(activity.cost).toFixed(4)}` : ''),
@@ -82,13 +81,6 @@ export function openSessions(main) {
       error.hidden = false;
       error.textContent = e instanceof ApiError ? e.message : String(e);
     }
-    await Promise.all(headers.map(async (header) => {
-      try {
-        details.set(header.id, await call('GET', `/v1/sessions/${seg(header.id)}`));
-      } catch (e) {
-        details.set(header.id, { error: e instanceof ApiError ? { code: e.code, message: e.message } : { code: 'network' } });
-      }
-    }));
     if (closed) return;
     draw();
     timer = window.setTimeout(() => void load(true), POLL_MS);

@@ -1258,6 +1258,81 @@ TEST_F(ServeTest, AnIdleSessionIsClosedAndAnotherProcessMayThenOpenIt) {
   ::waitpid(first, nullptr, 0);
 }
 
+// The sessions list says each session's state beside its header: live for the
+// sessions this server has open, from the log for the others, which looking
+// neither opens nor holds: another process may open them meanwhile, and
+// what it appends shows at the next look.
+TEST_F(ServeTest, TheSessionsListSaysEachSessionsStateWithoutOpeningIt) {
+  const std::vector<std::string> options = {"--idle-close", "0.2", "--approval", "ask"};
+  start_server(options);
+  create_session("s1");
+  create_session("s2");
+  ASSERT_EQ(call("POST", "/v1/sessions/s2/refs/main/prompt", Json{{"text", "say hi"}}).status, 202);
+  ASSERT_EQ(wait_settled("s2", "main"), "idle");
+  const Json s2_last = records("s2").back();
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "touch one"}}).status, 202);
+  ASSERT_EQ(wait_settled("s1", "main"), "awaiting_input");
+  auto summaries = [&] {
+    const ServeReply reply = call("GET", "/v1/sessions");
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    std::map<std::string, Json> by_id;
+    const Json body = reply.json();
+    for (const Json& session : body["sessions"]) by_id[session["id"].get<std::string>()] = session["summary"];
+    return by_id;
+  };
+  auto open_count = [&] {
+    const std::string metrics = call("GET", "/metrics").body;
+    const auto at = metrics.find("\ncairn_sessions_open ");
+    return at == std::string::npos ? -1 : std::stoi(metrics.substr(at + 21));
+  };
+  // The idle session closes; the one waiting for a human is left open until
+  // it idles too (an operation waiting for an answer runs no thread).
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (open_count() != 0) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the sessions were never closed";
+    std::this_thread::sleep_for(50ms);
+  }
+
+  for (int look = 0; look < 3; ++look) {
+    auto listed = summaries();
+    ASSERT_EQ(listed.size(), 2u);
+    const Json& waiting = listed["s1"];
+    EXPECT_EQ(waiting["open"], false) << waiting.dump();
+    EXPECT_EQ(waiting["status"], "awaiting_input") << waiting.dump();
+    const Json& done = listed["s2"];
+    EXPECT_EQ(done["open"], false) << done.dump();
+    EXPECT_EQ(done["status"], "idle");
+    EXPECT_TRUE(done["name"].is_null());
+    EXPECT_EQ(done["model"]["id"], "test") << done.dump();  // the model its answer came from
+    EXPECT_EQ(done["activity"]["updatedAt"], s2_last["timestamp"]);
+    EXPECT_EQ(open_count(), 0) << "looking at the list opened a session";
+  }
+
+  // Not held: a second server opens the waiting session and answers it.
+  int other_port = port_;
+  const pid_t first = pid_;
+  pid_ = -1;
+  start_server(options);
+  const std::string request_id = call("GET", "/v1/sessions/s1/refs/main/inputs").json()["inputs"][0]["id"];
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/inputs/" + request_id, Json{{"decision", "allow"}}).status, 200);
+  ASSERT_EQ(wait_settled("s1", "main"), "idle");
+  const Json s1_last = records("s1").back();
+  // The server that holds it says so from its live state.
+  const Json held = summaries()["s1"];
+  EXPECT_EQ(held["open"], true) << held.dump();
+  EXPECT_EQ(held["status"], "idle") << held.dump();
+  // The first server's list reads what the other appended.
+  std::swap(port_, other_port);
+  const Json read = summaries()["s1"];
+  EXPECT_EQ(read["open"], false) << read.dump();
+  EXPECT_EQ(read["status"], "idle") << read.dump();
+  EXPECT_EQ(read["activity"]["updatedAt"], s1_last["timestamp"]);
+  EXPECT_EQ(open_count(), 0);
+  std::swap(port_, other_port);
+  ::kill(first, SIGKILL);
+  ::waitpid(first, nullptr, 0);
+}
+
 // ---- hostile clients ---------------------------------------------------------------
 
 TEST_F(ServeTest, HostileRequestsNeverCrashTheServerNorChangeASession) {

@@ -262,6 +262,8 @@ async function main() {
   await page.keyboard.press('Enter');
   await page.locator('table.sessions').waitFor();
   await until(async () => (await page.locator('table.sessions tbody tr').count()) >= 1 && (await page.locator(`text=${longId}`).count()) === 1, 'the list shows the imported session');
+  const importedRow = page.locator('table.sessions tbody tr', { hasText: longId });
+  await until(async () => ((await importedRow.locator('.badge').textContent()) ?? '') === 'idle', 'the list says the imported session is idle');
   await shot('02-sessions');
   await accessible('the sessions list');
 

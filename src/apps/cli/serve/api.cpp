@@ -110,6 +110,55 @@ Result<std::vector<std::string>> load_tokens(const std::filesystem::path& file, 
 
 namespace {
 
+// A session's state as the viewer shows it: faulted, else its most pressing
+// ref's operation (waiting for a human first), else idle.
+std::string_view live_status(AgentHarness& harness) {
+  if (harness.faulted()) return "faulted";
+  std::vector<OperationStatus> statuses;
+  for (const auto& ref : harness.refs()) {
+    if (ref.run) statuses.push_back(ref.run->status);
+  }
+  for (const OperationStatus wanted : {OperationStatus::awaiting_input, OperationStatus::running,
+                                       OperationStatus::cancelling, OperationStatus::suspended}) {
+    if (std::find(statuses.begin(), statuses.end(), wanted) != statuses.end()) return to_string(wanted);
+  }
+  return "idle";
+}
+
+// What the sessions list shows beside a header. A session this server has
+// open: its live state. Another: what its log says, read from the store
+// without opening it for writing, so that looking at a list neither holds a
+// session another process might resume nor keeps it open here. A session
+// that cannot be read says why instead.
+Json list_summary(SessionPool& pool, SessionActivity& activity, const SessionHeader& header) {
+  const std::shared_ptr<SessionHost> host = pool.find_open(header.id);
+  Result<SessionFacts> facts = [&]() -> Result<SessionFacts> {
+    if (host) return activity.facts(header.id, *host->session);
+    auto stamp = pool.log_stamp(header.id);
+    if (!stamp) return std::unexpected(stamp.error());
+    return activity.facts(header.id, header.timestamp, *stamp, [&](std::int64_t after, std::size_t limit) {
+      return pool.read_log(header.id, after, limit);
+    });
+  }();
+  if (!facts) return Json{{"error", to_json(facts.error())}};
+  Json summary = {{"open", host != nullptr},
+                  {"status", host ? live_status(*host->harness) : facts->log_status()},
+                  {"name", facts->name ? Json(*facts->name) : Json(nullptr)},
+                  {"activity", facts->activity()}};
+  std::optional<Model> model;
+  if (host) {
+    if (auto main = host->harness->ref("main")) model = main->model();
+  }
+  if (model) {
+    summary["model"] = {{"provider", model->provider}, {"id", model->id}};
+  } else if (facts->provider && facts->model) {
+    summary["model"] = {{"provider", *facts->provider}, {"id", *facts->model}};
+  } else {
+    summary["model"] = nullptr;
+  }
+  return summary;
+}
+
 // A line a tree shows for a message: its first line of text (a tool call's
 // name when it has none), at most 80 bytes, cut on a character boundary.
 std::string message_preview(const Json& message) {
@@ -538,6 +587,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       for (; i < headers->size() && sessions.size() < page; ++i) {
         Json session = encode((*headers)[i]);
         if (auto kids = children.find((*headers)[i].id); kids != children.end()) session["children"] = kids->second;
+        session["summary"] = list_summary(pool_, activity_, (*headers)[i]);
         sessions.push_back(std::move(session));
       }
       Json body = {{"sessions", std::move(sessions)}};
@@ -668,9 +718,9 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       const Model model = main->model();
       body["model"] = {{"provider", model.provider}, {"id", model.id}};
     }
-    auto activity = activity_.summary(*session_id, session);
-    if (!activity) return error(activity.error());
-    body["activity"] = std::move(*activity);
+    auto facts = activity_.facts(*session_id, session);
+    if (!facts) return error(facts.error());
+    body["activity"] = facts->activity();
     return ok(body);
   }
   const std::string_view what = parts[3];

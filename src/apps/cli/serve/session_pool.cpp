@@ -96,6 +96,17 @@ Result<std::vector<LogLine>> SessionPool::read_log(const std::string& id, std::i
   return store_->read_log(id, after, limit);
 }
 
+std::shared_ptr<SessionHost> SessionPool::find_open(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  auto it = hosts_.find(id);
+  return it == hosts_.end() ? nullptr : it->second;
+}
+
+Result<std::string> SessionPool::log_stamp(const std::string& id) {
+  std::lock_guard lock(mu_);
+  return store_->log_stamp(id);
+}
+
 Result<std::shared_ptr<SessionHost>> SessionPool::create(const CreateOptions& options) {
   std::lock_guard lock(mu_);
   auto session = store_->create(options);

@@ -70,6 +70,11 @@ class SessionPool {
   // The stored records of a session, from the store (one this server may
   // not have open).
   Result<std::vector<LogLine>> read_log(const std::string& id, std::int64_t after, std::size_t limit);
+  // The session if this server has it open, else null; never opens it, and
+  // does not count as a use (a list that looks does not keep it open).
+  std::shared_ptr<SessionHost> find_open(const std::string& id) const;
+  // Store::log_stamp: a value that moves with the session's stored log.
+  Result<std::string> log_stamp(const std::string& id);
   // Creates a session (and opens it here).
   Result<std::shared_ptr<SessionHost>> create(const CreateOptions& options);
   // Closes and removes a session; refused (operation_open) while an operation runs on it.
