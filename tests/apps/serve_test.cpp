@@ -623,6 +623,9 @@ TEST_F(ServeTest, ASessionsSummaryTreePreviewsAndLabels) {
   ASSERT_EQ(labelled.status, 200) << labelled.body;
   EXPECT_EQ(labelled.json()["label"], "good");
   EXPECT_EQ(call("GET", "/v1/sessions/s1/tree").json()["entries"][1]["label"], "good");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/label", Json{{"entryId", answer}, {"label", "better"}}).status, 200);
+  EXPECT_EQ(call("GET", "/v1/sessions/s1/tree").json()["entries"][1]["label"], "better");  // the latest wins
+  EXPECT_FALSE(call("GET", "/v1/sessions/s1/tree").json()["entries"][0].contains("label"));
   ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/label", Json{{"entryId", answer}, {"label", nullptr}}).status, 200);
   EXPECT_FALSE(call("GET", "/v1/sessions/s1/tree").json()["entries"][1].contains("label"));
   EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/label", Json{{"entryId", "nope"}, {"label", "x"}})),

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -733,24 +734,34 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   if (parts.size() == 4 && what == "tree") {
     route_name = "/v1/sessions/{id}/tree";
     if (method != "GET") return not_allowed();
+    // One pass, oldest first: each entry's few fields (a message's alone is
+    // encoded, for its preview), and the labels, latest wins, set on the
+    // entries they name once every label is known.
     Json entries = Json::array();
+    std::unordered_map<std::string, std::size_t> position;
+    std::unordered_map<std::string, std::optional<std::string>> labels;
     EntryQuery query{.order = Order::oldest_first, .limit = 4096};
     for (;;) {
       auto page = session.find_entries(query);
       if (!page) return error(page.error());
       for (const auto& entry : page->items) {
-        Json full = encode(entry);
-        Json item = {{"id", full.value("id", "")}, {"parentId", full.contains("parentId") ? full["parentId"] : Json(nullptr)},
-                     {"type", full.value("type", "")}, {"timestamp", full.value("timestamp", "")}};
-        if (full.contains("message") && full["message"].is_object()) {
-          item["role"] = full["message"].value("role", "");
-          if (std::string preview = message_preview(full["message"]); !preview.empty()) item["preview"] = std::move(preview);
+        Json item = {{"id", entry.id}, {"parentId", entry.parent_id ? Json(*entry.parent_id) : Json(nullptr)},
+                     {"type", to_string(type_of(entry.body))}, {"timestamp", entry.timestamp}};
+        if (const auto* body = std::get_if<MessageBody>(&entry.body)) {
+          item["role"] = role_of(body->message);
+          if (std::string preview = message_preview(encode(body->message)); !preview.empty()) item["preview"] = std::move(preview);
+        } else if (const auto* label = std::get_if<Label>(&entry.body)) {
+          labels[label->target_id] = label->label;
         }
-        if (auto label = session.label(item["id"].get<std::string>()); label && *label) item["label"] = **label;
+        position.emplace(entry.id, entries.size());
         entries.push_back(std::move(item));
       }
       if (!page->next_cursor) break;
       query.cursor = page->next_cursor;
+    }
+    for (const auto& [target, label] : labels) {
+      auto at = position.find(target);
+      if (label && at != position.end()) entries[at->second]["label"] = *label;
     }
     Json refs = Json::array();
     for (const auto& info : session.refs()) refs.push_back({{"name", info.name}, {"leafId", info.leaf_id ? Json(*info.leaf_id) : Json(nullptr)}});
