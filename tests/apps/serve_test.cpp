@@ -1220,6 +1220,10 @@ TEST_F(ServeTest, SigtermEndsEveryStreamWithAFinalEventAndExitsPromptly) {
 TEST_F(ServeTest, ASessionAnotherProcessWritesIsReportedNotOpenedTwice) {
   start_server();
   create_session("s1");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say one"}}).status, 202);
+  ASSERT_EQ(wait_settled("s1", "main"), "idle");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say two"}}).status, 202);
+  ASSERT_EQ(wait_settled("s1", "main"), "idle");
   const int first_port = port_;
   const pid_t first = pid_;
   pid_ = -1;
@@ -1228,6 +1232,23 @@ TEST_F(ServeTest, ASessionAnotherProcessWritesIsReportedNotOpenedTwice) {
   EXPECT_EQ(reply.status, 409) << reply.body;
   EXPECT_EQ(serve_error_code(reply), "locked");
   EXPECT_NE(reply.body.find(std::to_string(first)), std::string::npos) << reply.body;  // names the holder
+  // Watched from here: a limited snapshot, and the pages before it.
+  {
+    ServeStreamClient stream(port_, "/v1/sessions/s1/refs/main/events?transcript=1", token_);
+    auto snapshot = stream.next();
+    ASSERT_TRUE(snapshot);
+    ASSERT_EQ(snapshot->data["transcript"].size(), 1u) << snapshot->data.dump();
+    EXPECT_EQ(snapshot->data["transcriptOmitted"], 3);
+    const std::string newest = snapshot->data["transcript"][0]["id"];
+    const Json page = call("GET", fmt::format("/v1/sessions/s1/refs/main/branch?before={}&limit=2", newest)).json();
+    ASSERT_EQ(page["entries"].size(), 2u) << page.dump();
+    EXPECT_NE(page["entries"][1]["message"].dump().find("say two"), std::string::npos) << page.dump();
+    const Json start = call("GET", fmt::format("/v1/sessions/s1/refs/main/branch?before={}", page["next"].get<std::string>())).json();
+    ASSERT_EQ(start["entries"].size(), 1u) << start.dump();
+    EXPECT_TRUE(start["next"].is_null());
+    EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/refs/nope/branch?before=" + newest)), "unknown_ref");
+    EXPECT_EQ(serve_error_code(call("GET", "/v1/sessions/s1/refs/main/branch?before=nope")), "unknown_entry");
+  }
   EXPECT_EQ(serve_raw(first_port, serve_request_text("GET", "/v1/sessions/s1", "", {"Authorization: Bearer " + token_})).status, 200);
   ::kill(first, SIGKILL);
   ::waitpid(first, nullptr, 0);

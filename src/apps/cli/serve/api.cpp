@@ -160,6 +160,39 @@ Json list_summary(SessionPool& pool, SessionActivity& activity, const SessionHea
   return summary;
 }
 
+// A ref's transcript before an entry, as a snapshot's would hold it (back to
+// the newest compaction, inclusive): `{entries, next}`, at most `count`
+// entries, oldest first; `next` is the `before` of the page before, null at
+// the start.
+Result<Json> branch_before(const Session& session, const std::string& session_id, const std::string& ref,
+                           const std::string& before, std::size_t count) {
+  auto entry = session.get_entry(before);
+  if (!entry) return std::unexpected(entry.error());
+  if (!*entry) return fail(Errc::unknown_entry, fmt::format("session {} has no entry '{}'", session_id, before));
+  // Only the ref's own branch: another branch's entries are not this
+  // transcript's (and after a navigate the client's snapshot is stale).
+  const auto path = session.path_to(session.leaf(ref));
+  if (std::find(path.begin(), path.end(), before) == path.end()) {
+    return fail(Errc::unknown_entry, fmt::format("entry '{}' is not on ref '{}''s branch (if the ref moved, open its "
+                                                 "stream again)",
+                                                 before, ref));
+  }
+  const std::optional<std::string> parent = (*entry)->parent_id;
+  Json entries = Json::array();
+  bool more = false;
+  // A compaction is where a transcript starts: nothing is before it.
+  if (parent && !std::holds_alternative<Compaction>((*entry)->body)) {
+    auto page = session.find_entries_on_branch(EntryQuery{.order = Order::newest_first, .limit = count + 1},
+                                               BranchBounds{.start = *parent, .stop_at_type = RecordType::compaction});
+    if (!page) return std::unexpected(page.error());
+    more = page->items.size() > count;
+    if (more) page->items.pop_back();
+    for (auto it = page->items.rbegin(); it != page->items.rend(); ++it) entries.push_back(encode(*it));
+  }
+  Json next = more && !entries.empty() ? entries.front()["id"] : Json(nullptr);
+  return Json{{"entries", std::move(entries)}, {"next", std::move(next)}};
+}
+
 // A line a tree shows for a message: its first line of text (a tool call's
 // name when it has none), at most 80 bytes, cut on a character boundary.
 std::string message_preview(const Json& message) {
@@ -654,6 +687,18 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     }
     return query_int(request, "after");
   };
+  // GET …/refs/{ref}/branch?before=ID&limit=N on `session`.
+  auto branch_page = [&](const Session& session, const std::string& ref) -> Reply {
+    auto before = request.query.find("before");
+    auto limit = query_count(request, "limit", limits_.max_page, 500);
+    if (!limit) return error(limit.error());
+    if (before == request.query.end() || before->second.empty()) {
+      return error(Error{Errc::invalid_argument, "before (an entry id) is required"});
+    }
+    auto page = branch_before(session, *session_id, ref, before->second, **limit);
+    if (!page) return error(page.error());
+    return ok(*page);
+  };
   auto host_result = pool_.get(*session_id);
   if (!host_result) {
     // A session another process writes (here or on another machine sharing
@@ -662,6 +707,21 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     const bool session_events = parts.size() == 4 && parts[3] == "events";
     const bool ref_events = parts.size() == 6 && parts[3] == "refs" && parts[5] == "events";
     const bool records = parts.size() == 4 && parts[3] == "records";
+    const bool ref_branch = parts.size() == 6 && parts[3] == "refs" && parts[5] == "branch";
+    if (host_result.error().is(Errc::locked) && method == "GET" && ref_branch) {
+      // The pages before a followed stream's limited snapshot, from the log
+      // as the store holds it now.
+      route_name = "/v1/sessions/{id}/refs/{ref}/branch";
+      auto name = segment(parts[4], "ref");
+      if (!name) return error(name.error());
+      auto opened = pool_.open_read_only(*session_id);
+      if (!opened) return error(opened.error());
+      const auto refs = (*opened)->refs();
+      if (std::none_of(refs.begin(), refs.end(), [&](const RefInfo& info) { return info.name == *name; })) {
+        return error(Error{Errc::unknown_ref, fmt::format("session {} has no ref '{}'", *session_id, *name)});
+      }
+      return branch_page(**opened, *name);
+    }
     if (host_result.error().is(Errc::locked) && method == "GET" && records) {
       route_name = "/v1/sessions/{id}/records";
       const std::string id = *session_id;
@@ -678,9 +738,16 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       }
       auto after = stream_cursor();
       if (!after) return error(after.error());
+      std::optional<std::size_t> transcript_limit;
+      if (ref) {
+        auto limit = query_count(request, "transcript", limits_.max_page, std::nullopt);
+        if (!limit) return error(limit.error());
+        transcript_limit = *limit;
+      }
       auto followed = pool_.follow(*session_id, host_result.error());
       if (!followed) return error(followed.error());
-      auto stream = EventStream::open_followed(std::move(*followed), std::move(ref), *after, limits_.max_stream_queue);
+      auto stream = EventStream::open_followed(std::move(*followed), std::move(ref), *after, limits_.max_stream_queue,
+                                               transcript_limit);
       if (!stream) return error(stream.error());
       return Reply{.stream = std::move(*stream)};
     }
@@ -926,41 +993,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     // with ?transcript=N left out, a page at a time, oldest first.
     route_name = action_route;
     if (method != "GET") return not_allowed();
-    auto before = request.query.find("before");
-    auto limit = query_count(request, "limit", limits_.max_page, 500);
-    if (!limit) return error(limit.error());
-    if (before == request.query.end() || before->second.empty()) {
-      return error(Error{Errc::invalid_argument, "before (an entry id) is required"});
-    }
-    const std::size_t count = **limit;
-    auto entry = session.get_entry(before->second);
-    if (!entry) return error(entry.error());
-    if (!*entry) {
-      return error(Error{Errc::unknown_entry, fmt::format("session {} has no entry '{}'", *session_id, before->second)});
-    }
-    // Only the ref's own branch: another branch's entries are not this
-    // transcript's (and after a navigate the client's snapshot is stale).
-    const auto path = session.path_to(session.leaf(*ref_name));
-    if (std::find(path.begin(), path.end(), before->second) == path.end()) {
-      return error(Error{Errc::unknown_entry, fmt::format("entry '{}' is not on ref '{}''s branch (if the ref moved, open "
-                                                          "its stream again)",
-                                                          before->second, *ref_name)});
-    }
-    const std::optional<std::string> parent = (*entry)->parent_id;
-    Json entries = Json::array();
-    bool more = false;
-    // A compaction is where a transcript starts: nothing is before it.
-    if (parent && !std::holds_alternative<Compaction>((*entry)->body)) {
-      auto page = session.find_entries_on_branch(
-          EntryQuery{.order = Order::newest_first, .limit = count + 1},
-          BranchBounds{.start = *parent, .stop_at_type = RecordType::compaction});
-      if (!page) return error(page.error());
-      more = page->items.size() > count;
-      if (more) page->items.pop_back();
-      for (auto it = page->items.rbegin(); it != page->items.rend(); ++it) entries.push_back(encode(*it));
-    }
-    Json next = more && !entries.empty() ? entries.front()["id"] : Json(nullptr);
-    return ok(Json{{"entries", std::move(entries)}, {"next", std::move(next)}});
+    return branch_page(session, *ref_name);
   }
   if (parts.size() == 6 && action == "label") {
     route_name = action_route;

@@ -44,14 +44,15 @@ Result<std::shared_ptr<EventStream>> EventStream::open(std::shared_ptr<SessionHo
 Result<std::shared_ptr<EventStream>> EventStream::open_followed(std::shared_ptr<FollowedSession> followed,
                                                                 std::optional<std::string> ref,
                                                                 std::optional<std::int64_t> after,
-                                                                std::size_t max_queued) {
+                                                                std::size_t max_queued,
+                                                                std::optional<std::size_t> transcript_limit) {
   std::shared_ptr<EventStream> stream(new EventStream());
   stream->followed_ = followed;
   stream->hub_ = followed->hub();
   stream->inbox_->ref = ref;
   stream->inbox_->max_queued = max_queued;
   stream->hub_->add(stream->inbox_);  // before the snapshot, as above
-  auto snapshot = followed->snapshot(ref);
+  auto snapshot = followed->snapshot(ref, transcript_limit);
   if (!snapshot) return std::unexpected(snapshot.error());
   stream->cursor_ = snapshot->value("cursor", std::int64_t{-1});
   if (auto begun = stream->begin(after, after ? Json() : *snapshot); !begun) return std::unexpected(begun.error());

@@ -38,9 +38,11 @@ class EventStream : public LiveStream {
   // The stream of a session another process writes: a snapshot read from
   // the store (or the records after the cursor), then its records as the
   // store gets them. The run's events stay with its writer.
+  // `transcript_limit` as for open().
   static Result<std::shared_ptr<EventStream>> open_followed(std::shared_ptr<FollowedSession> followed,
                                                             std::optional<std::string> ref,
-                                                            std::optional<std::int64_t> after, std::size_t max_queued);
+                                                            std::optional<std::int64_t> after, std::size_t max_queued,
+                                                            std::optional<std::size_t> transcript_limit = std::nullopt);
   ~EventStream() override;
 
   void set_wakeup(std::function<void()> wakeup) override;

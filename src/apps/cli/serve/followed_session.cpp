@@ -93,7 +93,8 @@ void FollowedSession::read_loop(std::stop_token stop) {
   }
 }
 
-Result<Json> FollowedSession::snapshot(const std::optional<std::string>& ref) const {
+Result<Json> FollowedSession::snapshot(const std::optional<std::string>& ref,
+                                       std::optional<std::size_t> transcript_limit) const {
   auto opened = access_.open_read_only();
   if (!opened) return std::unexpected(opened.error());
   const Session& session = **opened;
@@ -110,7 +111,7 @@ Result<Json> FollowedSession::snapshot(const std::optional<std::string>& ref) co
     snapshot.transcript = std::move(transcript->items);
     snapshot.leaf_id = session.leaf(*ref);
     snapshot.cursor = session.size() - 1;
-    out = to_json(snapshot);
+    out = to_json(snapshot, transcript_limit);
     for (const auto& info : refs) {
       if (info.name == *ref) out["openOperation"] = info.open_operation ? Json(*info.open_operation) : Json(nullptr);
     }

@@ -54,7 +54,8 @@ class FollowedSession {
   std::optional<Error> failure() const;
   // The snapshot frame's JSON of one ref (or of the session's refs) as the
   // store holds it now, with its cursor.
-  Result<Json> snapshot(const std::optional<std::string>& ref) const;
+  Result<Json> snapshot(const std::optional<std::string>& ref,
+                        std::optional<std::size_t> transcript_limit = std::nullopt) const;
 
  private:
   void read_loop(std::stop_token stop);

@@ -77,11 +77,7 @@ Result<std::shared_ptr<FollowedSession>> SessionPool::follow(const std::string& 
   if (!opened) return std::unexpected(opened.error());
   FollowedSession::Access access{
       .read = [this, id](std::int64_t after, std::size_t limit) { return read_log(id, after, limit); },
-      .open_read_only =
-          [this, id] {
-            std::lock_guard store_lock(mu_);
-            return store_->open(id, OpenOptions{.read_only = true});
-          },
+      .open_read_only = [this, id] { return open_read_only(id); },
   };
   auto followed = FollowedSession::start(**opened, locked.message, std::move(access));
   auto follow = store_->follow(id, kFollowPoll, [raw = followed.get()] { raw->changed(); });
@@ -100,6 +96,11 @@ std::shared_ptr<SessionHost> SessionPool::find_open(const std::string& id) const
   std::lock_guard lock(mu_);
   auto it = hosts_.find(id);
   return it == hosts_.end() ? nullptr : it->second;
+}
+
+Result<std::shared_ptr<Session>> SessionPool::open_read_only(const std::string& id) {
+  std::lock_guard lock(mu_);
+  return store_->open(id, OpenOptions{.read_only = true});
 }
 
 Result<std::string> SessionPool::log_stamp(const std::string& id) {

@@ -73,6 +73,9 @@ class SessionPool {
   // The session if this server has it open, else null; never opens it, and
   // does not count as a use (a list that looks does not keep it open).
   std::shared_ptr<SessionHost> find_open(const std::string& id) const;
+  // The session as the store holds it now, read-only (another process may
+  // be writing it).
+  Result<std::shared_ptr<Session>> open_read_only(const std::string& id);
   // Store::log_stamp: a value that moves with the session's stored log.
   Result<std::string> log_stamp(const std::string& id);
   // Creates a session (and opens it here).
