@@ -92,12 +92,15 @@ struct HttpServer::Impl {
   // sends anything, which a stream's client never does. Readiness alone does
   // not say so: an edge the reactor saw for the request's own bytes, already
   // read, can complete a later wait — then the socket holds nothing, and the
-  // wait is taken again.
+  // wait is taken again. `over` is set once the stream has ended: the
+  // socket may be gone then, even when this wait completed without error
+  // (its completion was queued before the connection closed the socket), so
+  // nothing touches it after. Both run on the connection's strand.
   asio::awaitable<void> watch_peer(tcp::socket& socket, std::shared_ptr<std::atomic<bool>> gone,
-                                   std::function<void()> wakeup) {
+                                   std::shared_ptr<std::atomic<bool>> over, std::function<void()> wakeup) {
     for (;;) {
       auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, kTuple);
-      if (ec == asio::error::operation_aborted) co_return;  // the socket may be gone: touch nothing
+      if (over->load() || ec == asio::error::operation_aborted) co_return;
       if (!ec) {
         char byte = 0;
         const ssize_t peeked = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -140,7 +143,8 @@ struct HttpServer::Impl {
     // stream lets go of its session (which may then close when idle). A
     // client sends nothing on a stream, so anything readable ends it too.
     auto peer_gone = std::make_shared<std::atomic<bool>>(false);
-    asio::co_spawn(executor, watch_peer(stream.socket(), peer_gone, wakeup), asio::detached);
+    auto stream_over = std::make_shared<std::atomic<bool>>(false);
+    asio::co_spawn(executor, watch_peer(stream.socket(), peer_gone, stream_over, wakeup), asio::detached);
     bool quiet = false;
     std::string_view ended = "client_closed";  // why the stream ended, for /metrics
     for (;;) {
@@ -187,6 +191,7 @@ struct HttpServer::Impl {
         continue;
       }
     }
+    stream_over->store(true);
     live->set_wakeup(nullptr);
     {
       std::lock_guard lock(streams_mu);
