@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "log/index.hpp"
 #include "model_output.hpp"
 
 namespace cairn {

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "log/checksum.hpp"
+#include "log/index.hpp"
 #include "util/parallel.hpp"
 
 namespace cairn {
