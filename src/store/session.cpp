@@ -108,9 +108,21 @@ void splice_seq(PreparedRecord& record) {
 }  // namespace
 
 Session::Session(SessionHeader header, SessionIndex index, std::unique_ptr<LogMedium> medium, OpenReport report)
-    : header_(std::move(header)), report_(std::move(report)), medium_(std::move(medium)), index_(std::make_unique<SessionIndex>(std::move(index))) {}
+    : header_(std::move(header)), report_(std::move(report)), writable_(medium != nullptr), medium_(std::move(medium)), index_(std::make_unique<SessionIndex>(std::move(index))) {}
 
 Session::~Session() = default;
+
+void Session::close_writer() {
+  std::unique_ptr<LogMedium> released;
+  {
+    std::unique_lock lock(write_mu_);
+    if (!fault_) fault_ = Error{Errc::closed, fmt::format("session {} was closed", header_.id)};
+    // A group under way uses the medium outside the lock; later ones see the fault.
+    writers_done_.wait(lock, [&] { return writers_.empty(); });
+    released = std::move(medium_);
+  }
+  // `released` goes here, outside the lock: its close may take a moment.
+}
 
 bool Session::faulted() const {
   std::lock_guard lock(write_mu_);
@@ -174,7 +186,7 @@ Result<AppendResult> Session::append(std::vector<Record> batch) {
 }
 
 Result<AppendResult> Session::append_batch(std::vector<Record> batch) {
-  if (!medium_) return fail(Errc::read_only, fmt::format("session {} was opened for reading", header_.id));
+  if (!writable_) return fail(Errc::read_only, fmt::format("session {} was opened for reading", header_.id));
   if (batch.empty()) return AppendResult{size(), 0};
 
   auto self = std::make_shared<Writer>();
@@ -213,6 +225,7 @@ Result<AppendResult> Session::append_batch(std::vector<Record> batch) {
     std::lock_guard lock(write_mu_);
     writers_.erase(writers_.begin(), writers_.begin() + static_cast<std::ptrdiff_t>(group.size()));
     if (!writers_.empty()) next = writers_.front();
+    if (writers_.empty()) writers_done_.notify_all();
   }
   // Signalled outside the lock, so a woken follower does not block on it; the
   // shared pointers keep each Writer alive until its signal is sent. The next

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -84,8 +85,13 @@ class Session {
   const SessionHeader& header() const { return header_; }
   const std::string& id() const { return header_.id; }
   const OpenReport& open_report() const { return report_; }
-  bool read_only() const { return medium_ == nullptr; }
+  bool read_only() const { return !writable_; }
   bool faulted() const;
+  // Lets go of the log's writer (its file lock, or its lease) while the
+  // session lives on for its readers: every append fails with `closed` from
+  // here on. Waits for an append under way to end. A server deleting a
+  // session that streams still read closes it so.
+  void close_writer();
 
   // Validates the batch (field rules and log invariants) and makes it durable.
   // A rejected batch writes nothing. Seqs are assigned here; empty ids and
@@ -135,6 +141,9 @@ class Session {
 
   SessionHeader header_;
   OpenReport report_;
+  const bool writable_;
+  // Used by an append group's leader alone (write_mu_ is not held across a
+  // write), and released by close_writer once no group is under way.
   std::unique_ptr<LogMedium> medium_;
 
   mutable std::shared_mutex index_mu_;
@@ -142,6 +151,7 @@ class Session {
 
   mutable std::mutex write_mu_;
   std::deque<std::shared_ptr<Writer>> writers_;  // the queue; its front leads
+  std::condition_variable writers_done_;         // writers_ became empty
   std::optional<Error> fault_;  // guarded by write_mu_
 
   mutable std::mutex stats_mu_;
