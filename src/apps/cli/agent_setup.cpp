@@ -369,6 +369,7 @@ Result<CodingHarnessOptions> coding_harness_options_for(const AgentOptions& opti
   if (!options.thinking.empty()) harness_options.thinking_level = options.thinking;
   // Keys reach neither the tools' processes nor anything cairn writes.
   ProviderKeys keys = provider_keys(registry, model, process_environment());
+  for (const auto& secret : options.secrets) keys.values.add(secret);
   harness_options.secrets = keys.values;
   CodingToolsOptions tool_options{.cwd = cwd, .spill_dir = spill_dir_for(session_id)};
   tool_options.environment = tool_environment_policy(options, std::move(keys.variables));

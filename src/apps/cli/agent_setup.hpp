@@ -52,6 +52,9 @@ struct AgentOptions {
   std::vector<std::string> tool_env_allow;  // --tool-env-allow NAME,...: let through the filter
   std::string approval = "ask";       // --approval ask|auto-edit|never-ask (approval_settings.hpp)
   std::vector<std::string> mcp_configs;     // --mcp-config FILE, repeatable (mcp_servers.hpp)
+  // Values no record, event or tool output may hold, beside the provider
+  // keys (cairn serve's bearer tokens): redacted as the keys are.
+  std::vector<std::string> secrets;
 };
 
 // Which options a command takes. --store is always there.

@@ -1,5 +1,6 @@
 // `cairn serve`: every session of one store over HTTP (serve/api.hpp), with
 // the agent options of the CLI applied to the sessions it runs.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -10,11 +11,13 @@
 
 #include <fmt/format.h>
 
+#include "agent_run.hpp"
 #include "agent_setup.hpp"
 #include "cairn/llm/model_registry.hpp"
 #include "cli.hpp"
 #include "tracing.hpp"
 #include "serve/api.hpp"
+#include "serve/descriptors.hpp"
 #include "serve/http_server.hpp"
 #include "serve/session_pool.hpp"
 
@@ -32,6 +35,10 @@ struct ServeOptions {
   int workers = 16;
   double request_timeout_seconds = 30;
   std::size_t stream_queue = 4096;
+  std::size_t stream_queue_bytes = 8u << 20;
+  std::size_t max_connections = 4096;
+  std::size_t max_pending = 256;
+  std::size_t max_descriptors = 0;
 };
 
 std::filesystem::path default_token_file() {
@@ -41,6 +48,10 @@ std::filesystem::path default_token_file() {
 }
 
 int run_serve(const ServeOptions& options) {
+  // Large buffers (a snapshot's frame, a long record) come from and go back
+  // to the system: glibc's adaptive threshold would keep them in the heap
+  // after the first was freed, where freeing them gives nothing back.
+  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   serve::ServerOptions server;
   {
     const auto colon = options.listen.rfind(':');
@@ -59,6 +70,12 @@ int run_serve(const ServeOptions& options) {
   }
   server.max_body = options.max_body;
   server.worker_threads = options.workers;
+  server.max_connections = options.max_connections;
+  server.max_pending = options.max_pending;
+  // As many descriptors as the system lets this process have: a server
+  // runs out of them long before it runs out of memory.
+  const std::size_t limit = serve::raise_descriptor_limit();
+  server.max_descriptors = options.max_descriptors == 0 ? limit : std::min(options.max_descriptors, limit);
   server.request_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.request_timeout_seconds * 1000));
 
   const std::filesystem::path token_file =
@@ -92,12 +109,21 @@ int run_serve(const ServeOptions& options) {
     if (!started) return started.error();
     mcp = std::move(*started);
   }
-  serve::AgentConfig config{.options = options.agent, .registry = std::move(*registry), .default_model = std::move(model),
+  AgentOptions agent = options.agent;
+  agent.secrets = *tokens;  // a tool that reads the token file shows "[redacted]"
+  serve::AgentConfig config{.options = std::move(agent), .registry = std::move(*registry), .default_model = std::move(model),
                             .tool_names = std::move(*tool_names), .cwd = cwd, .mcp = std::move(mcp)};
   const auto idle = std::chrono::milliseconds(static_cast<std::int64_t>(options.idle_close_seconds * 1000));
   serve::SessionPool pool(std::move(*store), std::move(config), idle);
-  serve::Api api(pool, std::move(*tokens), serve::ApiLimits{.max_stream_queue = options.stream_queue});
+  serve::Api api(pool, std::move(*tokens),
+                 serve::ApiLimits{.max_stream_queue = options.stream_queue, .max_stream_bytes = options.stream_queue_bytes});
+  server.on_descriptors_short = [&pool] { pool.shed_idle(); };
   serve::HttpServer http(api, server);
+  pool.set_descriptor_budget(http.descriptor_budget());
+  // SIGTERM or SIGINT: stop accepting, end the streams, return from run().
+  // Installed before the server says it listens, so that a signal sent as
+  // soon as it does is a stop, not a kill.
+  SignalAbort on_signal([&http] { http.stop(); });
   auto port = http.listen();
   if (!port) return report(kFailure, port.error().message);
   if (!options.no_resume) pool.resume_suspended();
@@ -112,9 +138,17 @@ int run_serve(const ServeOptions& options) {
     bool claims = !options.no_resume;
     auto next_claim = std::chrono::steady_clock::now();
     const auto poll = std::chrono::milliseconds(static_cast<std::int64_t>(options.claim_poll_seconds * 1000));
+    std::int64_t streams_ended = 0;
     while (!done.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       pool.close_idle();
+      // Streams ended: what they held goes back to the system, not only to
+      // the heap (a thousand watchers that left should leave no trace).
+      if (const std::int64_t ended = api.metrics().streams_total.load() - api.metrics().streams_open.load();
+          ended != streams_ended) {
+        streams_ended = ended;
+        ::malloc_trim(0);
+      }
       if (claims && std::chrono::steady_clock::now() >= next_claim) {
         claims = pool.claim_suspended(ClaimOptions{});
         next_claim = std::chrono::steady_clock::now() + poll;
@@ -122,6 +156,7 @@ int run_serve(const ServeOptions& options) {
     }
   });
   http.run();
+  pool.set_descriptor_budget({});  // it counts the server's connections, which are gone
   done = true;
   sweeper.join();
   fmt::print(stderr, "cairn serve: stopped\n");
@@ -175,6 +210,26 @@ void register_serve_command(CLI::App& app, Commands& commands) {
   sub->add_option("--workers", options->workers, "Threads that handle requests. Default: 16")
       ->type_name("N")
       ->check(CLI::Range(1, 1024));
+  sub->add_option("--stream-queue-bytes", options->stream_queue_bytes,
+                  "Bytes of events a stream holds for a client that reads too slowly; past that it ends as with "
+                  "--stream-queue. Default: 8388608")
+      ->type_name("BYTES")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 32));
+  sub->add_option("--max-connections", options->max_connections,
+                  "Connections held at once (at most half the descriptors); past that the one idle the longest is "
+                  "dropped. Default: 4096")
+      ->type_name("N")
+      ->check(CLI::Range(std::size_t{2}, std::size_t{1} << 24));
+  sub->add_option("--max-pending", options->max_pending,
+                  "Connections that have not yet sent a request with a valid token; past that the oldest is dropped. "
+                  "Default: 256")
+      ->type_name("N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+  sub->add_option("--max-descriptors", options->max_descriptors,
+                  "File descriptors the server may use (connections take at most half, sessions the rest). "
+                  "Default: the open-file limit, raised at start to its hard limit")
+      ->type_name("N")
+      ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 24));
 }
 
 }  // namespace cairn::cli

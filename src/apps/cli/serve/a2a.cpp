@@ -1,13 +1,19 @@
 #include "a2a.hpp"
 
+#include <algorithm>
+#include <cassert>
+#include <atomic>
+#include <charconv>
 #include <chrono>
-#include <thread>
+#include <set>
 
 #include <fmt/format.h>
 
-#include "cairn/log/ids.hpp"
+#include "a2a_task.hpp"
+#include "cairn/utf8.hpp"
 #include "cairn/version.hpp"
-#include "json_views.hpp"
+#include "names.hpp"
+#include "request_json.hpp"
 #include "stream_hub.hpp"
 
 namespace cairn::serve {
@@ -17,6 +23,13 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr std::string_view kSeqExtension = "https://github.com/cairn-harness/cairn/a2a/seq-cursor/v1";
+// A blocking send waits this long for its task to settle at most.
+constexpr auto kBlockingSendLimit = std::chrono::hours(24);
+// A cancel answers once the task has ended, or after this.
+constexpr auto kCancelLimit = std::chrono::seconds(10);
+// A stream's batch stops after this many bytes of frames (the rest follows
+// in the next one), so that a long replay is never held whole.
+constexpr std::size_t kBatchBytes = 1u << 20;
 
 // ---- errors, as both bindings spell them ----------------------------------------------
 
@@ -31,15 +44,22 @@ struct A2aError {
 A2aError task_not_found(std::string_view id) {
   return {-32001, "TASK_NOT_FOUND", 404, "NOT_FOUND", fmt::format("Task not found: {}", id)};
 }
-A2aError not_cancelable(std::string message) { return {-32002, "TASK_NOT_CANCELABLE", 400, "FAILED_PRECONDITION", std::move(message)}; }
-A2aError unsupported(std::string message) { return {-32004, "UNSUPPORTED_OPERATION", 400, "FAILED_PRECONDITION", std::move(message)}; }
+A2aError not_cancelable(std::string message) {
+  return {-32002, "TASK_NOT_CANCELABLE", 409, "FAILED_PRECONDITION", std::move(message)};
+}
+A2aError unsupported(std::string message) {
+  return {-32004, "UNSUPPORTED_OPERATION", 400, "FAILED_PRECONDITION", std::move(message)};
+}
 A2aError invalid_params(std::string message) { return {-32602, "INVALID_PARAMS", 400, "INVALID_ARGUMENT", std::move(message)}; }
+A2aError invalid_request(std::string message) { return {-32600, "INVALID_REQUEST", 400, "INVALID_ARGUMENT", std::move(message)}; }
 A2aError internal(std::string message) { return {-32603, "", 500, "INTERNAL", std::move(message)}; }
+A2aError unavailable(std::string message) { return {-32603, "", 503, "UNAVAILABLE", std::move(message)}; }
 A2aError from_error(const Error& error) {
   if (error.code == "not_found" || error.code == "unknown_ref") return task_not_found(error.message);
   if (error.code == "locked" || error.code == "busy" || error.code == "operation_open" || error.code == "already_resolved") {
     return unsupported(error.message);
   }
+  if (error.code == "unavailable" || error.code == "closed") return unavailable(error.message);
   if (error.code.starts_with("invalid") || error.code.starts_with("unknown")) return invalid_params(error.message);
   return internal(fmt::format("{}: {}", error.code, error.message));
 }
@@ -51,240 +71,143 @@ Json error_info(const A2aError& error) {
 template <class T>
 using A2aResult = std::expected<T, A2aError>;
 
+// A client's text in a message about it: at most 80 bytes of it.
+std::string shown(std::string_view text) {
+  if (text.size() <= 80) return std::string(text);
+  return std::string(text.substr(0, utf8_floor(text, 77))) + "…";
+}
+
+// ---- fields read by their type ---------------------------------------------------------
+
+// An object of a request, read field by field: a field of another type is
+// invalid params naming it by its path ("params.message.parts[1].text").
+class Fields {
+ public:
+  Fields(const Json& object, std::string path) : object_(object), path_(std::move(path)) {}
+
+  static A2aResult<Fields> of(const Json& value, std::string path) {
+    if (!value.is_object()) return std::unexpected(invalid_params(fmt::format("{} must be an object", path)));
+    return Fields(value, std::move(path));
+  }
+  std::string path(std::string_view key) const { return fmt::format("{}.{}", path_, key); }
+  const Json* find(const char* key) const {
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+  // Absent, null and (the SDK's default) empty are all "not given".
+  A2aResult<std::string> string(const char* key) const {
+    const Json* value = find(key);
+    if (!value) return std::string();
+    if (!value->is_string()) return std::unexpected(invalid_params(fmt::format("{} must be a string", path(key))));
+    return value->get<std::string>();
+  }
+  A2aResult<std::optional<bool>> boolean(const char* key) const {
+    const Json* value = find(key);
+    if (!value) return std::optional<bool>();
+    if (!value->is_boolean()) return std::unexpected(invalid_params(fmt::format("{} must be true or false", path(key))));
+    return std::optional<bool>(value->get<bool>());
+  }
+  // An integer, or (protobuf's JSON for 64-bit integers) one in a string.
+  A2aResult<std::optional<std::int64_t>> integer(const char* key) const {
+    const Json* value = find(key);
+    if (!value) return std::optional<std::int64_t>();
+    if (value->is_number_integer()) return std::optional<std::int64_t>(value->get<std::int64_t>());
+    if (value->is_string()) {
+      if (auto parsed = parse_integer(value->get_ref<const std::string&>())) return std::optional<std::int64_t>(*parsed);
+    }
+    return std::unexpected(invalid_params(fmt::format("{} must be an integer", path(key))));
+  }
+  A2aResult<std::optional<Fields>> object(const char* key) const {
+    const Json* value = find(key);
+    if (!value) return std::optional<Fields>();
+    if (!value->is_object()) return std::unexpected(invalid_params(fmt::format("{} must be an object", path(key))));
+    return std::optional<Fields>(Fields(*value, path(key)));
+  }
+  A2aResult<const Json*> array(const char* key) const {
+    const Json* value = find(key);
+    if (value && !value->is_array()) return std::unexpected(invalid_params(fmt::format("{} must be an array", path(key))));
+    return value;
+  }
+
+  static std::optional<std::int64_t> parse_integer(std::string_view text) {
+    std::int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+    return value;
+  }
+
+ private:
+  const Json& object_;
+  std::string path_;
+};
+
+#define A2A_TRY(var, expr)                                      \
+  auto var##_result = (expr);                                   \
+  if (!var##_result) return std::unexpected(var##_result.error()); \
+  auto var = std::move(*var##_result)
+
 // ---- ids -------------------------------------------------------------------------------
 
-struct TaskId {
-  std::string session, ref, run;
-  std::string context() const { return session + "/" + ref; }
-  std::string id() const { return context() + "/" + run; }
-};
-
-std::optional<std::pair<std::string, std::string>> parse_context(std::string_view id) {
+// "SESSION/REF": each part a name as the REST routes take it.
+A2aResult<std::pair<std::string, std::string>> parse_context(std::string_view id) {
   const auto slash = id.find('/');
-  if (slash == std::string_view::npos || slash == 0 || slash + 1 >= id.size()) return std::nullopt;
-  return std::pair{std::string(id.substr(0, slash)), std::string(id.substr(slash + 1))};
+  if (slash == std::string_view::npos) {
+    return std::unexpected(invalid_params(fmt::format("contextId '{}' is not SESSION/REF", shown(id))));
+  }
+  const std::string_view session = id.substr(0, slash), ref = id.substr(slash + 1);
+  for (const auto& [part, what] : {std::pair{session, "session"}, std::pair{ref, "ref"}}) {
+    if (auto checked = check_name(part, what); !checked) {
+      return std::unexpected(invalid_params(fmt::format("contextId '{}': {}", shown(id), checked.error().message)));
+    }
+  }
+  return std::pair{std::string(session), std::string(ref)};
 }
 
-std::optional<TaskId> parse_task(std::string_view id) {
-  const auto last = id.rfind('/');
-  if (last == std::string_view::npos) return std::nullopt;
-  auto context = parse_context(id.substr(0, last));
-  if (!context || last + 1 >= id.size()) return std::nullopt;
-  return TaskId{context->first, context->second, std::string(id.substr(last + 1))};
+// "SESSION/REF/RUN". Not a task id of ours: not found, as any unknown task.
+A2aResult<TaskId> parse_task(std::string_view id) {
+  const auto first = id.find('/'), last = id.rfind('/');
+  if (first == std::string_view::npos || first == last) return std::unexpected(task_not_found(shown(id)));
+  TaskId task{std::string(id.substr(0, first)), std::string(id.substr(first + 1, last - first - 1)),
+              std::string(id.substr(last + 1))};
+  if (!check_name(task.session, "session") || !check_name(task.ref, "ref") || !check_name(task.run, "run")) {
+    return std::unexpected(task_not_found(shown(id)));
+  }
+  return task;
 }
 
-// ---- tasks from the log ----------------------------------------------------------------
-
-std::string text_of_content(const Json& content) {
-  if (content.is_string()) return content.get<std::string>();
-  std::string text;
-  if (content.is_array()) {
-    for (const auto& block : content) {
-      if (block.is_object() && block.value("type", "") == "text") text += block.value("text", "");
-    }
-  }
-  return text;
-}
-
-Json agent_message(const TaskId& task, std::string message_id, const std::string& text, const Json& data = nullptr) {
-  Json parts = Json::array();
-  if (!text.empty()) parts.push_back({{"text", text}});
-  if (!data.is_null()) parts.push_back({{"data", data}, {"mediaType", "application/json"}});
-  return {{"messageId", std::move(message_id)}, {"contextId", task.context()}, {"taskId", task.id()},
-          {"role", "ROLE_AGENT"}, {"parts", std::move(parts)}};
-}
-
-Json input_request_json(const Json& record) {
-  Json request = {{"requestId", record.value("id", "")}, {"kind", record.value("kind", "")},
-                  {"toolCallId", record.value("toolCallId", "")}, {"toolName", record.value("toolName", "")},
-                  {"arguments", record.contains("arguments") ? record["arguments"] : Json::object()}};
-  for (const char* key : {"rule", "question", "choices"}) {
-    if (record.contains(key)) request[key] = record[key];
-  }
-  return request;
-}
-
-std::string input_request_text(const Json& request) {
-  if (request.value("kind", "") == "question") return request.value("question", std::string("a question"));
-  return fmt::format("approve the call of {}? answer allow or deny (with a reason)", request.value("toolName", "a tool"));
-}
-
-// What a task's records say, folded in order.
-struct TaskView {
-  TaskId id;
-  std::int64_t start_seq = -1;
-  std::string state = "TASK_STATE_WORKING";
-  std::string timestamp;
-  std::string prompt;
-  std::string prompt_id;
-  std::vector<std::pair<std::string, std::string>> answers;  // assistant texts: entry id, text
-  std::map<std::string, Json> pending;  // input requests not yet resolved, by id
-  std::string error;
-  std::string last_text;  // of the last assistant message folded
-  Json last_calls = Json::array();  // its tool calls
-  bool finished = false;
-  std::int64_t last_seq = -1;
-
-  bool terminal() const { return finished; }
-  bool interrupted() const { return !finished && !pending.empty(); }
-
-  // One record of the log, after start_seq; returns whether it was the task's.
-  bool fold(const Json& record) {
-    const std::string type = record.value("type", "");
-    const std::string ref = record.contains("ref") && record["ref"].is_string() ? record["ref"].get<std::string>() : "main";
-    if (ref != id.ref || finished) return false;
-    const std::string run = record.value("runId", "");
-    last_seq = record.value("seq", last_seq);
-    timestamp = record.value("timestamp", timestamp);
-    if (type == "message" && record.contains("message") && record["message"].is_object()) {
-      const Json& message = record["message"];
-      if (message.value("role", "") != "assistant") return false;
-      const Json content = message.value("content", Json::array());
-      last_text = text_of_content(content);
-      last_calls = Json::array();
-      if (content.is_array()) {
-        for (const auto& block : content) {
-          if (!block.is_object() || block.value("type", "") != "toolCall") continue;
-          last_calls.push_back({{"id", block.value("id", "")}, {"name", block.value("name", "")},
-                                {"arguments", block.contains("arguments") ? block["arguments"] : Json::object()}});
-        }
-      }
-      if (!last_text.empty()) answers.emplace_back(record.value("id", ""), last_text);
-      return !last_text.empty() || !last_calls.empty();
-    }
-    if (run != id.run) return false;
-    if (type == "input_requested") {
-      pending[record.value("id", "")] = input_request_json(record);
-      state = "TASK_STATE_INPUT_REQUIRED";
-      return true;
-    }
-    if (type == "input_resolved") {
-      pending.erase(record.value("requestId", ""));
-      if (pending.empty()) state = "TASK_STATE_WORKING";
-      return true;
-    }
-    if (type == "operation_finished") {
-      finished = true;
-      pending.clear();
-      const std::string outcome = record.value("outcome", "");
-      state = outcome == "completed" ? "TASK_STATE_COMPLETED"
-              : outcome == "failed"  ? "TASK_STATE_FAILED"
-                                     : "TASK_STATE_CANCELED";
-      if (record.contains("error") && record["error"].is_object()) {
-        error = fmt::format("{}: {}", record["error"].value("code", ""), record["error"].value("message", ""));
-      }
-      return true;
-    }
-    return false;
-  }
-
-  std::string final_text() const { return answers.empty() ? std::string() : answers.back().second; }
-
-  Json status() const {
-    Json out = {{"state", state}, {"timestamp", timestamp}};
-    if (interrupted()) {
-      const Json& request = pending.begin()->second;
-      out["message"] = agent_message(id, id.run + "-" + request.value("requestId", ""), input_request_text(request),
-                                     Json{{"inputRequest", request}});
-    } else if (state == "TASK_STATE_COMPLETED" && !answers.empty()) {
-      out["message"] = agent_message(id, answers.back().first, final_text());
-    } else if (state == "TASK_STATE_FAILED" && !error.empty()) {
-      out["message"] = agent_message(id, id.run + "-error", error);
-    }
-    return out;
-  }
-
-  Json artifacts() const {
-    Json out = Json::array();
-    if (state == "TASK_STATE_COMPLETED" && !answers.empty()) {
-      out.push_back({{"artifactId", id.run + "-answer"}, {"name", "answer"}, {"parts", Json::array({{{"text", final_text()}}})}});
-    }
-    return out;
-  }
-
-  Json task(std::optional<std::int64_t> history_length) const {
-    Json history = Json::array();
-    if (!prompt.empty()) {
-      history.push_back({{"messageId", prompt_id.empty() ? id.run + "-prompt" : prompt_id}, {"contextId", id.context()},
-                         {"taskId", id.id()}, {"role", "ROLE_USER"}, {"parts", Json::array({{{"text", prompt}}})}});
-    }
-    for (const auto& [entry, text] : answers) history.push_back(agent_message(id, entry, text));
-    if (history_length && *history_length >= 0 && history.size() > static_cast<std::size_t>(*history_length)) {
-      history.erase(history.begin(), history.end() - *history_length);
-    }
-    return {{"id", id.id()},
-            {"contextId", id.context()},
-            {"status", status()},
-            {"artifacts", artifacts()},
-            {"history", std::move(history)},
-            {"metadata", {{"cairn.session", id.session}, {"cairn.ref", id.ref}, {"cairn.runId", id.run}, {"cairn.seq", last_seq}}}};
-  }
-};
-
-// Reads the task's records from its operation_started on.
-A2aResult<TaskView> read_task(Session& session, const TaskId& id) {
-  auto start = session.seq_of(id.run);
-  if (!start) return std::unexpected(task_not_found(id.id()));
-  auto first = session.get_log(*start - 1, 1);
-  if (!first || first->empty()) return std::unexpected(task_not_found(id.id()));
-  const Json started = Json::parse(first->front().json, nullptr, false);
-  if (!started.is_object() || started.value("type", "") != "operation_started" || started.value("ref", "") != id.ref ||
-      !started.contains("intent") || started["intent"].value("kind", "") != "run") {
-    return std::unexpected(task_not_found(id.id()));
-  }
-  TaskView view;
-  view.id = id;
-  view.start_seq = *start;
-  view.last_seq = *start;
-  view.timestamp = started.value("timestamp", "");
-  if (const Json& initial = started["intent"].value("initialMessages", Json::array()); initial.is_array()) {
-    for (const auto& entry : initial) {
-      if (!entry.is_object() || !entry.contains("message")) continue;
-      view.prompt += text_of_content(entry["message"].value("content", Json::array()));
-      if (view.prompt_id.empty()) view.prompt_id = entry.value("id", "");
-    }
-  }
-  for (std::int64_t after = *start; !view.finished;) {
-    auto lines = session.get_log(after, 1024);
-    if (!lines) return std::unexpected(internal(lines.error().message));
-    if (lines->empty()) break;
-    for (const auto& line : *lines) {
-      view.fold(Json::parse(line.json, nullptr, false));
-      after = line.seq;
-      if (view.finished) break;
-    }
-  }
-  return view;
+// Last-Event-ID: none, or a seq.
+A2aResult<std::optional<std::int64_t>> last_event_id(const HttpRequest& request) {
+  auto header = request.header("last-event-id");
+  if (!header || header->empty()) return std::optional<std::int64_t>();
+  auto value = Fields::parse_integer(*header);
+  if (!value) return std::unexpected(invalid_params("Last-Event-ID must be a seq"));
+  return std::optional<std::int64_t>(*value);
 }
 
 // ---- the stream of a task --------------------------------------------------------------
 
-// A task's events as A2A StreamResponses: the task first, then a status or
-// artifact update for each of its records (with the record's seq as SSE id
-// and in metadata), ending after a final or input-required status.
+// A task's StreamResponses: the task first, then its updates (TaskEvents),
+// read from the log as the session's hub says records came; ends after the
+// final status or an input request.
 class TaskStream : public LiveStream {
  public:
-  TaskStream(std::shared_ptr<SessionHost> host, TaskView view, std::int64_t cursor, std::optional<Json> rpc_id,
-             std::string first_frame)
-      : host_(std::move(host)), view_(std::move(view)), last_(cursor), rpc_id_(std::move(rpc_id)),
-        initial_(std::move(first_frame)) {
-    inbox_->ref = view_.id.ref;
+  TaskStream(std::shared_ptr<SessionHost> host, TaskEvents events, std::int64_t read_after, std::string first_frame,
+             bool end_after_first)
+      : host_(std::move(host)), events_(std::move(events)), last_read_(read_after), initial_(std::move(first_frame)),
+        end_now_(end_after_first) {
+    inbox_->ref = events_.view().id.ref;
     host_->hub->add(inbox_);
   }
   ~TaskStream() override { host_->hub->remove(inbox_.get()); }
-
-  static std::string frame(const Json& response, const std::optional<Json>& rpc_id, std::optional<std::int64_t> seq) {
-    Json data = rpc_id ? Json{{"jsonrpc", "2.0"}, {"id", *rpc_id}, {"result", response}} : response;
-    return sse_frame(data, seq);
-  }
 
   void set_wakeup(std::function<void()> wakeup) override {
     bool pending = false;
     {
       std::lock_guard lock(inbox_->mu);
       inbox_->wakeup = wakeup;
-      pending = !inbox_->frames.empty();
+      pending = !inbox_->frames.empty() || inbox_->end_frame;
     }
+    wakeup_ = wakeup;
     if (pending && wakeup) wakeup();
   }
 
@@ -292,119 +215,215 @@ class TaskStream : public LiveStream {
     Batch batch;
     batch.text() = std::move(initial_);
     initial_.clear();
-    if (done_) {
+    if (end_now_ || events_.done()) {
       batch.done = true;
       return batch;
     }
     // The first take reads what the log already holds (a run that went on,
     // or ended, before this stream was there); later ones what woke them.
-    std::int64_t newest = std::exchange(first_, false) ? host_->session->size() - 1 : -1;
+    std::int64_t newest = std::exchange(first_, false) ? host_->session->size() - 1 : backlog_;
     bool overflowed = false;
+    std::optional<std::string> end_frame;
     {
       std::lock_guard lock(inbox_->mu);
       for (const auto& frame : inbox_->take_frames()) {
         if (frame->seq) newest = std::max(newest, *frame->seq);
       }
-      overflowed = inbox_->overflowed;
-      inbox_->overflowed = false;
+      overflowed = std::exchange(inbox_->overflowed, false);
+      end_frame = inbox_->end_frame;
+    }
+    if (end_frame) {  // the session was deleted: its tasks are gone
+      batch.done = true;
+      return batch;
     }
     if (quiet || overflowed) newest = host_->session->size() - 1;
-    if (newest > last_) emit_until(newest, batch);
-    batch.done = done_;
+    backlog_ = newest;
+    if (auto read = emit_until(newest, batch); !read) {
+      batch.text() += sse_frame(Json{{"type", "stream_error"}, {"error", {{"code", read.error().code}, {"message", read.error().message}}}});
+      batch.done = true;
+      return batch;
+    }
+    // Bounded batches: more is read at the next take, which the server asks
+    // for at once after writing this one.
+    if (last_read_ < backlog_ && !events_.done() && wakeup_) wakeup_();
+    batch.done = events_.done();
     return batch;
   }
 
   std::string final_frame() override { return ""; }
 
-  // The events of the records after last_ up to `until`, read from the log.
-  void emit_until(std::int64_t until, Batch& batch) {
-    while (last_ < until && !done_) {
-      auto lines = host_->session->get_log(last_, static_cast<std::size_t>(std::min<std::int64_t>(until - last_, 1024)));
-      if (!lines || lines->empty()) return;
+ private:
+  Status emit_until(std::int64_t until, Batch& batch) {
+    std::string& out = batch.text();
+    while (last_read_ < until && !events_.done() && out.size() < kBatchBytes) {
+      auto lines = host_->session->get_log(last_read_, static_cast<std::size_t>(std::min<std::int64_t>(until - last_read_, 256)));
+      if (!lines) return std::unexpected(lines.error());
+      if (lines->empty()) break;
       for (const auto& line : *lines) {
-        last_ = line.seq;
-        if (line.seq <= view_.start_seq) continue;
-        const Json record = Json::parse(line.json, nullptr, false);
-        const bool pending_before = view_.interrupted();
-        if (!view_.fold(record)) continue;
-        Json metadata = {{"cairn.seq", line.seq}};
-        const std::string type = record.value("type", "");
-        Json update;
-        if (type == "message") {
-          // What the agent said, and the tools it calls.
-          Json status = {{"state", "TASK_STATE_WORKING"}, {"timestamp", view_.timestamp},
-                         {"message", agent_message(view_.id, record.value("id", ""), view_.last_text,
-                                                   view_.last_calls.empty() ? Json() : Json{{"toolCalls", view_.last_calls}})}};
-          update = {{"statusUpdate", {{"taskId", view_.id.id()}, {"contextId", view_.id.context()}, {"status", status}, {"metadata", metadata}}}};
-        } else if (type == "operation_finished") {
-          if (view_.state == "TASK_STATE_COMPLETED" && !view_.answers.empty()) {
-            batch.text() += frame({{"artifactUpdate", {{"taskId", view_.id.id()}, {"contextId", view_.id.context()},
-                                                       {"artifact", view_.artifacts()[0]}, {"lastChunk", true},
-                                                       {"metadata", metadata}}}},
-                                 rpc_id_, std::nullopt);
-          }
-          update = {{"statusUpdate", {{"taskId", view_.id.id()}, {"contextId", view_.id.context()}, {"status", view_.status()}, {"metadata", metadata}}}};
-          done_ = true;
-        } else if (type == "input_requested" || type == "input_resolved") {
-          if (type == "input_resolved" && (pending_before == view_.interrupted())) continue;  // others still wait
-          update = {{"statusUpdate", {{"taskId", view_.id.id()}, {"contextId", view_.id.context()}, {"status", view_.status()}, {"metadata", metadata}}}};
-          if (view_.interrupted()) done_ = true;  // as the SDK's servers do: the stream ends at input-required
-        } else {
-          continue;
-        }
-        batch.text() += frame(update, rpc_id_, line.seq);
-        if (done_) return;
+        last_read_ = line.seq;
+        events_.feed(line.seq, Json::parse(line.json, nullptr, false), out);
+        if (events_.done() || out.size() >= kBatchBytes) break;
       }
     }
+    return {};
   }
 
- private:
   std::shared_ptr<SessionHost> host_;
   std::shared_ptr<StreamHub::Inbox> inbox_ = std::make_shared<StreamHub::Inbox>();
-  TaskView view_;
-  std::int64_t last_;
-  std::optional<Json> rpc_id_;
+  TaskEvents events_;
+  std::int64_t last_read_;
+  std::int64_t backlog_ = -1;  // the newest seq known to be there
   std::string initial_;
+  bool end_now_;
   bool first_ = true;
-  bool done_ = false;
+  std::function<void()> wakeup_;
 };
 
 // ---- the operations, shared by both bindings ---------------------------------------------
 
+// The task's answer once it has settled (ended, or waits for input) or a
+// limit passed, fulfilling a deferred reply: the wait holds no thread, only
+// a listener on the ref's events. The log, not the harness's state, says
+// whether the task settled (an operation's end is in the log before its
+// run_end is announced).
+class Settling : public std::enable_shared_from_this<Settling> {
+ public:
+  using Answer = std::function<Reply(const A2aResult<TaskView>&)>;
+
+  // `until_end`: only the task's end settles it (a cancel), not a wait for input.
+  static std::shared_ptr<DeferredReply> start(std::shared_ptr<SessionHost> host, TaskView view,
+                                              std::chrono::milliseconds limit, std::shared_ptr<WorkQueue> work,
+                                              Answer answer, bool until_end = false) {
+    auto settling = std::shared_ptr<Settling>(
+        new Settling(std::move(host), view.id, std::move(work), std::move(answer), until_end));
+    if (settling->settled(view)) {
+      settling->deferred_->fulfil(settling->answer_(view));
+      return settling->deferred_;
+    }
+    auto ref = settling->host_->harness->ref(view.id.ref);
+    if (!ref) {
+      settling->deferred_->fulfil(settling->answer_(view));
+      return settling->deferred_;
+    }
+    const std::string run = view.id.run;
+    std::weak_ptr<Settling> weak = settling;
+    Subscription subscription = ref->on_event([weak, run](const Event& event) {
+      auto self = weak.lock();
+      if (!self) return;
+      const bool ours = event.run_id == run &&
+                        (event.type == EventType::run_end || event.type == EventType::input_requested ||
+                         event.type == EventType::run_cancel);
+      // A client gone: let go of the listener at the ref's next event.
+      if (ours || self->deferred_->abandoned()) self->check_soon(false);
+    });
+    {
+      // It keeps itself until it settles; the limit's timer holds it weakly.
+      std::lock_guard lock(settling->mu_);
+      if (!settling->finished_.load()) {
+        settling->subscription_ = std::move(subscription);
+        settling->self_ = settling;
+      }
+    }
+    // What happened before the listener was there.
+    settling->check_soon(false);
+    const bool timed = settling->work_->post_after(limit, [weak] {
+      if (auto self = weak.lock()) self->check(true);
+    });
+    if (!timed) {
+      settling->deferred_->fulfil(Reply{error_response(503, "closed", "the server is stopping")});
+      settling->finish();
+    }
+    return settling->deferred_;
+  }
+
+ private:
+  Settling(std::shared_ptr<SessionHost> host, TaskId id, std::shared_ptr<WorkQueue> work, Answer answer, bool until_end)
+      : host_(std::move(host)), id_(std::move(id)), work_(std::move(work)), answer_(std::move(answer)), until_end_(until_end) {}
+
+  bool settled(const TaskView& view) const { return view.terminal() || (!until_end_ && view.interrupted()); }
+
+  void check_soon(bool final) {
+    if (!work_->post([self = shared_from_this(), final] { self->check(final); })) finish();
+  }
+
+  // On a worker.
+  void check(bool final) {
+    if (finished_.load()) return;
+    if (deferred_->abandoned()) return finish();
+    auto read = read_task(*host_->session, id_);
+    A2aResult<TaskView> view = [&]() -> A2aResult<TaskView> {
+      if (!read) return std::unexpected(internal(read.error().message));
+      if (!*read) return std::unexpected(task_not_found(id_.id()));
+      return std::move(**read);
+    }();
+    if (view && !settled(*view) && !final) return;
+    deferred_->fulfil(answer_(view));
+    finish();
+  }
+
+  void finish() {
+    finished_.store(true);
+    Subscription gone;
+    std::shared_ptr<Settling> last;  // may be the last hold: let go after the lock
+    std::lock_guard lock(mu_);
+    gone = std::move(subscription_);
+    last = std::move(self_);
+  }
+
+  std::shared_ptr<SessionHost> host_;
+  TaskId id_;
+  std::shared_ptr<WorkQueue> work_;
+  Answer answer_;
+  bool until_end_;
+  std::shared_ptr<DeferredReply> deferred_ = std::make_shared<DeferredReply>();
+  std::atomic<bool> finished_{false};
+  std::mutex mu_;
+  Subscription subscription_;
+  std::shared_ptr<Settling> self_;  // set while it waits
+};
+
+// A message's parts: its text (text parts joined) and its first data part.
+struct MessageParts {
+  std::string text;
+  Json data;
+};
+
+A2aResult<MessageParts> read_parts(const Fields& message) {
+  A2A_TRY(parts, message.array("parts"));
+  MessageParts out;
+  if (!parts) return out;
+  for (std::size_t i = 0; i < parts->size(); ++i) {
+    A2A_TRY(part, Fields::of((*parts)[i], fmt::format("{}[{}]", message.path("parts"), i)));
+    A2A_TRY(text, part.string("text"));
+    if (part.find("text")) out.text += (out.text.empty() ? "" : "\n") + text;
+    if (const Json* data = part.find("data"); data && out.data.is_null()) out.data = *data;
+  }
+  return out;
+}
+
 struct Service {
   SessionPool& pool;
   Metrics& metrics;
+  std::shared_ptr<WorkQueue> work;
 
   A2aResult<std::shared_ptr<SessionHost>> host(const std::string& session) {
     auto found = pool.get(session);
-    if (!found) return std::unexpected(found.error().code == "not_found" ? task_not_found(session) : from_error(found.error()));
+    if (!found) return std::unexpected(found.error().is(Errc::not_found) ? task_not_found(session) : from_error(found.error()));
     return *found;
   }
 
-  A2aResult<std::pair<std::shared_ptr<SessionHost>, TaskView>> task(std::string_view id) {
-    auto parsed = parse_task(id);
-    if (!parsed) return std::unexpected(task_not_found(id));
-    auto found = host(parsed->session);
-    if (!found) return std::unexpected(found.error());
-    auto view = read_task(*(*found)->session, *parsed);
-    if (!view) return std::unexpected(view.error());
-    return std::pair{*found, std::move(*view)};
+  A2aResult<TaskView> read(const SessionHost& target, const TaskId& id, std::optional<std::int64_t> until = std::nullopt) {
+    auto view = read_task(*target.session, id, until);
+    if (!view) return std::unexpected(internal(view.error().message));
+    if (!*view) return std::unexpected(task_not_found(id.id()));
+    return std::move(**view);
   }
 
-  // Waits until the task no longer works (blocking sends, cancel).
-  A2aResult<TaskView> settle(const std::shared_ptr<SessionHost>& host, const TaskId& id, std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      bool working = false;
-      for (const auto& status : host->harness->refs()) {
-        if (status.name == id.ref && status.run && status.run->id == id.run &&
-            status.run->status != OperationStatus::awaiting_input) {
-          working = true;
-        }
-      }
-      if (!working || std::chrono::steady_clock::now() > deadline) return read_task(*host->session, id);
-      std::this_thread::sleep_for(10ms);
-    }
+  A2aResult<std::pair<std::shared_ptr<SessionHost>, TaskView>> task(std::string_view id) {
+    A2A_TRY(parsed, parse_task(id));
+    A2A_TRY(found, host(parsed.session));
+    A2A_TRY(view, read(*found, parsed));
+    return std::pair{found, std::move(view)};
   }
 
   struct Sent {
@@ -412,37 +431,32 @@ struct Service {
     TaskView view;
   };
 
-  A2aResult<Sent> send(const Json& params) {
-    if (!params.is_object() || !params.contains("message") || !params["message"].is_object()) {
-      return std::unexpected(invalid_params("params.message is required"));
+  A2aResult<Sent> send(const Fields& params) {
+    A2A_TRY(message_fields, params.object("message"));
+    if (!message_fields) return std::unexpected(invalid_params(fmt::format("{} is required", params.path("message"))));
+    const Fields& message = *message_fields;
+    A2A_TRY(message_id, message.string("messageId"));
+    if (message_id.empty()) return std::unexpected(invalid_params(fmt::format("{} is required", message.path("messageId"))));
+    A2A_TRY(parts, read_parts(message));
+    A2A_TRY(task_id, message.string("taskId"));
+    A2A_TRY(context, message.string("contextId"));
+    std::optional<std::pair<std::string, std::string>> named_context;
+    if (!context.empty()) {
+      A2A_TRY(parsed, parse_context(context));
+      named_context = std::move(parsed);
     }
-    const Json& message = params["message"];
-    if (!message.contains("messageId") || !message["messageId"].is_string() || message["messageId"].get<std::string>().empty()) {
-      return std::unexpected(invalid_params("message.messageId is required"));
-    }
-    std::string text;
-    Json data;
-    for (const auto& part : message.value("parts", Json::array())) {
-      if (!part.is_object()) continue;
-      if (part.contains("text") && part["text"].is_string()) text += (text.empty() ? "" : "\n") + part["text"].get<std::string>();
-      if (part.contains("data") && data.is_null()) data = part["data"];
-    }
-    const std::string task_id = message.value("taskId", "");
-    if (!task_id.empty()) return continue_task(task_id, text, data);
-    if (text.empty()) return std::unexpected(invalid_params("the message has no text part to prompt with"));
+    if (!task_id.empty()) return continue_task(task_id, named_context, parts);
+    if (parts.text.empty()) return std::unexpected(invalid_params("the message has no text part to prompt with"));
 
     std::shared_ptr<SessionHost> target;
     std::string ref_name = "main";
-    if (const std::string context = message.value("contextId", ""); !context.empty()) {
-      auto parsed = parse_context(context);
-      if (!parsed) return std::unexpected(invalid_params(fmt::format("contextId '{}' is not SESSION/REF", context)));
-      auto found = host(parsed->first);
-      if (!found) return std::unexpected(found.error());
-      target = *found;
-      ref_name = parsed->second;
+    if (named_context) {
+      A2A_TRY(found, host(named_context->first));
+      target = found;
+      ref_name = named_context->second;
       if (!target->harness->ref(ref_name)) {
         auto made = target->harness->create_ref(ref_name, target->session->leaf("main"));
-        if (!made) return std::unexpected(from_error(made.error()));
+        if (!made && !made.error().is(Errc::ref_exists)) return std::unexpected(from_error(made.error()));
       }
     } else {
       auto created = pool.create(CreateOptions{.cwd = pool.config().cwd.string()});
@@ -452,76 +466,89 @@ struct Service {
     auto ref = target->harness->ref(ref_name);
     if (!ref) return std::unexpected(task_not_found(ref_name));
     OperationStart start = start_and_wait(pool, metrics, target, *ref, {EventType::run_start},
-                                          [text](AgentRef& r) { return r.prompt(text); });
+                                          [text = parts.text](AgentRef& r) { return r.prompt(text); });
     if (!start.started || !start.started->run_id) {
       const Error error = start.done && start.done->error ? *start.done->error : Error{Errc::internal_error, "the run did not start"};
       return std::unexpected(from_error(error));
     }
-    TaskId id{target->session->id(), ref_name, *start.started->run_id};
-    auto view = read_task(*target->session, id);
-    if (!view) return std::unexpected(view.error());
-    return Sent{target, std::move(*view)};
+    A2A_TRY(view, read(*target, TaskId{target->session->id(), ref_name, *start.started->run_id}));
+    return Sent{target, std::move(view)};
   }
 
-  A2aResult<Sent> continue_task(const std::string& task_id, const std::string& text, const Json& data) {
-    auto found = task(task_id);
-    if (!found) return std::unexpected(found.error());
-    auto& [target, view] = *found;
+  A2aResult<Sent> continue_task(const std::string& task_id, const std::optional<std::pair<std::string, std::string>>& context,
+                                const MessageParts& parts) {
+    A2A_TRY(parsed, parse_task(task_id));
+    // A task belongs to one context: a message may not name a context and
+    // act on another's task.
+    if (context && (context->first != parsed.session || context->second != parsed.ref)) {
+      return std::unexpected(invalid_params(fmt::format("task {} is not in context {}/{}", shown(task_id),
+                                                        shown(context->first), shown(context->second))));
+    }
+    A2A_TRY(target, host(parsed.session));
+    A2A_TRY(view, read(*target, parsed));
     auto ref = target->harness->ref(view.id.ref);
     if (!ref) return std::unexpected(task_not_found(task_id));
     if (view.terminal()) {
-      return std::unexpected(unsupported(fmt::format("task {} has ended ({}); send a new message in its context", task_id, view.state)));
+      return std::unexpected(unsupported(fmt::format("task {} has ended ({}); send a new message in its context", view.id.id(), view.state)));
     }
     if (view.interrupted()) {
       // The answer to what the task waits for.
-      std::string request_id = data.is_object() ? data.value("requestId", "") : "";
+      const Json no_data = Json::object();
+      const Fields data(parts.data.is_object() ? parts.data : no_data, "params.message.parts[].data");
+      if (!parts.data.is_null() && !parts.data.is_object()) {
+        return std::unexpected(invalid_params("params.message.parts[].data must be an object"));
+      }
+      A2A_TRY(request_id, data.string("requestId"));
       if (request_id.empty()) request_id = view.pending.begin()->first;
       auto it = view.pending.find(request_id);
-      if (it == view.pending.end()) return std::unexpected(invalid_params(fmt::format("the task waits for no request {}", request_id)));
+      if (it == view.pending.end()) {
+        return std::unexpected(invalid_params(fmt::format("the task waits for no request {}", shown(request_id))));
+      }
       const bool question = it->second.value("kind", "") == "question";
+      A2A_TRY(decision, data.string("decision"));
+      A2A_TRY(reason, data.string("reason"));
+      A2A_TRY(answer, data.string("answer"));
+      A2A_TRY(arguments, data.object("arguments"));
       InputResponse response;
       response.by = "a2a";
-      std::string decision = data.is_object() ? data.value("decision", "") : "";
       if (decision.empty()) {
-        std::string lowered = text;
+        std::string lowered = parts.text;
         std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
         const bool yes = lowered == "allow" || lowered == "yes" || lowered == "y" || lowered == "approve" || lowered == "ok";
         decision = question ? "answer" : yes ? "allow" : "deny";
       }
       if (decision == "allow") {
         response.decision = InputResponse::Decision::allow;
-        if (data.is_object() && data.contains("arguments")) response.arguments = data["arguments"];
+        if (arguments) response.arguments = *data.find("arguments");
       } else if (decision == "deny") {
         response.decision = InputResponse::Decision::deny;
-        std::string reason = data.is_object() ? data.value("reason", text) : text;
+        if (reason.empty()) reason = parts.text;
         if (!reason.empty()) response.reason = reason;
       } else if (decision == "answer") {
         response.decision = InputResponse::Decision::answer;
-        response.answer = data.is_object() ? data.value("answer", text) : text;
+        response.answer = data.find("answer") ? answer : parts.text;
       } else {
-        return std::unexpected(invalid_params("decision must be allow, deny or answer"));
+        return std::unexpected(invalid_params(fmt::format("{} must be allow, deny or answer", data.path("decision"))));
       }
       auto answered = ref->respond(request_id, std::move(response));
       if (!answered.ok()) return std::unexpected(from_error(answered.error.value_or(Error{Errc::internal_error, "not answered"})));
       if (ref->pending_inputs().empty()) pool.run_detached(target, [r = *ref]() mutable { (void)r.resume(); });
     } else {
-      if (text.empty()) return std::unexpected(invalid_params("the message has no text part to steer with"));
-      auto steered = ref->steer(text);
+      if (parts.text.empty()) return std::unexpected(invalid_params("the message has no text part to steer with"));
+      auto steered = ref->steer(parts.text);
       if (!steered.ok()) return std::unexpected(from_error(steered.error.value_or(Error{Errc::internal_error, "not steered"})));
     }
-    auto fresh = read_task(*target->session, view.id);
-    if (!fresh) return std::unexpected(fresh.error());
-    return Sent{target, std::move(*fresh)};
+    A2A_TRY(fresh, read(*target, view.id));
+    return Sent{target, std::move(fresh)};
   }
 
-  A2aResult<Json> list(const std::string& context, const std::string& status, std::int64_t page_size, std::int64_t offset) {
+  A2aResult<Json> list(const std::string& context, const std::string& status, std::int64_t page_size, std::int64_t offset,
+                       std::optional<std::int64_t> history) {
     std::vector<std::pair<std::shared_ptr<SessionHost>, std::string>> refs;  // host, ref
     if (!context.empty()) {
-      auto parsed = parse_context(context);
-      if (!parsed) return std::unexpected(invalid_params(fmt::format("contextId '{}' is not SESSION/REF", context)));
-      auto found = host(parsed->first);
-      if (!found) return std::unexpected(found.error());
-      refs.emplace_back(*found, parsed->second);
+      A2A_TRY(parsed, parse_context(context));
+      A2A_TRY(found, host(parsed.first));
+      refs.emplace_back(found, parsed.second);
     } else {
       auto headers = pool.list();
       if (!headers) return std::unexpected(from_error(headers.error()));
@@ -539,9 +566,10 @@ struct Service {
         if (!page) return std::unexpected(internal(page.error().message));
         for (const auto& record : page->items) {
           auto view = read_task(*target->session, TaskId{target->session->id(), ref, record.id});
-          if (!view) continue;  // not a run
-          if (!status.empty() && view->state != status) continue;
-          tasks.push_back(view->task(0));
+          if (!view) return std::unexpected(internal(view.error().message));
+          if (!*view) continue;  // not a run
+          if (!status.empty() && (*view)->state != status) continue;
+          tasks.push_back((*view)->task(history.value_or(0)));
         }
         if (!page->next_cursor) break;
         query.cursor = page->next_cursor;
@@ -560,67 +588,61 @@ struct Service {
                 {"totalSize", tasks.size()}};
   }
 
-  A2aResult<Json> cancel(std::string_view id) {
-    auto found = task(id);
-    if (!found) return std::unexpected(found.error());
-    auto& [target, view] = *found;
+  // Aborts the task; the reply once it has ended (durably: its
+  // operation_finished is in the log), or after a while.
+  A2aResult<std::shared_ptr<DeferredReply>> cancel(std::string_view id, std::function<Reply(const A2aResult<TaskView>&)> answer) {
+    A2A_TRY(found, task(id));
+    auto& [target, view] = found;
     if (view.terminal()) return std::unexpected(not_cancelable(fmt::format("task {} has ended ({})", view.id.id(), view.state)));
     auto ref = target->harness->ref(view.id.ref);
     if (!ref) return std::unexpected(task_not_found(id));
     AbortResult aborted = ref->abort();
     if (!aborted.ok()) return std::unexpected(from_error(aborted.error.value_or(Error{Errc::internal_error, "not aborted"})));
-    auto settled = settle(target, view.id, 10s);
-    if (!settled) return std::unexpected(settled.error());
-    return settled->task(std::nullopt);
+    A2A_TRY(fresh, read(*target, view.id));
+    return Settling::start(target, std::move(fresh), kCancelLimit, work, std::move(answer), /*until_end=*/true);
   }
 
   // The stream of a task: `from_start` replays its records from its start
   // (a streaming send); else from `cursor` (Last-Event-ID), or live from now.
   A2aResult<std::shared_ptr<LiveStream>> stream(std::shared_ptr<SessionHost> target, TaskView view, bool from_start,
                                                 std::optional<std::int64_t> cursor, std::optional<Json> rpc_id) {
-    if (!from_start && !cursor && (view.terminal())) {
+    const std::int64_t head = target->session->size() - 1;
+    if (cursor && *cursor > head) {
+      return std::unexpected(invalid_params(fmt::format("Last-Event-ID {} is past the session's newest record (seq {})", *cursor, head)));
+    }
+    if (!from_start && !cursor && view.terminal()) {
       return std::unexpected(unsupported(fmt::format("task {} has ended ({}); GetTask reads it", view.id.id(), view.state)));
     }
     std::int64_t from = view.last_seq;
-    Json snapshot = view.task(std::nullopt);
     if (from_start) {
       from = view.start_seq;
-      TaskView fresh;
-      fresh.id = view.id;
-      fresh.start_seq = view.start_seq;
-      fresh.prompt = view.prompt;
-      fresh.prompt_id = view.prompt_id;
-      fresh.timestamp = view.timestamp;
-      view = std::move(fresh);
-      snapshot = view.task(std::nullopt);
     } else if (cursor) {
       from = std::max(*cursor, view.start_seq);
-      // Folded up to the cursor only, so that what follows is news.
-      auto replay = read_task_until(*target->session, view.id, from);
-      if (!replay) return std::unexpected(replay.error());
-      view = std::move(*replay);
     }
-    std::string first = TaskStream::frame(Json{{"task", snapshot}}, rpc_id, std::nullopt);
-    auto live = std::make_shared<TaskStream>(target, std::move(view), from, std::move(rpc_id), std::move(first));
-    return std::shared_ptr<LiveStream>(std::move(live));
-  }
-
-  A2aResult<TaskView> read_task_until(Session& session, const TaskId& id, std::int64_t until) {
-    auto start = session.seq_of(id.run);
-    if (!start) return std::unexpected(task_not_found(id.id()));
-    TaskView view;
-    view.id = id;
-    view.start_seq = *start;
-    view.last_seq = *start;
-    for (std::int64_t after = *start; after < until;) {
-      auto lines = session.get_log(after, static_cast<std::size_t>(std::min<std::int64_t>(until - after, 1024)));
-      if (!lines || lines->empty()) break;
+    // The task as submitted, then its records up to `from` fed without a
+    // word: what follows is decided as it was for a client that watched from
+    // the start (an answer held until the next record, say).
+    const bool ended_before = !from_start && view.terminal() && from >= view.last_seq;
+    A2A_TRY(submitted, read(*target, view.id, view.start_seq));
+    submitted.last_seq = view.start_seq;
+    TaskEvents events(std::move(submitted), from, std::move(rpc_id));
+    for (std::int64_t after = view.start_seq; after < from && !events.done();) {
+      auto lines = target->session->get_log(after, static_cast<std::size_t>(std::min<std::int64_t>(from - after, 256)));
+      if (!lines) return std::unexpected(internal(lines.error().message));
+      if (lines->empty()) break;
+      std::string said;
       for (const auto& line : *lines) {
-        view.fold(Json::parse(line.json, nullptr, false));
         after = line.seq;
+        events.feed(line.seq, Json::parse(line.json, nullptr, false), said);
       }
+      assert(said.empty() && "records at or before the cursor are the client's");
     }
-    return view;
+    // The snapshot is what the log says at the cursor.
+    TaskView snapshot = events.view();
+    if (!snapshot.terminal()) snapshot.last_seq = from;
+    std::string first = events.frame(Json{{"task", snapshot.task(std::nullopt)}}, std::nullopt);
+    return std::shared_ptr<LiveStream>(std::make_shared<TaskStream>(std::move(target), std::move(events), from,
+                                                                    std::move(first), ended_before));
   }
 };
 
@@ -629,32 +651,61 @@ bool version_ok(const HttpRequest& request) {
   return !version || version->empty() || *version == "1.0" || version->starts_with("1.0.");
 }
 
-std::optional<std::int64_t> last_event_id(const HttpRequest& request) {
-  auto header = request.header("last-event-id");
-  if (!header || header->empty()) return std::nullopt;
-  std::int64_t value = 0;
-  auto [end, ec] = std::from_chars(header->data(), header->data() + header->size(), value);
-  if (ec != std::errc() || end != header->data() + header->size()) return std::nullopt;
-  return value;
+// The task states a ListTasks filter may name.
+bool known_state(const std::string& state) {
+  static const std::set<std::string> states = {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED",
+                                               "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_INPUT_REQUIRED",
+                                               "TASK_STATE_REJECTED", "TASK_STATE_AUTH_REQUIRED"};
+  return states.contains(state);
 }
 
-std::optional<std::int64_t> history_length_of(const Json& value) {
-  if (value.is_number_integer()) return value.get<std::int64_t>();
-  if (value.is_string()) {
-    std::int64_t n = 0;
-    const auto& text = value.get_ref<const std::string&>();
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-    if (ec == std::errc() && end == text.data() + text.size()) return n;
+// ListTasks' parameters, from either binding.
+struct ListParams {
+  std::string context, status;
+  std::int64_t page_size = 50, offset = 0;
+  std::optional<std::int64_t> history;
+};
+
+A2aResult<ListParams> list_params(const Fields& fields) {
+  ListParams out;
+  A2A_TRY(context, fields.string("contextId"));
+  A2A_TRY(status, fields.string("status"));
+  A2A_TRY(size, fields.integer("pageSize"));
+  A2A_TRY(token, fields.string("pageToken"));
+  A2A_TRY(history, fields.integer("historyLength"));
+  out.context = std::move(context);
+  out.status = status == "TASK_STATE_UNSPECIFIED" || status == "UNRECOGNIZED" ? std::string() : std::move(status);
+  if (!out.status.empty() && !known_state(out.status)) {
+    return std::unexpected(invalid_params(fmt::format("{} is not a task state", fields.path("status"))));
   }
-  return std::nullopt;
+  if (size) out.page_size = *size;
+  if (out.page_size < 1 || out.page_size > 100) {
+    return std::unexpected(invalid_params(fmt::format("{} must be 1 to 100", fields.path("pageSize"))));
+  }
+  if (!token.empty()) {
+    auto offset = Fields::parse_integer(token);
+    if (!offset || *offset < 0) return std::unexpected(invalid_params(fmt::format("{} is not one of ours", fields.path("pageToken"))));
+    out.offset = *offset;
+  }
+  out.history = history;
+  return out;
 }
+
+// The JSON-RPC `id`: a string, a number or null (an object or array would be
+// echoed back whole).
+bool valid_rpc_id(const Json& id) { return id.is_string() || id.is_number() || id.is_null(); }
 
 }  // namespace
 
 // ---- the card ---------------------------------------------------------------------------
 
 Reply A2a::card(const HttpRequest& request) const {
-  const std::string host = request.header("host").value_or("127.0.0.1");
+  std::string host = request.header("host").value_or("127.0.0.1");
+  // A Host header is the client's: only what a host name may hold goes into the card.
+  if (host.empty() || host.size() > 255 ||
+      !std::all_of(host.begin(), host.end(), [](unsigned char c) { return std::isalnum(c) || c == '.' || c == '-' || c == ':' || c == '[' || c == ']'; })) {
+    host = "127.0.0.1";
+  }
   const std::string base = fmt::format("http://{}", host);
   Json card = {
       {"name", "cairn"},
@@ -668,9 +719,11 @@ Reply A2a::card(const HttpRequest& request) const {
         {"pushNotifications", false},
         {"extendedAgentCard", false},
         {"extensions", Json::array({{{"uri", kSeqExtension},
-                                     {"description", "Events that come from a log record carry metadata[\"cairn.seq\"] and "
-                                                     "that seq as their SSE id; SubscribeToTask with Last-Event-ID: SEQ "
-                                                     "replays the task's events after it from the log"},
+                                     {"description", "Each update of a stream announces one log record: its seq is in "
+                                                     "metadata[\"cairn.seq\"] and is the update's SSE id; a task object's "
+                                                     "metadata[\"cairn.snapshotSeq\"] is the newest record it reflects. "
+                                                     "SubscribeToTask with Last-Event-ID: SEQ gives the task as the log "
+                                                     "says at SEQ, then its updates after it"},
                                      {"required", false}}})}}},
       {"securitySchemes", {{"bearer", {{"httpAuthSecurityScheme", {{"scheme", "Bearer"}, {"description", "a token of cairn serve's token file"}}}}}}},
       {"securityRequirements", Json::array({{{"schemes", {{"bearer", {{"list", Json::array()}}}}}}})},
@@ -688,39 +741,58 @@ Reply A2a::card(const HttpRequest& request) const {
 Reply A2a::jsonrpc(const HttpRequest& request) {
   Json id = nullptr;
   auto fail_with = [&](const A2aError& error) {
-    const int status = error.code == -32603 ? 500 : 200;
+    const int status = error.http >= 500 ? error.http : 200;
     Json body = {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", error.code}, {"message", error.message}}}};
     if (*error.reason) body["error"]["data"] = error_info(error);
     return Reply{json_response(status, body)};
   };
   if (request.method != "POST") return Reply{error_response(405, "method_not_allowed", "the JSON-RPC binding takes POST")};
-  Json call;
-  try {
-    call = Json::parse(request.body);
-  } catch (const Json::exception& error) {
-    return fail_with({-32700, "INVALID_PARAMS", 400, "INVALID_ARGUMENT", fmt::format("parse error: {}", error.what())});
+  auto parsed = parse_request_json(request.body);
+  if (!parsed) return fail_with({-32700, "PARSE_ERROR", 400, "INVALID_ARGUMENT", parsed.error().message});
+  const Json& call = *parsed;
+  if (!call.is_object()) return fail_with(invalid_request("not a JSON-RPC 2.0 request: not an object"));
+  if (auto it = call.find("id"); it != call.end()) {
+    if (!valid_rpc_id(*it)) return fail_with(invalid_request("id must be a string, a number or null"));
+    id = *it;
   }
-  if (!call.is_object() || call.value("jsonrpc", "") != "2.0" || !call.contains("method") || !call["method"].is_string()) {
-    return fail_with({-32600, "INVALID_PARAMS", 400, "INVALID_ARGUMENT", "not a JSON-RPC 2.0 request"});
+  const Fields envelope(call, "request");
+  auto version = envelope.string("jsonrpc");
+  auto method_name = envelope.string("method");
+  if (!version || *version != "2.0" || !method_name || method_name->empty()) {
+    return fail_with(invalid_request("not a JSON-RPC 2.0 request: jsonrpc must be \"2.0\" and method a string"));
   }
-  if (call.contains("id")) id = call["id"];
-  if (!version_ok(request)) {
-    return fail_with({-32009, "VERSION_NOT_SUPPORTED", 400, "FAILED_PRECONDITION", "this agent speaks A2A 1.0"});
-  }
-  const std::string method = call["method"];
-  const Json params = call.contains("params") && call["params"].is_object() ? call["params"] : Json::object();
-  Service service{pool_, metrics_};
+  if (!version_ok(request)) return fail_with({-32009, "VERSION_NOT_SUPPORTED", 400, "FAILED_PRECONDITION", "this agent speaks A2A 1.0"});
+  const std::string& method = *method_name;
+  const Json no_params = Json::object();
+  const Json* params_json = envelope.find("params");
+  if (params_json && !params_json->is_object()) return fail_with(invalid_params("params must be an object"));
+  const Fields params(params_json ? *params_json : no_params, "params");
+  Service service{pool_, metrics_, work_};
   auto ok = [&](const Json& result) { return Reply{json_response(200, Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}})}; };
+  auto history_of = [&](const Fields& fields) { return fields.integer("historyLength"); };
 
   if (method == "SendMessage") {
+    auto configuration = params.object("configuration");
+    if (!configuration) return fail_with(configuration.error());
+    const Fields config = configuration->value_or(Fields(no_params, "params.configuration"));
+    auto immediately = config.boolean("returnImmediately");
+    auto history = history_of(config);
+    if (!immediately) return fail_with(immediately.error());
+    if (!history) return fail_with(history.error());
     auto sent = service.send(params);
     if (!sent) return fail_with(sent.error());
-    const Json configuration = params.value("configuration", Json::object());
-    const auto history = history_length_of(configuration.value("historyLength", Json()));
-    if (configuration.value("returnImmediately", false)) return ok(Json{{"task", sent->view.task(history)}});
-    auto settled = service.settle(sent->host, sent->view.id, std::chrono::hours(24));
-    if (!settled) return fail_with(settled.error());
-    return ok(Json{{"task", settled->task(history)}});
+    if (immediately->value_or(false)) return ok(Json{{"task", sent->view.task(*history)}});
+    auto reply_id = id;
+    return Reply{.deferred = Settling::start(sent->host, std::move(sent->view), kBlockingSendLimit, work_,
+                                             [reply_id, history = *history](const A2aResult<TaskView>& view) {
+                                               Json body = {{"jsonrpc", "2.0"}, {"id", reply_id}};
+                                               if (view) {
+                                                 body["result"] = Json{{"task", view->task(history)}};
+                                               } else {
+                                                 body["error"] = {{"code", view.error().code}, {"message", view.error().message}};
+                                               }
+                                               return Reply{json_response(200, body)};
+                                             })};
   }
   if (method == "SendStreamingMessage") {
     auto sent = service.send(params);
@@ -729,99 +801,123 @@ Reply A2a::jsonrpc(const HttpRequest& request) {
     if (!live) return fail_with(live.error());
     return Reply{.stream = std::move(*live)};
   }
-  if (method == "GetTask") {
-    auto found = service.task(params.value("id", ""));
-    if (!found) return fail_with(found.error());
-    return ok(found->second.task(history_length_of(params.value("historyLength", Json()))));
-  }
-  if (method == "ListTasks") {
-    std::string status = params.value("status", "");
-    if (status == "UNRECOGNIZED" || status == "TASK_STATE_UNSPECIFIED") status.clear();
-    const std::int64_t size = params.value("pageSize", 50);
-    std::int64_t offset = 0;
-    if (const std::string token = params.value("pageToken", ""); !token.empty()) {
-      auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), offset);
-      if (ec != std::errc() || end != token.data() + token.size()) return fail_with(invalid_params("bad pageToken"));
+  if (method == "GetTask" || method == "CancelTask" || method == "SubscribeToTask") {
+    auto task_id = params.string("id");
+    if (!task_id) return fail_with(task_id.error());
+    if (task_id->empty()) return fail_with(invalid_params("params.id is required"));
+    if (method == "GetTask") {
+      auto history = history_of(params);
+      if (!history) return fail_with(history.error());
+      auto found = service.task(*task_id);
+      if (!found) return fail_with(found.error());
+      return ok(found->second.task(*history));
     }
-    if (size < 1 || size > 100) return fail_with(invalid_params("pageSize must be 1 to 100"));
-    auto listed = service.list(params.value("contextId", ""), status, size, offset);
-    if (!listed) return fail_with(listed.error());
-    return ok(*listed);
-  }
-  if (method == "CancelTask") {
-    auto cancelled = service.cancel(params.value("id", ""));
-    if (!cancelled) return fail_with(cancelled.error());
-    return ok(*cancelled);
-  }
-  if (method == "SubscribeToTask") {
-    auto found = service.task(params.value("id", ""));
+    if (method == "CancelTask") {
+      auto reply_id = id;
+      auto cancelled = service.cancel(*task_id, [reply_id](const A2aResult<TaskView>& view) {
+        Json body = {{"jsonrpc", "2.0"}, {"id", reply_id}};
+        if (view) {
+          body["result"] = view->task(std::nullopt);
+        } else {
+          body["error"] = {{"code", view.error().code}, {"message", view.error().message}};
+        }
+        return Reply{json_response(200, body)};
+      });
+      if (!cancelled) return fail_with(cancelled.error());
+      return Reply{.deferred = std::move(*cancelled)};
+    }
+    auto cursor = last_event_id(request);
+    if (!cursor) return fail_with(cursor.error());
+    auto found = service.task(*task_id);
     if (!found) return fail_with(found.error());
-    auto live = service.stream(found->first, std::move(found->second), false, last_event_id(request), id);
+    auto live = service.stream(found->first, std::move(found->second), false, *cursor, id);
     if (!live) return fail_with(live.error());
     return Reply{.stream = std::move(*live)};
   }
-  return fail_with({-32601, "INVALID_PARAMS", 400, "INVALID_ARGUMENT", fmt::format("no method {}", method)});
+  if (method == "ListTasks") {
+    auto listed_params = list_params(params);
+    if (!listed_params) return fail_with(listed_params.error());
+    auto listed = service.list(listed_params->context, listed_params->status, listed_params->page_size,
+                               listed_params->offset, listed_params->history);
+    if (!listed) return fail_with(listed.error());
+    return ok(*listed);
+  }
+  return fail_with({-32601, "METHOD_NOT_FOUND", 400, "INVALID_ARGUMENT", fmt::format("no method {}", shown(method))});
 }
 
 // ---- HTTP+JSON ----------------------------------------------------------------------------
 
+namespace {
+
+Reply rest_error(const A2aError& error) {
+  Json body = {{"error", {{"code", error.http}, {"status", error.status}, {"message", error.message}}}};
+  if (*error.reason) body["error"]["details"] = error_info(error);
+  return Reply{json_response(error.http, body)};
+}
+
+}  // namespace
+
 Reply A2a::rest(const HttpRequest& request, std::string_view path) {
-  auto fail_with = [](const A2aError& error) {
-    Json body = {{"error", {{"code", error.http}, {"status", error.status}, {"message", error.message}}}};
-    if (*error.reason) body["error"]["details"] = error_info(error);
-    return Reply{json_response(error.http, body)};
-  };
-  if (!version_ok(request)) return fail_with({-32009, "VERSION_NOT_SUPPORTED", 400, "FAILED_PRECONDITION", "this agent speaks A2A 1.0"});
-  Service service{pool_, metrics_};
-  auto body = [&]() -> A2aResult<Json> {
-    if (request.body.empty()) return Json::object();
-    Json parsed = Json::parse(request.body, nullptr, false);
-    if (parsed.is_discarded() || !parsed.is_object()) return std::unexpected(invalid_params("the body must be a JSON object"));
-    return parsed;
+  // The route and its method first: a request the binding does not take is
+  // refused as any other route refuses it, whatever version it names.
+  const bool version_refused = !version_ok(request);
+  const Reply refused_version = rest_error({-32009, "VERSION_NOT_SUPPORTED", 400, "FAILED_PRECONDITION", "this agent speaks A2A 1.0"});
+  Service service{pool_, metrics_, work_};
+  auto answer_with = [](const A2aResult<TaskView>& view, std::optional<std::int64_t> history, bool wrapped) {
+    if (!view) return rest_error(view.error());
+    Json task = view->task(history);
+    return Reply{json_response(200, wrapped ? Json{{"task", std::move(task)}} : std::move(task))};
   };
   if (path == "/message:send" || path == "/message:stream") {
     if (request.method != "POST") return Reply{error_response(405, "method_not_allowed", "POST only")};
-    auto params = body();
-    if (!params) return fail_with(params.error());
+    if (version_refused) return refused_version;
+    Json parsed = Json::object();
+    if (!request.body.empty()) {
+      auto body = parse_request_json(request.body);
+      if (!body) return rest_error(invalid_params(body.error().message));
+      parsed = std::move(*body);
+    }
+    auto params = Fields::of(parsed, "body");
+    if (!params) return rest_error(params.error());
+    auto configuration = params->object("configuration");
+    if (!configuration) return rest_error(configuration.error());
+    const Json none = Json::object();
+    const Fields config = configuration->value_or(Fields(none, "body.configuration"));
+    auto immediately = config.boolean("returnImmediately");
+    auto history = config.integer("historyLength");
+    if (!immediately) return rest_error(immediately.error());
+    if (!history) return rest_error(history.error());
     auto sent = service.send(*params);
-    if (!sent) return fail_with(sent.error());
+    if (!sent) return rest_error(sent.error());
     if (path == "/message:stream") {
       auto live = service.stream(sent->host, std::move(sent->view), true, std::nullopt, std::nullopt);
-      if (!live) return fail_with(live.error());
+      if (!live) return rest_error(live.error());
       return Reply{.stream = std::move(*live)};
     }
-    const Json configuration = params->value("configuration", Json::object());
-    const auto history = history_length_of(configuration.value("historyLength", Json()));
-    if (configuration.value("returnImmediately", false)) return Reply{json_response(200, Json{{"task", sent->view.task(history)}})};
-    auto settled = service.settle(sent->host, sent->view.id, std::chrono::hours(24));
-    if (!settled) return fail_with(settled.error());
-    return Reply{json_response(200, Json{{"task", settled->task(history)}})};
+    if (immediately->value_or(false)) return answer_with(sent->view, *history, true);
+    return Reply{.deferred = Settling::start(sent->host, std::move(sent->view), kBlockingSendLimit, work_,
+                                             [answer_with, history = *history](const A2aResult<TaskView>& view) {
+                                               return answer_with(view, history, true);
+                                             })};
   }
+  // Query parameters, as a JSON object read like a body's.
+  Json query = Json::object();
+  for (const auto& [key, value] : request.query) query[key] = value;
+  const Fields query_fields(query, "query");
   if (path == "/tasks") {
     if (request.method != "GET") return Reply{error_response(405, "method_not_allowed", "GET only")};
-    auto query = [&](const char* key) {
-      auto it = request.query.find(key);
-      return it == request.query.end() ? std::string() : it->second;
-    };
-    std::string status = query("status");
-    if (status == "TASK_STATE_UNSPECIFIED") status.clear();
-    std::int64_t size = 50, offset = 0;
-    if (const std::string text = query("pageSize"); !text.empty()) {
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
-      if (ec != std::errc() || end != text.data() + text.size() || size < 1 || size > 100) return fail_with(invalid_params("pageSize must be 1 to 100"));
-    }
-    if (const std::string token = query("pageToken"); !token.empty()) {
-      auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), offset);
-      if (ec != std::errc() || end != token.data() + token.size()) return fail_with(invalid_params("bad pageToken"));
-    }
-    auto listed = service.list(query("contextId"), status, size, offset);
-    if (!listed) return fail_with(listed.error());
+    if (version_refused) return refused_version;
+    auto listed_params = list_params(query_fields);
+    if (!listed_params) return rest_error(listed_params.error());
+    auto listed = service.list(listed_params->context, listed_params->status, listed_params->page_size,
+                               listed_params->offset, listed_params->history);
+    if (!listed) return rest_error(listed.error());
     return Reply{json_response(200, *listed)};
   }
   if (path.starts_with("/tasks/")) {
     std::string_view rest_of = path.substr(7);
     std::string verb;
-    // The verb follows the last ':' (a run id has none; a ref may).
+    // The verb follows the last ':' (a run id has none).
     if (const auto colon = rest_of.rfind(':'); colon != std::string_view::npos) {
       const std::string_view candidate = rest_of.substr(colon + 1);
       if (candidate == "cancel" || candidate == "subscribe") {
@@ -831,31 +927,35 @@ Reply A2a::rest(const HttpRequest& request, std::string_view path) {
     }
     bool decoded = false;
     const std::string id = percent_decode(rest_of, decoded);
-    if (!decoded) return fail_with(invalid_params("bad percent-encoding in the task id"));
+    if (!decoded) return rest_error(invalid_params("bad percent-encoding in the task id"));
     if (verb.empty()) {
       if (request.method != "GET") return Reply{error_response(405, "method_not_allowed", "GET only")};
+      if (version_refused) return refused_version;
+      auto history = query_fields.integer("historyLength");
+      if (!history) return rest_error(history.error());
       auto found = service.task(id);
-      if (!found) return fail_with(found.error());
-      auto it = request.query.find("historyLength");
-      std::optional<std::int64_t> history;
-      if (it != request.query.end()) history = history_length_of(Json(it->second));
-      return Reply{json_response(200, found->second.task(history))};
+      if (!found) return rest_error(found.error());
+      return answer_with(found->second, *history, false);
     }
     if (verb == "cancel") {
       if (request.method != "POST") return Reply{error_response(405, "method_not_allowed", "POST only")};
-      auto cancelled = service.cancel(id);
-      if (!cancelled) return fail_with(cancelled.error());
-      return Reply{json_response(200, *cancelled)};
+      if (version_refused) return refused_version;
+      auto cancelled = service.cancel(id, [answer_with](const A2aResult<TaskView>& view) { return answer_with(view, std::nullopt, false); });
+      if (!cancelled) return rest_error(cancelled.error());
+      return Reply{.deferred = std::move(*cancelled)};
     }
     // subscribe: the spec says GET, the JS client sends POST.
     if (request.method != "GET" && request.method != "POST") return Reply{error_response(405, "method_not_allowed", "GET or POST")};
+    if (version_refused) return refused_version;
+    auto cursor = last_event_id(request);
+    if (!cursor) return rest_error(cursor.error());
     auto found = service.task(id);
-    if (!found) return fail_with(found.error());
-    auto live = service.stream(found->first, std::move(found->second), false, last_event_id(request), std::nullopt);
-    if (!live) return fail_with(live.error());
+    if (!found) return rest_error(found.error());
+    auto live = service.stream(found->first, std::move(found->second), false, *cursor, std::nullopt);
+    if (!live) return rest_error(live.error());
     return Reply{.stream = std::move(*live)};
   }
-  return Reply{error_response(404, "no_route", fmt::format("no A2A route {}", path))};
+  return Reply{error_response(404, "no_route", fmt::format("no A2A route {}", shown(path)))};
 }
 
 }  // namespace cairn::serve

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
@@ -21,6 +22,9 @@
 #include "cairn/utf8.hpp"
 #include "event_stream.hpp"
 #include "json_views.hpp"
+#include "names.hpp"
+#include "openapi.hpp"
+#include "request_json.hpp"
 #include "stream_hub.hpp"
 #include "web_assets.hpp"
 
@@ -41,6 +45,7 @@ int status_for(std::string_view code) {
       {"ref_active", 409},        {"main_ref", 409},         {"not_suspended", 409},     {"no_active_run", 409},
       {"missing_identities", 409}, {"damaged_log", 409},     {"ambiguous_id", 409},      {"ambiguous_model", 409},
       {"body_too_large", 413},    {"unsupported_media_type", 415}, {"faulted", 503},     {"closed", 503},
+      {"unavailable", 503},
       {"read_only", 409},         {"nothing_to_compact", 409}, {"would_split_tool_call", 409},         {"stale_writer", 409},     {"corrupt_log", 500},       {"newer_version", 500},
   };
   auto it = statuses.find(code);
@@ -262,17 +267,9 @@ Result<Body> parse_body(const HttpRequest& request, std::initializer_list<std::s
   if (auto type = request.header("content-type"); type && type->find("application/json") == std::string::npos) {
     return std::unexpected(Error::recorded("unsupported_media_type", "the body must be application/json"));
   }
-  std::size_t deepest = 0;
-  Json::parser_callback_t depth_check = [&](int depth, Json::parse_event_t, Json&) {
-    deepest = std::max(deepest, static_cast<std::size_t>(depth));
-    return depth <= static_cast<int>(max_depth);
-  };
-  try {
-    body.json = Json::parse(request.body, depth_check);
-  } catch (const Json::exception& error) {
-    return fail(Errc::invalid_argument, fmt::format("the body is not JSON: {}", error.what()));
-  }
-  if (deepest > max_depth) return fail(Errc::invalid_argument, fmt::format("the body nests deeper than {} levels", max_depth));
+  auto parsed = parse_request_json(request.body, max_depth);
+  if (!parsed) return std::unexpected(parsed.error());
+  body.json = std::move(*parsed);
   if (!body.json.is_object()) return fail(Errc::invalid_argument, "the body must be a JSON object");
   for (const auto& [key, value] : body.json.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
@@ -343,22 +340,7 @@ std::string percent_decode(std::string_view text, bool& ok) {
 
 namespace {
 
-// A path segment naming a session, ref, entry or request: no separators,
-// no control characters, no "." or "..", at most 256 bytes.
-Result<std::string> segment(std::string_view raw, std::string_view what) {
-  bool ok = false;
-  std::string text = percent_decode(raw, ok);
-  if (!ok) return fail(Errc::invalid_argument, fmt::format("bad percent-encoding in the {} id", what));
-  if (text.empty() || text.size() > 256 || text == "." || text == "..") {
-    return fail(Errc::invalid_argument, fmt::format("bad {} id", what));
-  }
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f || c == '/' || c == '\\') {
-      return fail(Errc::invalid_argument, fmt::format("bad {} id: it holds a separator or control character", what));
-    }
-  }
-  return text;
-}
+Result<std::string> segment(std::string_view raw, std::string_view what) { return path_name(raw, what); }
 
 // ---- operations ---------------------------------------------------------------------
 
@@ -425,12 +407,71 @@ Reply start_operation(SessionPool& pool, Metrics& metrics, const std::shared_ptr
   return started_reply(start_and_wait(pool, metrics, host, std::move(ref), std::move(start_types), std::move(operation)));
 }
 
+// A prompt sent with whileRunning: a run on an idle ref, or the text queued
+// on the running one. A client's idea of the ref's state is always a moment
+// old: a run can end between its look and its message. Each refusal below
+// changed nothing, so the other way is tried, and the client sees one
+// answer. Busy and yet no run to queue on: a run writing its end
+// (milliseconds), or another operation (a compaction), which is still busy
+// after a while. The retries wait on the scheduler, holding no thread.
+class WhileRunning : public std::enable_shared_from_this<WhileRunning> {
+ public:
+  WhileRunning(SessionPool& pool, Metrics& metrics, std::shared_ptr<WorkQueue> work, std::shared_ptr<SessionHost> host,
+               AgentRef ref, std::string text, bool steer)
+      : pool_(pool), metrics_(metrics), work_(std::move(work)), host_(std::move(host)), ref_(std::move(ref)),
+        text_(std::move(text)), steer_(steer), give_up_(std::chrono::steady_clock::now() + kEndingRunWait) {}
+
+  // The first try, on the request's worker: most answers come from it.
+  Reply first() {
+    if (auto reply = attempt()) return std::move(*reply);
+    retry_later();
+    return Reply{.deferred = deferred_};
+  }
+
+ private:
+  std::optional<Reply> attempt() {
+    OperationStart started = start_and_wait(pool_, metrics_, host_, ref_, {EventType::run_start},
+                                            [text = text_](AgentRef& r) { return r.prompt(text); });
+    const bool busy = !started.started && started.done && !started.done->ok() && started.done->run_id.empty() &&
+                      started.done->error && started.done->error->is(Errc::busy);
+    if (!busy) return started_reply(started);
+    QueueResult queued = steer_ ? ref_.steer(text_) : ref_.follow_up(text_);
+    if (queued.ok()) return Reply{json_response(200, Json{{"queued", steer_ ? "steer" : "follow-up"}})};
+    if (!queued.error || !queued.error->is(Errc::no_active_run)) {
+      return Reply{error_response(queued.error.value_or(Error{Errc::internal_error, "not queued"}))};
+    }
+    if (std::chrono::steady_clock::now() >= give_up_) return started_reply(started);
+    return std::nullopt;
+  }
+
+  void retry_later() {
+    pause_ = std::min(pause_ * 2, std::chrono::milliseconds(50));
+    const bool posted = work_->post_after(pause_, [self = shared_from_this()] {
+      if (self->deferred_->abandoned()) return;
+      if (auto reply = self->attempt()) return self->deferred_->fulfil(std::move(*reply));
+      self->retry_later();
+    });
+    if (!posted) deferred_->fulfil(Reply{error_response(503, "closed", "the server is stopping")});
+  }
+
+  SessionPool& pool_;
+  Metrics& metrics_;
+  std::shared_ptr<WorkQueue> work_;
+  std::shared_ptr<SessionHost> host_;
+  AgentRef ref_;
+  std::string text_;
+  bool steer_;
+  std::chrono::steady_clock::time_point give_up_;
+  std::chrono::milliseconds pause_{1};
+  std::shared_ptr<DeferredReply> deferred_ = std::make_shared<DeferredReply>();
+};
+
 }  // namespace
 
 // ---- the routes ---------------------------------------------------------------------
 
 Api::Api(SessionPool& pool, std::vector<std::string> tokens, ApiLimits limits)
-    : pool_(pool), tokens_(std::move(tokens)), limits_(limits), a2a_(std::make_unique<A2a>(pool_, metrics_)) {}
+    : pool_(pool), tokens_(std::move(tokens)), limits_(limits), a2a_(std::make_unique<A2a>(pool_, metrics_, work_)) {}
 
 Api::~Api() = default;
 
@@ -453,39 +494,53 @@ bool Api::authorized(const HttpRequest& request, HttpResponse& refusal) const {
   return true;
 }
 
+void Api::count(const std::string& route_name, int status) {
+  std::lock_guard lock(metrics_.mu);
+  ++metrics_.requests[{route_name, status}];
+}
+
+void Api::set_scheduler(Scheduler* scheduler) { work_->attach(scheduler); }
+
+std::optional<HttpResponse> Api::answer_from_head(const HttpRequest& head) {
+  if (head.path == "/healthz") {
+    if (head.method != "GET" && head.method != "HEAD") {
+      count("/healthz", 405);
+      return error_response(405, "method_not_allowed", fmt::format("{} is not allowed on /healthz", head.method));
+    }
+    count("/healthz", 200);
+    return json_response(200, Json{{"status", "ok"}});
+  }
+  // The viewer's own files hold no data: the token is asked for by the
+  // page, and every request it makes carries it.
+  if (auto page = web_response(head.method, head.path)) {
+    count("/ui", page->status);
+    return std::move(*page);
+  }
+  HttpResponse refusal;
+  if (!authorized(head, refusal)) {
+    count("auth", refusal.status);
+    return refusal;
+  }
+  return std::nullopt;
+}
+
 Reply Api::handle(const HttpRequest& request) {
+  if (auto early = answer_from_head(request)) return Reply{std::move(*early)};
   std::string route_name = "unmatched";
   Reply reply;
-  HttpResponse refusal;
-  if (request.path == "/healthz") {
-    route_name = "/healthz";
-    reply = Reply{json_response(200, Json{{"status", "ok"}})};
-  } else if (auto page = web_response(request.method, request.path)) {
-    // The viewer's own files hold no data: the token is asked for by the
-    // page, and every request it makes carries it.
-    route_name = "/ui";
-    reply = Reply{std::move(*page)};
-  } else if (!authorized(request, refusal)) {
-    route_name = "auth";
-    reply = Reply{std::move(refusal)};
-  } else {
-    // W3C Trace Context: the operations this request starts join its
-    // caller's trace (run_detached carries the context to their threads).
-    std::optional<trace::ContextScope> caller;
-    if (auto header = request.header("traceparent")) {
-      if (auto parent = trace::parse_traceparent(*header)) caller.emplace(std::move(*parent));
-    }
-    try {
-      reply = route(request, route_name);
-    } catch (const std::exception& error) {
-      // A bug, not the client's fault: said without the request's content.
-      reply = Reply{error_response(500, "internal_error", fmt::format("the server failed: {}", error.what()))};
-    }
+  // W3C Trace Context: the operations this request starts join its
+  // caller's trace (run_detached carries the context to their threads).
+  std::optional<trace::ContextScope> caller;
+  if (auto header = request.header("traceparent")) {
+    if (auto parent = trace::parse_traceparent(*header)) caller.emplace(std::move(*parent));
   }
-  {
-    std::lock_guard lock(metrics_.mu);
-    ++metrics_.requests[{route_name, reply.stream ? 200 : reply.response.status}];
+  try {
+    reply = route(request, route_name);
+  } catch (const std::exception& error) {
+    // A bug, not the client's fault: said without the request's content.
+    reply = Reply{error_response(500, "internal_error", fmt::format("the server failed: {}", error.what()))};
   }
+  count(route_name, reply.stream || reply.deferred ? 200 : reply.response.status);
   return reply;
 }
 
@@ -508,8 +563,14 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   auto not_allowed = [&] {
     return Reply{error_response(405, "method_not_allowed", fmt::format("{} is not allowed on {}", method, request.path))};
   };
+  auto stream_limits = [&] { return EventStream::Limits{limits_.max_stream_queue, limits_.max_stream_bytes}; };
   auto body_of = [&](std::initializer_list<std::string_view> allowed) { return parse_body(request, allowed, limits_.max_json_depth); };
 
+  if (request.path == "/openapi.json") {
+    route_name = "/openapi.json";
+    if (method != "GET") return not_allowed();
+    return Reply{HttpResponse{.status = 200, .body = std::string(openapi_document())}};
+  }
   if (parts.size() == 1 && parts[0] == "metrics") {
     route_name = "/metrics";
     if (method != "GET") return not_allowed();
@@ -746,7 +807,18 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       }
       auto followed = pool_.follow(*session_id, host_result.error());
       if (!followed) return error(followed.error());
-      auto stream = EventStream::open_followed(std::move(*followed), std::move(ref), *after, limits_.max_stream_queue,
+      if (*after && **after > (*followed)->head()) {
+        // Past the newest record the store holds (asked again: the follow
+        // may lag): a cursor of another session, or of a log that was cut;
+        // nothing would ever follow it.
+        auto at = pool_.read_log(*session_id, **after - 1, 1);
+        if (!at) return error(at.error());
+        if (at->empty() || at->front().seq != **after) {
+          return error(Error{Errc::invalid_argument, fmt::format("Last-Event-ID {} is past the session's newest record (seq {})",
+                                                                 **after, (*followed)->head())});
+        }
+      }
+      auto stream = EventStream::open_followed(std::move(*followed), std::move(ref), *after, stream_limits(),
                                                transcript_limit);
       if (!stream) return error(stream.error());
       return Reply{.stream = std::move(*stream)};
@@ -837,6 +909,12 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   auto open_stream = [&](std::optional<std::string> ref) -> Reply {
     auto after = stream_cursor();
     if (!after) return error(after.error());
+    if (*after && **after > session.size() - 1) {
+      // A cursor of another session, or of a log that was cut: nothing
+      // would ever follow it.
+      return error(Error{Errc::invalid_argument, fmt::format("Last-Event-ID {} is past the session's newest record (seq {})",
+                                                             **after, session.size() - 1)});
+    }
     // ?transcript=N (a ref's stream): the snapshot's newest N entries only.
     std::optional<std::size_t> transcript_limit;
     if (ref) {
@@ -844,7 +922,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       if (!limit) return error(limit.error());
       transcript_limit = *limit;
     }
-    auto stream = EventStream::open(host, std::move(ref), *after, limits_.max_stream_queue, transcript_limit);
+    auto stream = EventStream::open(host, std::move(ref), *after, stream_limits(), transcript_limit);
     if (!stream) return error(stream.error());
     return Reply{.stream = std::move(*stream)};
   };
@@ -1084,31 +1162,16 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     if (*while_running && **while_running != "steer" && **while_running != "followUp") {
       return error(Error{Errc::invalid_argument, "field 'whileRunning' must be steer or followUp"});
     }
-    const auto prompt = [&] {
-      return start_and_wait(pool_, metrics_, host, ref, {EventType::run_start},
-                            [text = *text](AgentRef& r) { return r.prompt(text); });
-    };
-    if (!*while_running) return started_reply(prompt());
+    if (!*while_running) {
+      return started_reply(start_and_wait(pool_, metrics_, host, ref, {EventType::run_start},
+                                          [text = *text](AgentRef& r) { return r.prompt(text); }));
+    }
     // A client's idea of the ref's state is always a moment old: a run can
     // end between its look and its message. Each refusal below changed
     // nothing, so the other way is tried, and the client sees one answer.
     // Busy and yet no run to queue on: a run writing its end (milliseconds),
     // or another operation (a compaction), which is still busy after a while.
-    const bool steer = **while_running == "steer";
-    const auto give_up = std::chrono::steady_clock::now() + kEndingRunWait;
-    for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(50))) {
-      OperationStart started = prompt();
-      const bool busy = !started.started && started.done && !started.done->ok() && started.done->run_id.empty() &&
-                        started.done->error && started.done->error->is(Errc::busy);
-      if (!busy) return started_reply(started);
-      QueueResult queued = steer ? ref.steer(*text) : ref.follow_up(*text);
-      if (queued.ok()) return ok(Json{{"queued", steer ? "steer" : "follow-up"}});
-      if (!queued.error || !queued.error->is(Errc::no_active_run)) {
-        return error(queued.error.value_or(Error{Errc::internal_error, "not queued"}));
-      }
-      if (std::chrono::steady_clock::now() >= give_up) return started_reply(started);
-      std::this_thread::sleep_for(pause);
-    }
+    return std::make_shared<WhileRunning>(pool_, metrics_, work_, host, ref, *text, **while_running == "steer")->first();
   }
   if (action == "steer" || action == "follow-up" || action == "next-run") {
     auto body = body_of({"text"});
@@ -1151,9 +1214,12 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     if (!instructions) return error(instructions.error());
     if (!label) return error(label.error());
     NavigateOptions options{.summarize = *summarize, .custom_instructions = *instructions, .label = *label};
-    // Waits for the end: a navigation without a summary takes an append.
-    return start_operation(pool_, metrics_, host, ref, {},
-                           [target = *target, options](AgentRef& r) { return r.navigate_tree(target, options); });
+    // Answers at its end, which may be a model's summary away: deferred.
+    auto deferred = std::make_shared<DeferredReply>();
+    pool_.run_detached(host, [deferred, ref, target = *target, options]() mutable {
+      deferred->fulfil(started_reply(OperationStart{.done = ref.navigate_tree(target, options)}));
+    });
+    return Reply{.deferred = std::move(deferred)};
   }
   return Reply{error_response(404, "no_route", fmt::format("no route {}", request.path))};
 }

@@ -18,7 +18,8 @@ namespace cairn::serve {
 
 struct ApiLimits {
   std::size_t max_json_depth = 64;
-  std::size_t max_stream_queue = 4096;  // events a stream may hold for a slow client
+  std::size_t max_stream_queue = 4096;        // events a stream may hold for a slow client
+  std::size_t max_stream_bytes = 8u << 20;    // and their bytes
   std::size_t max_page = 10000;         // records per GET …/records
 };
 
@@ -40,20 +41,31 @@ class Api {
  public:
   Api(SessionPool& pool, std::vector<std::string> tokens, ApiLimits limits);
   ~Api();
-  // Any thread; blocks no longer than an operation's acceptance.
+  // Any thread; blocks no longer than an operation's acceptance (a reply
+  // that waits for more is deferred).
   Reply handle(const HttpRequest& request);
+  // What is answered from a request's head alone, before its body is read:
+  // /healthz, the viewer's files, and the refusal of a request without a
+  // valid token. Cheap: the HTTP layer calls it on its own threads.
+  std::optional<HttpResponse> answer_from_head(const HttpRequest& head);
   Metrics& metrics() { return metrics_; }
+  // Where deferred replies wait and retry; set by the HTTP layer for its
+  // lifetime (null: none, and replies that would wait are refused).
+  void set_scheduler(Scheduler* scheduler);
 
  private:
   struct Route;
   Reply route(const HttpRequest& request, std::string& route_name);
   bool authorized(const HttpRequest& request, HttpResponse& refusal) const;
+  void count(const std::string& route_name, int status);
 
   SessionPool& pool_;
   std::vector<std::string> tokens_;
   ApiLimits limits_;
   Metrics metrics_;
   SessionActivity activity_;
+  // Before a2a_, which holds it too.
+  std::shared_ptr<WorkQueue> work_ = std::make_shared<WorkQueue>();
   std::unique_ptr<A2a> a2a_;
 };
 

@@ -6,15 +6,25 @@
 
 namespace cairn::serve {
 
+namespace {
+// A batch of a replay stops after this many bytes: the next take goes on.
+constexpr std::size_t kReplayBatchBytes = 1u << 20;
+
+std::shared_ptr<const std::string> frame_of(const Json& snapshot, std::int64_t cursor) {
+  return std::make_shared<const std::string>(sse_frame(snapshot, cursor >= 0 ? std::optional(cursor) : std::nullopt));
+}
+}  // namespace
+
 Result<std::shared_ptr<EventStream>> EventStream::open(std::shared_ptr<SessionHost> host,
                                                        std::optional<std::string> ref,
-                                                       std::optional<std::int64_t> after, std::size_t max_queued,
+                                                       std::optional<std::int64_t> after, Limits limits,
                                                        std::optional<std::size_t> transcript_limit) {
   std::shared_ptr<EventStream> stream(new EventStream());
   stream->host_ = host;
   stream->hub_ = host->hub;
   stream->inbox_->ref = ref;
-  stream->inbox_->max_queued = max_queued;
+  stream->inbox_->max_queued = limits.max_queued;
+  stream->inbox_->max_bytes = limits.max_bytes;
   std::optional<AgentRef> agent_ref;
   if (ref) {
     agent_ref = host->harness->ref(*ref);
@@ -24,56 +34,72 @@ Result<std::shared_ptr<EventStream>> EventStream::open(std::shared_ptr<SessionHo
   // missed; what it already reflects is dropped in take(). (The destructor
   // unregisters it.)
   stream->hub_->add(stream->inbox_);
-  Json snapshot;
-  if (agent_ref) {
-    auto watch = agent_ref->watch();
-    if (!watch) return std::unexpected(watch.error());
-    watch->unsubscribe();
-    stream->cursor_ = watch->snapshot().cursor;
-    if (!after) snapshot = to_json(watch->snapshot(), transcript_limit);
-  } else {
+  if (after) {
+    // A replay: where the snapshot would stand is all that is needed.
+    stream->cursor_ = host->session->size() - 1;
+    stream->begin(after, nullptr);
+    return stream;
+  }
+  // The session's newest seq while the ref (or every ref) runs nothing: a
+  // snapshot built then holds nothing that changes without a record.
+  const auto idle_at = [&]() -> std::optional<std::int64_t> {
+    for (const auto& status : host->harness->refs()) {
+      if ((!ref || status.name == *ref) && status.run) return std::nullopt;
+    }
+    return host->session->size() - 1;
+  };
+  const auto build = [&]() -> Result<StreamHub::Snapshot> {
+    if (agent_ref) {
+      auto watch = agent_ref->watch();
+      if (!watch) return std::unexpected(watch.error());
+      watch->unsubscribe();
+      const RefSnapshot& snapshot = watch->snapshot();
+      return StreamHub::Snapshot{frame_of(to_json(snapshot, transcript_limit), snapshot.cursor), snapshot.cursor,
+                                 !snapshot.run};
+    }
     SessionWatch watch = host->harness->watch_session();
     watch.unsubscribe();
-    stream->cursor_ = watch.snapshot().cursor;
-    if (!after) snapshot = to_json(watch.snapshot());
-  }
-  if (auto begun = stream->begin(after, snapshot); !begun) return std::unexpected(begun.error());
+    const SessionSnapshot& snapshot = watch.snapshot();
+    return StreamHub::Snapshot{frame_of(to_json(snapshot), snapshot.cursor), snapshot.cursor, idle_at().has_value()};
+  };
+  const std::string key = fmt::format("{}\n{}", ref ? "ref:" + *ref : std::string("session"),
+                                      transcript_limit ? static_cast<std::int64_t>(*transcript_limit) : -1);
+  auto snapshot = stream->hub_->snapshot(key, idle_at, build);
+  if (!snapshot) return std::unexpected(snapshot.error());
+  stream->cursor_ = snapshot->cursor;
+  stream->begin(std::nullopt, std::move(snapshot->frame));
   return stream;
 }
 
 Result<std::shared_ptr<EventStream>> EventStream::open_followed(std::shared_ptr<FollowedSession> followed,
                                                                 std::optional<std::string> ref,
-                                                                std::optional<std::int64_t> after,
-                                                                std::size_t max_queued,
+                                                                std::optional<std::int64_t> after, Limits limits,
                                                                 std::optional<std::size_t> transcript_limit) {
   std::shared_ptr<EventStream> stream(new EventStream());
   stream->followed_ = followed;
   stream->hub_ = followed->hub();
   stream->inbox_->ref = ref;
-  stream->inbox_->max_queued = max_queued;
+  stream->inbox_->max_queued = limits.max_queued;
+  stream->inbox_->max_bytes = limits.max_bytes;
   stream->hub_->add(stream->inbox_);  // before the snapshot, as above
   auto snapshot = followed->snapshot(ref, transcript_limit);
   if (!snapshot) return std::unexpected(snapshot.error());
   stream->cursor_ = snapshot->value("cursor", std::int64_t{-1});
-  if (auto begun = stream->begin(after, after ? Json() : *snapshot); !begun) return std::unexpected(begun.error());
+  stream->begin(after, after ? nullptr : frame_of(*snapshot, stream->cursor_));
   return stream;
 }
 
-Status EventStream::begin(const std::optional<std::int64_t>& after, const Json& snapshot) {
+void EventStream::begin(const std::optional<std::int64_t>& after, std::shared_ptr<const std::string> snapshot) {
   if (after) {
     // The records after the client's cursor up to the snapshot's: what it
-    // missed; the events continue from there.
-    std::int64_t last = -1;
-    if (auto replayed = hub_->records(inbox_->ref, std::max<std::int64_t>(*after, -1), cursor_ + 1, initial_, last);
-        !replayed) {
-      return replayed;
-    }
-    last_sent_ = std::max({last, *after, cursor_});
+    // missed, sent a page at a time; the events continue from there.
+    last_sent_ = std::max<std::int64_t>(*after, -1);
+    replaying_ = last_sent_ < cursor_;
+    if (!replaying_) last_sent_ = std::max(last_sent_, cursor_);
   } else {
-    initial_ = sse_frame(snapshot, cursor_ >= 0 ? std::optional(cursor_) : std::nullopt);
+    snapshot_ = std::move(snapshot);
     last_sent_ = cursor_;
   }
-  return {};
 }
 
 std::int64_t EventStream::known_size() const { return host_ ? host_->session->size() : followed_->head() + 1; }
@@ -85,26 +111,48 @@ void EventStream::set_wakeup(std::function<void()> wakeup) {
   {
     std::lock_guard lock(inbox_->mu);
     inbox_->wakeup = wakeup;
-    pending = !inbox_->frames.empty() || inbox_->overflowed;
+    pending = !inbox_->frames.empty() || inbox_->overflowed || inbox_->end_frame;
   }
   if (pending && wakeup) wakeup();
 }
 
 LiveStream::Batch EventStream::take(bool quiet) {
   Batch batch;
-  batch.text() = std::move(initial_);
-  initial_.clear();
-  std::deque<std::shared_ptr<const StreamHub::Frame>> frames;
-  bool overflowed = false;
-  {
-    std::lock_guard lock(inbox_->mu);
-    frames = inbox_->take_frames();
-    overflowed = inbox_->overflowed;
+  if (snapshot_) {
+    std::shared_ptr<const std::string> snapshot = std::exchange(snapshot_, nullptr);
+    const std::string_view bytes = *snapshot;
+    batch.share(std::move(snapshot), bytes);
   }
   auto fail_with = [&](const Error& error) {
     batch.text() += sse_frame(Json{{"type", "stream_error"}, {"error", to_json(error)}});
     batch.done = true;
   };
+  if (replaying_) {
+    std::int64_t last = last_sent_;
+    if (auto replayed = hub_->records(inbox_->ref, last_sent_, cursor_ + 1, batch, last, kReplayBatchBytes); !replayed) {
+      fail_with(replayed.error());
+      return batch;
+    }
+    last_sent_ = std::max(last_sent_, last);
+    if (last_sent_ >= cursor_) {
+      replaying_ = false;
+    } else {
+      // More to replay: the server takes again once this batch is written.
+      // Live events wait in the queue meanwhile.
+      std::lock_guard lock(inbox_->mu);
+      if (inbox_->wakeup) inbox_->wakeup();
+      return batch;
+    }
+  }
+  std::deque<std::shared_ptr<const StreamHub::Frame>> frames;
+  bool overflowed = false;
+  std::optional<std::string> end_frame;
+  {
+    std::lock_guard lock(inbox_->mu);
+    frames = inbox_->take_frames();
+    overflowed = inbox_->overflowed;
+    end_frame = inbox_->end_frame;
+  }
   for (const auto& frame : frames) {
     if (!frame->seq) {
       batch.share(frame, frame->without_id);
@@ -117,7 +165,7 @@ LiveStream::Batch EventStream::take(bool quiet) {
       continue;
     }
     std::int64_t last = last_sent_;
-    if (auto caught = hub_->records(inbox_->ref, last_sent_, seq, batch.text(), last); !caught) {
+    if (auto caught = hub_->records(inbox_->ref, last_sent_, seq, batch, last); !caught) {
       fail_with(caught.error());
       return batch;
     }
@@ -130,12 +178,17 @@ LiveStream::Batch EventStream::take(bool quiet) {
     const std::int64_t size = known_size();
     if (size - 1 > last_sent_) {
       std::int64_t last = last_sent_;
-      if (auto caught = hub_->records(inbox_->ref, last_sent_, size, batch.text(), last); !caught) {
+      if (auto caught = hub_->records(inbox_->ref, last_sent_, size, batch, last); !caught) {
         fail_with(caught.error());
         return batch;
       }
       last_sent_ = std::max(last_sent_, last);
     }
+  }
+  if (end_frame) {
+    batch.text() += *end_frame;
+    batch.done = true;
+    return batch;
   }
   if (followed_) {
     if (auto failure = followed_->failure()) {

@@ -10,8 +10,11 @@
 //
 // The hub only queues the event's frame and wakes the stream: the writing
 // happens on the server's threads, so a slow consumer never slows a run. A
-// queue that reaches its bound ends the stream with a stream_overflow frame
-// naming the cursor to reconnect with.
+// queue that reaches its bound (in frames or in bytes) ends the stream with
+// a stream_overflow frame naming the cursor to reconnect with. Nothing big
+// is copied per stream: the snapshot of an idle ref is shared by the
+// streams that open at its cursor, and a replay after a cursor sends the
+// hub's records a page at a time, shared.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +35,12 @@ class EventStream : public LiveStream {
   // (Last-Event-ID or ?after=); without one the stream starts with a snapshot.
   // `transcript_limit`: the snapshot's transcript holds only the newest that
   // many entries (see to_json(RefSnapshot)).
+  struct Limits {
+    std::size_t max_queued = 4096;     // events queued for a slow client
+    std::size_t max_bytes = 8u << 20;  // and their bytes
+  };
   static Result<std::shared_ptr<EventStream>> open(std::shared_ptr<SessionHost> host, std::optional<std::string> ref,
-                                                   std::optional<std::int64_t> after, std::size_t max_queued,
+                                                   std::optional<std::int64_t> after, Limits limits,
                                                    std::optional<std::size_t> transcript_limit = std::nullopt);
   // The stream of a session another process writes: a snapshot read from
   // the store (or the records after the cursor), then its records as the
@@ -41,7 +48,7 @@ class EventStream : public LiveStream {
   // `transcript_limit` as for open().
   static Result<std::shared_ptr<EventStream>> open_followed(std::shared_ptr<FollowedSession> followed,
                                                             std::optional<std::string> ref,
-                                                            std::optional<std::int64_t> after, std::size_t max_queued,
+                                                            std::optional<std::int64_t> after, Limits limits,
                                                             std::optional<std::size_t> transcript_limit = std::nullopt);
   ~EventStream() override;
 
@@ -52,8 +59,8 @@ class EventStream : public LiveStream {
  private:
   EventStream() = default;
   // Once registered with the hub: the replay after the client's cursor up to
-  // `cursor_`, or the snapshot.
-  Status begin(const std::optional<std::int64_t>& after, const Json& snapshot);
+  // `cursor_` is due, or the snapshot frame is.
+  void begin(const std::optional<std::int64_t>& after, std::shared_ptr<const std::string> snapshot);
   // How many records the session has, as far as this server knows.
   std::int64_t known_size() const;
 
@@ -61,9 +68,10 @@ class EventStream : public LiveStream {
   std::shared_ptr<FollowedSession> followed_;  // a followed one's
   std::shared_ptr<StreamHub> hub_;
   std::shared_ptr<StreamHub::Inbox> inbox_ = std::make_shared<StreamHub::Inbox>();
-  std::string initial_;
-  std::int64_t cursor_ = -1;     // what the snapshot (or the replay) covered: older events are dropped
-  std::int64_t last_sent_ = -1;  // the newest record sent
+  std::shared_ptr<const std::string> snapshot_;  // the first frame, until taken
+  std::int64_t cursor_ = -1;     // what the snapshot (or the replay) covers: older events are dropped
+  std::int64_t last_sent_ = -1;  // the newest record sent (or replayed so far)
+  bool replaying_ = false;       // records after the client's cursor up to cursor_ are still to send
 };
 
 }  // namespace cairn::serve

@@ -2,9 +2,11 @@
 // Beast, so that everything but http_server.cpp compiles without it.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,10 +93,80 @@ class LiveStream {
   virtual std::string final_frame() = 0;
 };
 
-// What a route answers: a response, or a stream.
+class DeferredReply;
+
+// What a route answers: a response, a stream, or a reply that comes later.
 struct Reply {
   HttpResponse response;
-  std::shared_ptr<LiveStream> stream;  // set: the response is ignored
+  std::shared_ptr<LiveStream> stream;      // set: the response is ignored
+  std::shared_ptr<DeferredReply> deferred;  // set: the response and stream come from it
+};
+
+// The answer to a request that waits for a run (a blocking A2A send, a
+// prompt waiting for a run to end): no thread is held while it waits. The
+// route hands it back at once; whoever learns the answer (an event
+// listener, an operation's thread, a timer) fulfils it, once, from any
+// thread.
+class DeferredReply {
+ public:
+  using Ready = std::move_only_function<void(Reply)>;
+  // The first call wins; later ones are dropped. The reply must not be
+  // deferred itself.
+  void fulfil(Reply reply);
+  // The HTTP layer's: `ready` runs once, on the thread that fulfils (at
+  // once, here, when that has happened already).
+  void on_ready(Ready ready);
+  // The client went away, or the server stops: fulfils with nothing, and
+  // tells whoever waits to stop waiting.
+  void abandon();
+  bool abandoned() const;
+  // The server is gone: nothing it registered may run any more.
+  void forget_ready();
+
+ private:
+  mutable std::mutex mu_;
+  std::optional<Reply> reply_;
+  Ready ready_;
+  bool done_ = false;
+  bool abandoned_ = false;
+};
+
+// Where the API runs what comes later: bounded work on the server's
+// workers, now or after a delay. Implemented by the HTTP layer.
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual void post(std::function<void()> work) = 0;
+  virtual void post_after(std::chrono::milliseconds delay, std::function<void()> work) = 0;
+};
+
+// The scheduler as the API's waiters hold it: an event listener may fire
+// long after a request (a run that ends hours later), when the HTTP layer
+// may be gone. Work posted then is dropped; detaching waits for posts
+// under way.
+class WorkQueue {
+ public:
+  void attach(Scheduler* scheduler) {
+    std::lock_guard lock(mu_);
+    scheduler_ = scheduler;
+  }
+  // False when nothing runs work any more.
+  bool post(std::function<void()> work) {
+    std::lock_guard lock(mu_);
+    if (!scheduler_) return false;
+    scheduler_->post(std::move(work));
+    return true;
+  }
+  bool post_after(std::chrono::milliseconds delay, std::function<void()> work) {
+    std::lock_guard lock(mu_);
+    if (!scheduler_) return false;
+    scheduler_->post_after(delay, std::move(work));
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  Scheduler* scheduler_ = nullptr;
 };
 
 // %XX decoded; ok is false on a bad escape.

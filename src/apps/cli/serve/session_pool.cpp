@@ -4,6 +4,7 @@
 
 #include "cairn/trace.hpp"
 #include "followed_session.hpp"
+#include "http_types.hpp"
 #include "stream_hub.hpp"
 
 namespace cairn::serve {
@@ -53,12 +54,70 @@ Result<std::shared_ptr<SessionHost>> SessionPool::host_for(std::shared_ptr<Sessi
   return host;
 }
 
+void SessionPool::set_descriptor_budget(DescriptorBudget budget) {
+  std::lock_guard lock(mu_);
+  budget_ = std::move(budget);
+}
+
+namespace {
+// Nothing holds it but the pool (no request, stream or operation thread),
+// and no operation runs on it.
+bool unused(const std::shared_ptr<SessionHost>& host) {
+  if (host.use_count() != 1 || host->running.load() != 0) return false;
+  for (const auto& ref : host->harness->refs()) {
+    if (ref.run && ref.run->status == OperationStatus::running) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::shared_ptr<SessionHost> SessionPool::take_least_used() {
+  auto oldest = hosts_.end();
+  for (auto it = hosts_.begin(); it != hosts_.end(); ++it) {
+    if (!unused(it->second)) continue;
+    if (oldest == hosts_.end() || it->second->last_used.load() < oldest->second->last_used.load()) oldest = it;
+  }
+  if (oldest == hosts_.end()) return nullptr;
+  std::shared_ptr<SessionHost> taken = std::move(oldest->second);
+  closed_stats_ += taken->session->append_stats();
+  hosts_.erase(oldest);
+  return taken;
+}
+
+Status SessionPool::make_room() {
+  while (budget_.short_for_session()) {
+    auto taken = take_least_used();
+    if (!taken) {
+      return std::unexpected(Error::recorded(
+          "unavailable", fmt::format("the server has too few file descriptors left to open a session ({} in use by "
+                                     "{} open sessions and the rest, of {}; raise `ulimit -n` or --max-descriptors); "
+                                     "try again later",
+                                     budget_.in_use(), hosts_.size(), budget_.total)));
+    }
+    // Closed now, under the lock, so that the count above sees its
+    // descriptors come back (nothing else holds it).
+    taken->harness->close();
+    taken.reset();
+  }
+  return {};
+}
+
+void SessionPool::shed_idle() {
+  std::shared_ptr<SessionHost> taken;
+  {
+    std::lock_guard lock(mu_);
+    taken = take_least_used();
+  }
+  // Destroyed outside the lock.
+}
+
 Result<std::shared_ptr<SessionHost>> SessionPool::get(const std::string& id) {
   std::lock_guard lock(mu_);
   if (auto it = hosts_.find(id); it != hosts_.end()) {
     touch(*it->second);
     return it->second;
   }
+  if (auto room = make_room(); !room) return std::unexpected(room.error());
   auto session = store_->open(id);
   if (!session) return std::unexpected(session.error());
   auto host = host_for(std::move(*session));
@@ -73,6 +132,7 @@ Result<std::shared_ptr<FollowedSession>> SessionPool::follow(const std::string& 
     if (auto held = it->second.lock()) return held;
   }
   std::erase_if(followed_, [](const auto& item) { return item.second.expired(); });
+  if (auto room = make_room(); !room) return std::unexpected(room.error());
   auto opened = store_->open(id, OpenOptions{.read_only = true});
   if (!opened) return std::unexpected(opened.error());
   FollowedSession::Access access{
@@ -110,6 +170,7 @@ Result<std::string> SessionPool::log_stamp(const std::string& id) {
 
 Result<std::shared_ptr<SessionHost>> SessionPool::create(const CreateOptions& options) {
   std::lock_guard lock(mu_);
+  if (auto room = make_room(); !room) return std::unexpected(room.error());
   auto session = store_->create(options);
   if (!session) return std::unexpected(session.error());
   const std::string id = (*session)->id();
@@ -130,8 +191,13 @@ Status SessionPool::remove(const std::string& id) {
       }
     }
     if (host.running.load() > 0) return fail(Errc::operation_open, fmt::format("session {} is still running", id));
+    // Its watchers are told and let go; its writer (the file lock or the
+    // lease) is let go now, though a stream may still hold the session for
+    // a moment.
+    host.hub->end_all(sse_frame(Json{{"type", "session_deleted"}, {"session", id}}));
     closed_stats_ += host.session->append_stats();
     host.harness->close();
+    host.session->close_writer();
     hosts_.erase(it);
   }
   return store_->remove(id);

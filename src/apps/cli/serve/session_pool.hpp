@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../agent_setup.hpp"
+#include "descriptors.hpp"
 #include "cairn/harness/harness.hpp"
 #include "cairn/llm/model_registry.hpp"
 #include "cairn/store/store.hpp"
@@ -96,6 +97,14 @@ class SessionPool {
   bool claim_suspended(const ClaimOptions& options);
   // Closes sessions idle for longer than the pool's idle time.
   void close_idle();
+  // What the pool's sessions may hold of the process's descriptors: before
+  // a session is opened, sessions nothing uses are closed (least recently
+  // used first) while descriptors are short, and the open is refused
+  // (`unavailable`) when that is not enough.
+  void set_descriptor_budget(DescriptorBudget budget);
+  // Descriptors ran out elsewhere (an accept failed): closes the session
+  // nothing has used the longest, if any does nothing.
+  void shed_idle();
   std::size_t open_count() const;
   // The append latencies of every session this server opened.
   AppendStats append_stats() const;
@@ -106,6 +115,12 @@ class SessionPool {
  private:
   Result<std::shared_ptr<SessionHost>> host_for(std::shared_ptr<Session> session);
   static void touch(SessionHost& host);
+  // Under mu_: closes unused sessions, least recently used first, until
+  // one more fits in the descriptor budget; `unavailable` when it does not.
+  Status make_room();
+  // Under mu_: the open session nothing has used the longest and nothing
+  // uses now, taken out of the pool; null when there is none.
+  std::shared_ptr<SessionHost> take_least_used();
 
   std::shared_ptr<Store> store_;  // shared with the task tool of every session's harness
   AgentConfig config_;
@@ -114,6 +129,7 @@ class SessionPool {
   std::map<std::string, std::shared_ptr<SessionHost>> hosts_;
   std::map<std::string, std::weak_ptr<FollowedSession>> followed_;
   AppendStats closed_stats_;  // of the sessions closed since the start; guarded by mu_
+  DescriptorBudget budget_;   // guarded by mu_
 };
 
 }  // namespace cairn::serve

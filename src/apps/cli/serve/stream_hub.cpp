@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "cairn/log/ids.hpp"
-#include "http_types.hpp"
 
 namespace cairn::serve {
 
@@ -62,18 +61,39 @@ std::shared_ptr<const StreamHub::Stored> StreamHub::make_stored(LogLine line) {
 }
 
 Status StreamHub::records(const std::optional<std::string>& ref, std::int64_t after, std::int64_t before,
-                          std::string& out, std::int64_t& last) {
+                          LiveStream::Batch& batch, std::int64_t& last, std::size_t max_bytes) {
   last = after;
-  while (last + 1 < before) {
+  std::size_t added = 0;
+  while (last + 1 < before && added < max_bytes) {
     auto page = stored(last + 1, static_cast<std::size_t>(std::min<std::int64_t>(before - last - 1, kReadAhead)));
     if (!page) return std::unexpected(page.error());
     if (page->empty()) break;
     for (const auto& [seq, record] : *page) {
-      if (belongs(*record, ref)) out += record->frame;
+      if (belongs(*record, ref)) {
+        batch.share(record, record->frame);
+        added += record->frame.size();
+      }
       last = seq;
+      if (added >= max_bytes) break;
     }
   }
   return {};
+}
+
+Result<StreamHub::Snapshot> StreamHub::snapshot(const std::string& key,
+                                                const std::function<std::optional<std::int64_t>()>& idle_at,
+                                                const std::function<Result<Snapshot>()>& build) {
+  std::lock_guard lock(snapshot_mu_);
+  if (const auto cursor = idle_at()) {
+    if (auto it = snapshots_.find(key); it != snapshots_.end() && it->second.first == *cursor) {
+      if (auto frame = it->second.second.lock()) return Snapshot{std::move(frame), *cursor, true};
+    }
+  }
+  auto built = build();
+  if (!built) return built;
+  std::erase_if(snapshots_, [](const auto& item) { return item.second.second.expired(); });
+  if (built->reusable) snapshots_[key] = {built->cursor, built->frame};
+  return built;
 }
 
 std::int64_t StreamHub::overflows() { return overflow_count.load(std::memory_order_relaxed); }
@@ -144,6 +164,11 @@ void StreamHub::fan_out(const Event& event) {
   }
 }
 
+namespace {
+// What a queued frame may cost: the larger of its two forms.
+std::size_t bytes_of(const StreamHub::Frame& frame) { return std::max(frame.with_id.size(), frame.without_id.size()); }
+}  // namespace
+
 void StreamHub::enqueue(Inbox& inbox, const std::shared_ptr<const Frame>& frame) {
   if (inbox.overflowed) return;
   // Only a stream that had nothing queued needs waking: one with frames
@@ -154,18 +179,26 @@ void StreamHub::enqueue(Inbox& inbox, const std::shared_ptr<const Frame>& frame)
     // only this one: each carries the whole message so far, and a stream
     // that lags behind a busy session would otherwise fall further behind.
     if (auto it = inbox.newest_update.find(frame->ref); it != inbox.newest_update.end()) {
+      inbox.queued_bytes -= bytes_of(*inbox.frames[it->second]);
+      inbox.queued_bytes += bytes_of(*frame);
       inbox.frames[it->second] = frame;
       coalesced_count.fetch_add(1, std::memory_order_relaxed);
       return;
     }
   }
-  if (inbox.frames.size() >= inbox.max_queued) {
+  // Past either bound the stream ends (with the cursor to come back with);
+  // one frame alone is always taken, however large.
+  const bool full = inbox.frames.size() >= inbox.max_queued ||
+                    (!inbox.frames.empty() && inbox.queued_bytes + bytes_of(*frame) > inbox.max_bytes);
+  if (full) {
     inbox.overflowed = true;
     inbox.frames.clear();
     inbox.newest_update.clear();
+    inbox.queued_bytes = 0;
     overflow_count.fetch_add(1, std::memory_order_relaxed);
     wake = true;
   } else {
+    inbox.queued_bytes += bytes_of(*frame);
     inbox.frames.push_back(frame);
     if (frame->update) {
       inbox.newest_update[frame->ref] = inbox.frames.size() - 1;
@@ -212,8 +245,22 @@ void StreamHub::wake_all() {
   }
 }
 
+void StreamHub::end_all(std::string frame) {
+  std::lock_guard lock(inboxes_mu_);
+  end_frame_ = frame;
+  for (const auto& inbox : inboxes_) {
+    std::lock_guard inbox_lock(inbox->mu);
+    inbox->end_frame = frame;
+    if (inbox->wakeup) inbox->wakeup();
+  }
+}
+
 void StreamHub::add(const std::shared_ptr<Inbox>& inbox) {
   std::lock_guard lock(inboxes_mu_);
+  if (end_frame_) {
+    std::lock_guard inbox_lock(inbox->mu);
+    inbox->end_frame = end_frame_;
+  }
   inboxes_.push_back(inbox);
 }
 

@@ -25,6 +25,7 @@
 
 #include "cairn/harness/events.hpp"
 #include "cairn/store/session.hpp"
+#include "http_types.hpp"
 
 namespace cairn::serve {
 
@@ -38,21 +39,29 @@ class StreamHub {
     std::string without_id;  // the event alone
     bool update = false;     // a message_update: the message so far, superseded by the next one
   };
-  // One stream's queue. `ref` empty: every ref's events.
+  // One stream's queue, bounded in frames and in bytes (the frames are
+  // shared with the other streams, but a stream that holds them keeps them
+  // alive). `ref` empty: every ref's events.
   struct Inbox {
     std::optional<std::string> ref;
     std::size_t max_queued = 4096;
+    std::size_t max_bytes = 8u << 20;
     std::mutex mu;
     std::deque<std::shared_ptr<const Frame>> frames;
+    std::size_t queued_bytes = 0;
     // Per ref, the index in `frames` of its message_update when that is the
     // ref's newest queued frame: the next update of the ref takes its place.
     std::unordered_map<std::string, std::size_t> newest_update;
     bool overflowed = false;
+    // Set: the stream ends with this frame once it has sent what is queued
+    // (its session was deleted).
+    std::optional<std::string> end_frame;
     std::function<void()> wakeup;
 
     // What is queued, emptying the queue; under `mu`.
     std::deque<std::shared_ptr<const Frame>> take_frames() {
       newest_update.clear();
+      queued_bytes = 0;
       return std::exchange(frames, {});
     }
   };
@@ -77,14 +86,36 @@ class StreamHub {
   void publish_records(std::vector<LogLine> lines);
   // Wakes every stream (to see that its session's reading failed).
   void wake_all();
+  // Ends every stream with `frame` (after what it has queued), and any
+  // added later at once.
+  void end_all(std::string frame);
   void add(const std::shared_ptr<Inbox>& inbox);
   void remove(const Inbox* inbox);
 
-  // Appends to `out` the frames ("type": "record", with id) of the stored
+  // Adds to `batch` the frames ("type": "record", with id) of the stored
   // records with after < seq < before that belong to `ref` (every record
-  // when empty); `last` becomes the seq of the last record looked at.
-  Status records(const std::optional<std::string>& ref, std::int64_t after, std::int64_t before, std::string& out,
-                 std::int64_t& last);
+  // when empty), shared, not copied; `last` becomes the seq of the last
+  // record looked at. Stops once the frames added reach `max_bytes` (the
+  // caller goes on from `last` later).
+  Status records(const std::optional<std::string>& ref, std::int64_t after, std::int64_t before,
+                 LiveStream::Batch& batch, std::int64_t& last, std::size_t max_bytes = SIZE_MAX);
+
+  // A stream's first frame, the snapshot, shared by the streams that ask for
+  // the same one (ref, transcript limit) at the same cursor while nothing
+  // runs: a thousand watchers of an idle session hold one copy. `idle_at`:
+  // the session's newest seq when the ref (or, for the session's stream,
+  // every ref) is idle — a cached frame at that cursor is reused; nullopt:
+  // nothing may be reused. `build` makes the frame and says its cursor and
+  // whether it may be cached (nothing ran in it). Builds one at a time per
+  // session, so that many streams opening at once do not each hold a
+  // snapshot under construction.
+  struct Snapshot {
+    std::shared_ptr<const std::string> frame;
+    std::int64_t cursor = -1;
+    bool reusable = false;
+  };
+  Result<Snapshot> snapshot(const std::string& key, const std::function<std::optional<std::int64_t>()>& idle_at,
+                            const std::function<Result<Snapshot>()>& build);
 
  private:
   struct Stored {
@@ -105,8 +136,11 @@ class StreamHub {
   Reader read_;
   std::mutex inboxes_mu_;
   std::vector<std::shared_ptr<Inbox>> inboxes_;
+  std::optional<std::string> end_frame_;  // under inboxes_mu_
   std::mutex cache_mu_;
   std::map<std::int64_t, std::shared_ptr<const Stored>> cache_;
+  std::mutex snapshot_mu_;  // held while one is built
+  std::map<std::string, std::pair<std::int64_t, std::weak_ptr<const std::string>>> snapshots_;  // key → cursor, frame
   std::mutex pending_mu_;
   std::condition_variable pending_cv_;
   std::deque<Event> pending_;
