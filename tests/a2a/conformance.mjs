@@ -192,6 +192,73 @@ check('subscribe: a working task streams from now to its end', async () => {
   );
 });
 
+// A client whose every request carries Last-Event-ID: SEQ (the cursor extension).
+async function clientWithCursor(seq) {
+  const withCursor = createAuthenticatingFetchWithRetry(fetch, {
+    headers: async () => ({ Authorization: `Bearer ${token}`, 'Last-Event-ID': String(seq) }),
+    shouldRetryWithHeaders: async () => undefined,
+  });
+  const cursorFactory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl: withCursor }), new RestTransportFactory({ fetchImpl: withCursor })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl: authFetch }),
+      preferredTransports: [binding],
+    }),
+  );
+  return cursorFactory.createFromUrl(base);
+}
+
+async function resubscribe(id, seq) {
+  const resumed = await clientWithCursor(seq);
+  const events = [];
+  for await (const event of resumed.resubscribeTask({ id }, { signal: AbortSignal.timeout(20000) })) events.push(event.payload);
+  return events;
+}
+
+const seqOf = (payload) => payload.value?.metadata?.['cairn.seq'];
+const json = (value) => JSON.stringify(value, (key, v) => (typeof v === 'bigint' ? v.toString() : v));
+
+let looped;
+check('cut points: a stream cut between any two of its events and resubscribed with its cursor goes on exactly', async () => {
+  const full = [];
+  for await (const event of client.sendMessageStream({ message: message('loop 3') })) full.push(event.payload);
+  assert.equal(full[0].$case, 'task');
+  const updates = full.slice(1);
+  const seqs = updates.map(seqOf);
+  assert.ok(seqs.every(Number.isInteger), `every update announces a record: ${json(seqs)}`);
+  for (let i = 1; i < seqs.length; ++i) assert.ok(seqs[i] > seqs[i - 1], `one record per seq, in order: ${seqs}`);
+  assert.equal(updates.at(-2).$case, 'artifactUpdate');
+  assert.equal(stateName(updates.at(-1).value.status.state), 'TASK_STATE_COMPLETED');
+  looped = { id: full[0].value.id, start: full[0].value.metadata['cairn.snapshotSeq'], updates };
+  // The client got full[0..cut], then the connection broke: it comes back
+  // with the last cursor it saw (the task's own when it saw no update).
+  for (let cut = 0; cut < full.length; ++cut) {
+    const cursor = cut === 0 ? looped.start : seqOf(full[cut]);
+    const rest = await resubscribe(looped.id, cursor);
+    assert.equal(rest[0].$case, 'task', `cut after event ${cut}: the task first`);
+    assert.equal(rest[0].value.metadata['cairn.snapshotSeq'], cursor, `cut after event ${cut}: the snapshot is at the cursor`);
+    assert.equal(json(rest.slice(1)), json(full.slice(cut + 1)), `cut after event ${cut} (cursor ${cursor})`);
+  }
+});
+
+check('every seq of an ended task: the task as the log says there, then exactly what follows, then the end', async () => {
+  const { id, start, updates } = looped;
+  const last = seqOf(updates.at(-1));
+  for (let seq = start; seq <= last; ++seq) {
+    const rest = await resubscribe(id, seq);
+    assert.equal(rest[0].$case, 'task', `at ${seq}: the task first`);
+    const after = rest.slice(1);
+    if (seq >= last) {
+      assert.equal(after.length, 0, `at ${seq}: the ended task alone: ${json(after)}`);
+      assert.equal(stateName(rest[0].value.status.state), 'TASK_STATE_COMPLETED');
+      continue;
+    }
+    // Exactly the updates whose records follow the cursor.
+    assert.equal(json(after), json(updates.filter((u) => seqOf(u) > seq)), `at ${seq}`);
+    assert.notEqual(stateName(rest[0].value.status.state), 'TASK_STATE_COMPLETED', `at ${seq}: not yet ended there`);
+  }
+});
+
 let failed = 0;
 for (const [name, fn] of checks) {
   try {
