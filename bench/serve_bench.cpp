@@ -37,6 +37,7 @@
 #include "cairn/json.hpp"
 #include "support/http_test_server.hpp"
 #include "support/loopback.hpp"
+#include "serve_support.hpp"
 #include "support/openai_script.hpp"
 
 namespace {
@@ -69,49 +70,12 @@ ScriptedResponse model(const ReceivedRequest& request) {
 }
 
 using cairn::testing::connect_loopback;
+using cairn::bench::call;
+using cairn::bench::call_text;
+using cairn::bench::rss_kib;
+using Server = cairn::bench::ServeProcess;
 
 void send_all(int fd, std::string_view bytes) { cairn::testing::send_all_bytes(fd, bytes); }
-
-std::string read_to_end(int fd) {
-  std::string out;
-  char buffer[8192];
-  for (ssize_t got; (got = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) out.append(buffer, static_cast<std::size_t>(got));
-  return out;
-}
-
-struct Server {
-  pid_t pid = -1;
-  int port = 0;
-  std::string token;
-};
-
-// The body of the reply to one request.
-std::string call_text(const Server& server, const std::string& method, const std::string& target,
-                      const Json& body = nullptr) {
-  const int fd = connect_loopback(server.port);
-  const std::string payload = body.is_null() ? std::string() : body.dump();
-  std::string raw = fmt::format("{} {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {}\r\n", method,
-                                target, server.token);
-  if (!payload.empty()) raw += fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", payload.size());
-  raw += "\r\n" + payload;
-  send_all(fd, raw);
-  const std::string reply = read_to_end(fd);
-  ::close(fd);
-  const auto body_at = reply.find("\r\n\r\n");
-  return body_at == std::string::npos ? std::string() : reply.substr(body_at + 4);
-}
-
-Json call(const Server& server, const std::string& method, const std::string& target, const Json& body = nullptr) {
-  return Json::parse(call_text(server, method, target, body), nullptr, false);
-}
-
-std::int64_t rss_kib(pid_t pid) {
-  std::ifstream status(fmt::format("/proc/{}/status", pid));
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return 0;
-}
 
 // Milliseconds since the epoch of "2026-12-03T11:42:15.688Z": the date's
 // part from timegm once per day seen, the rest from its digits (strptime
@@ -141,7 +105,9 @@ std::int64_t now_ms() {
 
 struct Watcher {
   int fd = -1;
-  std::string buffer;
+  std::string buffer;  // the body, its chunks undone
+  std::string head;
+  cairn::bench::Dechunker chunks;
   bool head_done = false;
   std::int64_t cursor = -1;
   std::vector<std::int64_t> seqs;
@@ -224,17 +190,21 @@ Figures measure(const Server& server, const std::string& session, int watchers) 
           break;
         }
         if (got < 0) break;
-        watcher.buffer.append(chunk_buffer, static_cast<std::size_t>(got));
+        const std::string_view received(chunk_buffer, static_cast<std::size_t>(got));
+        if (watcher.head_done) {
+          watcher.chunks.feed(received, watcher.buffer);
+        } else {
+          watcher.head.append(received);
+          if (const auto end = watcher.head.find("\r\n\r\n"); end != std::string::npos) {
+            watcher.chunks.feed(std::string_view(watcher.head).substr(end + 4), watcher.buffer);
+            watcher.head_done = true;
+          }
+        }
         figures.bytes += static_cast<std::size_t>(got);
         if (watchers == 1) figures.recorded.append(chunk_buffer, static_cast<std::size_t>(got));
       }
       const std::int64_t arrived = now_ms();
-      if (!watcher.head_done) {
-        const auto end = watcher.buffer.find("\r\n\r\n");
-        if (end == std::string::npos) continue;
-        watcher.buffer.erase(0, end + 4);
-        watcher.head_done = true;
-      }
+      if (!watcher.head_done) continue;
       // Frames are taken by offset and the buffer trimmed once per read.
       std::size_t offset = 0;
       for (std::size_t end; (end = watcher.buffer.find("\n\n", offset)) != std::string::npos; offset = end + 2) {
@@ -381,38 +351,7 @@ std::pair<double, double> bare_fan_out(const std::string& stream, int watchers) 
 }
 
 Server start_server(const std::filesystem::path& dir, const HttpTestServer& model_server) {
-  Server server;
-  const auto err = dir / "serve.err";
-  const std::string store = "sqlite:" + (dir / "store.db").string();
-  std::vector<std::string> args = {CAIRN_CLI_PATH, "serve", "--listen", "127.0.0.1:0", "--store", store, "--token-file",
-                                   (dir / "tokens").string(), "--api", "openai-completions", "--base-url",
-                                   model_server.url("/v1"), "--model", "test", "--approval", "never-ask",
-                                   "--tools", "ls", "--workers", "64"};
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
-  std::vector<std::string> env = {"HOME=" + dir.string(), "XDG_CONFIG_HOME=" + (dir / "config").string(),
-                                  "XDG_CACHE_HOME=" + (dir / "cache").string(), "PATH=/usr/bin:/bin"};
-  std::vector<char*> envp;
-  for (auto& variable : env) envp.push_back(variable.data());
-  envp.push_back(nullptr);
-  posix_spawn(&server.pid, CAIRN_CLI_PATH, &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  const std::string marker = "listening on http://127.0.0.1:";
-  for (int i = 0; i < 3000 && server.port == 0; ++i) {
-    std::ifstream in(err);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (auto at = text.str().find(marker); at != std::string::npos) server.port = std::stoi(text.str().substr(at + marker.size()));
-    std::this_thread::sleep_for(10ms);
-  }
-  std::ifstream tokens(dir / "tokens");
-  std::getline(tokens, server.token);
-  return server;
+  return cairn::bench::start_serve(dir, model_server.url("/v1"), {"--tools", "ls", "--workers", "64"});
 }
 
 }  // namespace
@@ -434,11 +373,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  // Each watcher is a socket here and one in the server.
-  rlimit limit{};
-  ::getrlimit(RLIMIT_NOFILE, &limit);
-  limit.rlim_cur = limit.rlim_max;
-  ::setrlimit(RLIMIT_NOFILE, &limit);
+  cairn::bench::raise_own_descriptor_limit();
 
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("cairn-bench-serve-{}", ::getpid());
   std::filesystem::create_directories(dir / "config");

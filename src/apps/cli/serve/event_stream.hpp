@@ -55,6 +55,9 @@ class EventStream : public LiveStream {
   void set_wakeup(std::function<void()> wakeup) override;
   Batch take(bool quiet) override;
   std::string final_frame() override;
+  // An open session's records are in memory (its index and the hub's
+  // frames); a followed one's are read from the store.
+  bool slow_take() const override { return followed_ != nullptr; }
 
  private:
   EventStream() = default;

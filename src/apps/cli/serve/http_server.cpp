@@ -299,8 +299,12 @@ struct HttpServer::Impl {
         batch.done = true;
         ended = "server_stopped";
       } else {
-        // On a worker: a batch may read the log.
-        batch = co_await asio::co_spawn(workers, take(live, std::exchange(quiet, false)), asio::use_awaitable);
+        const bool quiet_turn = std::exchange(quiet, false);
+        if (live->slow_take()) {
+          batch = co_await asio::co_spawn(workers, take(live, quiet_turn), asio::use_awaitable);
+        } else {
+          batch = live->take(quiet_turn);
+        }
         if (peer_gone->load()) break;
       }
       const bool done = batch.done;

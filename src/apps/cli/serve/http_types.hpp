@@ -91,6 +91,11 @@ class LiveStream {
   virtual Batch take(bool quiet) = 0;
   // The server stops: the last frame to write.
   virtual std::string final_frame() = 0;
+  // Whether take() may wait on a store or spend long on the CPU (a store's
+  // read, records parsed): then it runs on a worker, not on the threads
+  // that move every connection's bytes. A take that only hands over frames
+  // already made runs where it is.
+  virtual bool slow_take() const { return true; }
 };
 
 class DeferredReply;
