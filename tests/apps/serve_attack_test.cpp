@@ -53,7 +53,7 @@ constexpr bool kMemoryMeasured =
     true;
 #endif
 
-std::string nested(std::size_t depth, std::string_view inside = "1") {
+std::string nested_arrays(std::size_t depth, std::string_view inside = "1") {
   return std::string(depth, '[') + std::string(inside) + std::string(depth, ']');
 }
 
@@ -63,7 +63,7 @@ TEST_F(ServeAttack, JsonNested50000DeepIsRefusedOnEveryParsePath) {
   start_server();
   create_session("s1");
   HealthProbe probe(port_);
-  const std::string deep = nested(50000);
+  const std::string deep = nested_arrays(50000);
   const std::vector<std::string> rpc_bodies = {
       fmt::format(R"({{"jsonrpc":"2.0","method":"GetTask","id":{}}})", deep),
       fmt::format(R"({{"jsonrpc":"2.0","method":"GetTask","id":1,"params":{}}})", deep),
@@ -83,7 +83,7 @@ TEST_F(ServeAttack, JsonNested50000DeepIsRefusedOnEveryParsePath) {
   EXPECT_EQ(own.status, 400);
   EXPECT_EQ(serve_error_code(own), "invalid_argument");
   // Exactly 64 is fine as JSON; the route then says what it thinks of it.
-  EXPECT_EQ(rpc(fmt::format(R"({{"jsonrpc":"2.0","method":"GetTask","id":1,"params":{{"id":{}}}}})", nested(62))).json()["error"]["code"], -32602);
+  EXPECT_EQ(rpc(fmt::format(R"({{"jsonrpc":"2.0","method":"GetTask","id":1,"params":{{"id":{}}}}})", nested_arrays(62))).json()["error"]["code"], -32602);
   // A JSON-RPC id must be a string, a number or null: never echoed whole.
   EXPECT_EQ(rpc(R"({"jsonrpc":"2.0","method":"GetTask","id":{"a":[1,2]}})").json()["error"]["code"], -32600);
   probe.stop();
@@ -287,6 +287,17 @@ TEST_F(ServeAttack, ConnectionsAreCappedAndTheOldestIdleOneGoesFirst) {
 
 TEST_F(ServeAttack, DescriptorsRunningOutNeitherSpinNorStopTheServer) {
   start_server();
+  // At start the server took every descriptor its hard limit allows.
+  {
+    std::ifstream limits(fmt::format("/proc/{}/limits", pid_));
+    std::string line;
+    while (std::getline(limits, line) && line.rfind("Max open files", 0) != 0) {
+    }
+    std::istringstream fields(line.substr(std::string("Max open files").size()));
+    std::string soft, hard;
+    fields >> soft >> hard;
+    EXPECT_EQ(soft, hard) << line;
+  }
   // A client with a kept-alive connection from before.
   const int kept = connect_loopback(port_);
   ASSERT_GE(kept, 0);
@@ -379,6 +390,38 @@ TEST_F(ServeAttack, BlockingSendsThatOutnumberTheWorkersHoldNone) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "a request waited for a worker";
   for (auto& sender : senders) sender.join();
   for (const auto& state : states) EXPECT_EQ(state, "TASK_STATE_COMPLETED");
+  probe.stop();
+  expect_healthy(probe);
+}
+
+TEST_F(ServeAttack, NavigationsWaitingForASummaryHoldNoWorker) {
+  start_server({"--workers", "1"});
+  create_session("s1");
+  ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", "say a"}}).status, 202);
+  ASSERT_EQ(wait_settled("s1", "main"), "idle");
+  std::string prompt_entry;
+  for (const auto& record : records("s1")) {
+    if (record.value("type", "") == "message" && record["message"].value("role", "") == "user") prompt_entry = record["id"];
+  }
+  ASSERT_FALSE(prompt_entry.empty());
+  HealthProbe probe(port_);
+  std::vector<std::thread> navigations;
+  std::vector<int> statuses(3);
+  for (std::size_t i = 0; i < statuses.size(); ++i) {
+    const std::string ref = fmt::format("r{}", i);
+    ASSERT_EQ(call("POST", "/v1/sessions/s1/refs", Json{{"name", ref}}).status, 201);
+    navigations.emplace_back([&, i, ref] {
+      statuses[i] = call("POST", fmt::format("/v1/sessions/s1/refs/{}/navigate", ref),
+                         Json{{"targetId", prompt_entry}, {"summarize", true}, {"instructions", "slow summary"}})
+                        .status;
+    });
+  }
+  std::this_thread::sleep_for(500ms);  // each waits for its summary now
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(call("GET", "/v1/sessions/s1").status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "a request waited for the one worker";
+  for (auto& navigation : navigations) navigation.join();
+  for (int status : statuses) EXPECT_EQ(status, 200);
   probe.stop();
   expect_healthy(probe);
 }

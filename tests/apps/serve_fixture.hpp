@@ -106,6 +106,10 @@ inline ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
     return testing::openai_text_reply("touched", slowly ? 300ms : 1ms);
   }
   if (prompt == "wait") return testing::openai_text_reply("waited", 500ms);
+  // A summary (of a compaction or a navigation): slow when its instructions say so.
+  if (prompt.rfind("<conversation>", 0) == 0) {
+    return testing::openai_text_reply("the summary", prompt.find("slow summary") != std::string::npos ? 500ms : 1ms);
+  }
   if (prompt.rfind("run ", 0) == 0) {  // bash with the rest, then its output as the answer
     if (results_since == 0) return testing::openai_tool_reply(call_id, "bash", {{"command", prompt.substr(4)}});
     return testing::openai_text_reply("ran: " + last_result);

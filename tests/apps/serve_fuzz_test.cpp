@@ -26,22 +26,22 @@ class ServeFuzz : public ServeTest {
   Json rpc_result(const std::string& body) { return call("POST", "/a2a/jsonrpc", body).json()["result"]; }
 };
 
-Json with_task(Json message, const std::string& task) {
+Json with_task_id(Json message, const std::string& task) {
   message["taskId"] = task;
   return message;
 }
 
 // A request before mutation: method, path (with its query), JSON body.
-struct Shape {
+struct FuzzShape {
   std::string method;
   std::string path;
   std::optional<Json> body;
   bool stream = false;  // answered with a stream: read briefly, then hung up
 };
 
-class Mutator {
+class RequestMutator {
  public:
-  explicit Mutator(std::uint64_t seed) : random_(seed) {}
+  explicit RequestMutator(std::uint64_t seed) : random_(seed) {}
 
   int below(int n) { return std::uniform_int_distribution<int>(0, n - 1)(random_); }
   bool chance(int percent) { return below(100) < percent; }
@@ -160,51 +160,51 @@ TEST_F(ServeFuzz, MutatedRequestsNeverCrashTheServerNorChangeASessionTheyMayNotC
 
   const Json message = {{"messageId", "m1"}, {"role", "ROLE_USER"}, {"parts", {{{"text", "say fuzzed"}}}}, {"contextId", "fuzz/main"}};
   auto rpc_shape = [](const std::string& method, Json params, bool stream = false) {
-    return Shape{"POST", "/a2a/jsonrpc", Json{{"jsonrpc", "2.0"}, {"id", 7}, {"method", method}, {"params", std::move(params)}}, stream};
+    return FuzzShape{"POST", "/a2a/jsonrpc", Json{{"jsonrpc", "2.0"}, {"id", 7}, {"method", method}, {"params", std::move(params)}}, stream};
   };
   std::string encoded_task;
   for (char c : fuzz_task) encoded_task += c == '/' ? std::string("%2F") : std::string(1, c);
-  const std::vector<Shape> shapes = {
+  const std::vector<FuzzShape> shapes = {
       rpc_shape("SendMessage", {{"message", message}, {"configuration", {{"returnImmediately", true}, {"historyLength", 2}}}}),
-      rpc_shape("SendMessage", {{"message", with_task(message, fuzz_task)}, {"configuration", {{"returnImmediately", true}}}}),
+      rpc_shape("SendMessage", {{"message", with_task_id(message, fuzz_task)}, {"configuration", {{"returnImmediately", true}}}}),
       rpc_shape("SendStreamingMessage", {{"message", message}}, true),
       rpc_shape("GetTask", {{"id", fuzz_task}, {"historyLength", 1}}),
       rpc_shape("ListTasks", {{"contextId", "fuzz/main"}, {"status", "TASK_STATE_COMPLETED"}, {"pageSize", 5}, {"pageToken", "0"}}),
       rpc_shape("CancelTask", {{"id", fuzz_task}}),
       rpc_shape("SubscribeToTask", {{"id", fuzz_task}}, true),
-      Shape{"POST", "/a2a/rest/message:send", Json{{"message", message}, {"configuration", {{"returnImmediately", true}}}}},
-      Shape{"POST", "/a2a/rest/message:stream", Json{{"message", message}}, true},
-      Shape{"GET", "/a2a/rest/tasks?contextId=fuzz%2Fmain&pageSize=3", std::nullopt},
-      Shape{"GET", "/a2a/rest/tasks/" + encoded_task + "?historyLength=1", std::nullopt},
-      Shape{"POST", "/a2a/rest/tasks/" + encoded_task + ":cancel", std::nullopt},
-      Shape{"GET", "/a2a/rest/tasks/" + encoded_task + ":subscribe", std::nullopt, true},
-      Shape{"POST", "/v1/sessions/fuzz/refs/main/prompt", Json{{"text", "say again"}, {"whileRunning", "followUp"}}},
-      Shape{"POST", "/v1/sessions/fuzz/refs/main/steer", Json{{"text", "x"}}},
-      Shape{"POST", "/v1/sessions/fuzz/refs/main/follow-up", Json{{"text", "x"}}},
-      Shape{"POST", "/v1/sessions/fuzz/refs/main/next-run", Json{{"text", "x"}}},
-      Shape{"POST", "/v1/sessions/fuzz/refs/main/abort", Json::object()},
-      Shape{"POST", "/v1/sessions/fuzz/refs/main/resume", Json::object()},
-      Shape{"POST", "/v1/sessions/fuzz/refs/main/navigate", Json{{"targetId", fuzz_entry}, {"summarize", false}, {"label", "l"}}},
-      Shape{"POST", "/v1/sessions/fuzz/refs/main/label", Json{{"entryId", fuzz_entry}, {"label", "fuzzed"}}},
-      Shape{"POST", "/v1/sessions/fuzz/refs/main/inputs/nothing", Json{{"decision", "allow"}, {"arguments", Json::object()}}},
-      Shape{"PATCH", "/v1/sessions/fuzz/refs/main/config", Json{{"thinkingLevel", "low"}, {"activeTools", {"ls"}}}},
-      Shape{"POST", "/v1/sessions/fuzz/refs", Json{{"name", "side"}, {"at", fuzz_entry}}},
-      Shape{"POST", "/v1/sessions/fuzz/fork", Json{{"ref", "main"}, {"entryId", fuzz_entry}, {"scope", "branch"}, {"position", "at"}}},
-      Shape{"POST", "/v1/sessions", Json{{"cwd", path("work").string()}}},
-      Shape{"GET", "/v1/sessions/fuzz/records?after=0&limit=5", std::nullopt},
-      Shape{"GET", "/v1/sessions/fuzz/refs/main/branch?before=" + fuzz_entry + "&limit=2", std::nullopt},
-      Shape{"GET", "/v1/sessions/fuzz/refs/main/events?transcript=3", std::nullopt, true},
-      Shape{"GET", "/v1/sessions?limit=2&parent=fuzz", std::nullopt},
-      Shape{"GET", "/v1/sessions/fuzz/tree", std::nullopt},
+      FuzzShape{"POST", "/a2a/rest/message:send", Json{{"message", message}, {"configuration", {{"returnImmediately", true}}}}},
+      FuzzShape{"POST", "/a2a/rest/message:stream", Json{{"message", message}}, true},
+      FuzzShape{"GET", "/a2a/rest/tasks?contextId=fuzz%2Fmain&pageSize=3", std::nullopt},
+      FuzzShape{"GET", "/a2a/rest/tasks/" + encoded_task + "?historyLength=1", std::nullopt},
+      FuzzShape{"POST", "/a2a/rest/tasks/" + encoded_task + ":cancel", std::nullopt},
+      FuzzShape{"GET", "/a2a/rest/tasks/" + encoded_task + ":subscribe", std::nullopt, true},
+      FuzzShape{"POST", "/v1/sessions/fuzz/refs/main/prompt", Json{{"text", "say again"}, {"whileRunning", "followUp"}}},
+      FuzzShape{"POST", "/v1/sessions/fuzz/refs/main/steer", Json{{"text", "x"}}},
+      FuzzShape{"POST", "/v1/sessions/fuzz/refs/main/follow-up", Json{{"text", "x"}}},
+      FuzzShape{"POST", "/v1/sessions/fuzz/refs/main/next-run", Json{{"text", "x"}}},
+      FuzzShape{"POST", "/v1/sessions/fuzz/refs/main/abort", Json::object()},
+      FuzzShape{"POST", "/v1/sessions/fuzz/refs/main/resume", Json::object()},
+      FuzzShape{"POST", "/v1/sessions/fuzz/refs/main/navigate", Json{{"targetId", fuzz_entry}, {"summarize", false}, {"label", "l"}}},
+      FuzzShape{"POST", "/v1/sessions/fuzz/refs/main/label", Json{{"entryId", fuzz_entry}, {"label", "fuzzed"}}},
+      FuzzShape{"POST", "/v1/sessions/fuzz/refs/main/inputs/nothing", Json{{"decision", "allow"}, {"arguments", Json::object()}}},
+      FuzzShape{"PATCH", "/v1/sessions/fuzz/refs/main/config", Json{{"thinkingLevel", "low"}, {"activeTools", {"ls"}}}},
+      FuzzShape{"POST", "/v1/sessions/fuzz/refs", Json{{"name", "side"}, {"at", fuzz_entry}}},
+      FuzzShape{"POST", "/v1/sessions/fuzz/fork", Json{{"ref", "main"}, {"entryId", fuzz_entry}, {"scope", "branch"}, {"position", "at"}}},
+      FuzzShape{"POST", "/v1/sessions", Json{{"cwd", path("work").string()}}},
+      FuzzShape{"GET", "/v1/sessions/fuzz/records?after=0&limit=5", std::nullopt},
+      FuzzShape{"GET", "/v1/sessions/fuzz/refs/main/branch?before=" + fuzz_entry + "&limit=2", std::nullopt},
+      FuzzShape{"GET", "/v1/sessions/fuzz/refs/main/events?transcript=3", std::nullopt, true},
+      FuzzShape{"GET", "/v1/sessions?limit=2&parent=fuzz", std::nullopt},
+      FuzzShape{"GET", "/v1/sessions/fuzz/tree", std::nullopt},
   };
 
-  Mutator mutator(seed);
+  RequestMutator mutator(seed);
   HealthProbe probe(port_, 50ms);
   int sent = 0, server_errors = 0;
   std::string first_server_error;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(std::max(4, testing::scaled(12)));
   while (std::chrono::steady_clock::now() < deadline) {
-    Shape shape = shapes[static_cast<std::size_t>(mutator.below(static_cast<int>(shapes.size())))];
+    FuzzShape shape = shapes[static_cast<std::size_t>(mutator.below(static_cast<int>(shapes.size())))];
     // One in five goes without a valid token, and may then name anything.
     const int authority = mutator.below(10);
     std::vector<std::string> headers;
@@ -253,14 +253,15 @@ TEST_F(ServeFuzz, MutatedRequestsNeverCrashTheServerNorChangeASessionTheyMayNotC
   // A task of the bystander named in the fuzzed session's context: refused.
   const Json crossed = call("POST", "/a2a/jsonrpc",
                             Json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "SendMessage"},
-                                 {"params", {{"message", with_task(message, bystander_task)}}}}).json();
+                                 {"params", {{"message", with_task_id(message, bystander_task)}}}}).json();
   EXPECT_EQ(crossed["error"]["code"], -32602) << crossed.dump();
   // Nothing reached the bystander.
   const std::vector<Json> bystander_after = records("bystander");
   ASSERT_EQ(bystander_after.size(), bystander_before.size());
   for (std::size_t i = 0; i < bystander_after.size(); ++i) EXPECT_EQ(bystander_after[i], bystander_before[i]);
   // Every session the fuzzing wrote is a log cairn verify passes.
-  for (const auto& session : call("GET", "/v1/sessions?limit=1000").json()["sessions"]) {
+  const Json listed = call("GET", "/v1/sessions?limit=1000").json();
+  for (const auto& session : listed["sessions"]) {
     const std::string id = session["id"];
     wait_settled(id, "main", 30s);
     const std::string out = path("verify.txt").string();
