@@ -196,6 +196,7 @@ inline ServeReply serve_parse_reply(const std::string& raw) {
 struct ApiRecording {
   std::mutex mu;
   std::filesystem::path file;  // empty: not recording
+  std::string test;            // the test that made what is recorded now
   std::size_t count = 0;
 };
 inline ApiRecording& api_recording() {
@@ -215,7 +216,8 @@ inline void record_exchange(const std::string& raw_request, int status, const st
                       {"target", line.substr(first + 1, second - first - 1)},
                       {"status", status},
                       {"contentType", content_type},
-                      {"body", body}};
+                      {"body", body},
+                      {"test", recording.test}};
   std::ofstream out(recording.file, std::ios::app);
   out << entry.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
   ++recording.count;
@@ -448,25 +450,42 @@ class ServeTest : public ::testing::Test {
  protected:
   ServeTest() {
     for (const char* sub : {"home", "config", "data", "cache", "work"}) std::filesystem::create_directories(path(sub));
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     std::lock_guard lock(api_recording().mu);
-    api_recording().file = path("api-responses.jsonl");
-    api_recording().count = 0;
+    api_recording().test = info ? fmt::format("{}.{}", info->test_suite_name(), info->name()) : std::string();
   }
-  // Every response the test got, against the API's OpenAPI document.
-  void TearDown() override {
+  // The responses of the suite's tests go to one file, checked against the
+  // API's OpenAPI document once they have all run (one validator process
+  // for the suite, not one for each test).
+  static std::filesystem::path api_responses() {
+    return std::filesystem::temp_directory_path() / fmt::format("cairn-api-responses-{}.jsonl", ::getpid());
+  }
+  static void SetUpTestSuite() {
+    std::lock_guard lock(api_recording().mu);
+    api_recording().file = api_responses();
+    api_recording().count = 0;
+    std::filesystem::remove(api_recording().file);
+  }
+  static void TearDownTestSuite() {
     std::size_t recorded = 0;
     {
       std::lock_guard lock(api_recording().mu);
       api_recording().file.clear();
       recorded = api_recording().count;
     }
-    if (recorded == 0 || HasFatalFailure()) return;
-    ASSERT_TRUE(std::filesystem::exists(std::filesystem::path(CAIRN_OPENAPI_DIR) / "node_modules" / "ajv"))
-        << "the OpenAPI validator is not installed: run scripts/install-deps (npm ci in tests/openapi)";
-    const auto out = path("openapi-check.txt");
+    if (recorded == 0) return;
+    const auto responses = api_responses();
+    const auto out = std::filesystem::path(responses.string() + ".check");
+    if (!std::filesystem::exists(std::filesystem::path(CAIRN_OPENAPI_DIR) / "node_modules" / "ajv")) {
+      ADD_FAILURE() << "the OpenAPI validator is not installed: run scripts/install-deps (npm ci in tests/openapi)";
+      return;
+    }
     const std::string command = fmt::format("node '{}/validate.mjs' '{}' '{}' > '{}' 2>&1", CAIRN_OPENAPI_DIR,
-                                            CAIRN_OPENAPI_DOC, path("api-responses.jsonl").string(), out.string());
-    EXPECT_EQ(std::system(command.c_str()), 0) << serve_slurp(out);
+                                            CAIRN_OPENAPI_DOC, responses.string(), out.string());
+    EXPECT_EQ(std::system(command.c_str()), 0) << "responses that do not fit docs/openapi.json:\n" << serve_slurp(out);
+    std::error_code ec;
+    std::filesystem::remove(responses, ec);
+    std::filesystem::remove(out, ec);
   }
   ~ServeTest() override {
     if (pid_ > 0) {

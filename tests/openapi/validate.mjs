@@ -1,7 +1,7 @@
 // Checks docs/openapi.json (cairn serve's API, OpenAPI 3.1) against the OpenAPI 3.1 specification, then the server's
 // recorded responses against it, so that the document cannot drift from the server (run `npm ci` here first).
 //   node validate.mjs [--strict] DOC [RESPONSES.jsonl ...]      node validate.mjs --self-test [DOC]   (the document only)
-// A RESPONSES line: {"method", "target" (path?query as sent), "status", "contentType", "body" (raw text)}. Prints one
+// A RESPONSES line: {"method", "target" (path?query as sent), "status", "contentType", "body" (raw text), "test"?}. Prints one
 // line per failure and a summary; exits 1 if the document or any response fails (unlisted routes: x-cairn-unmatched).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -219,7 +219,8 @@ for (const file of responseFiles) {
     checked++;
     if (!failure) return;
     failed++;
-    console.log(`FAIL ${record.method} ${record.target} -> ${record.status}: ${failure.what}${describeErrors(failure.errors)} body: ${snippet(record.body)}`);
+    const where = record.test ? ` (in ${record.test})` : '';
+    console.log(`FAIL ${record.method} ${record.target} -> ${record.status}${where}: ${failure.what}${describeErrors(failure.errors)} body: ${snippet(record.body)}`);
   });
 }
 if (skipped) console.log(`openapi: ${skipped} responses skipped (x-cairn-unmatched.unlistedPaths: the web viewer's files)`);
