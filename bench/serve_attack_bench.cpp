@@ -71,6 +71,7 @@ bool tokenless_bodies(const std::filesystem::path& dir, const HttpTestServer& mo
   ServeProcess server = cairn::bench::start_serve(dir, model_server.url("/v1"), {});
   if (server.port == 0) return false;
   const std::int64_t idle = settled_rss(server.pid);
+  cairn::bench::HealthProbe probe(server.port);
   std::vector<int> fds;
   for (int i = 0; i < clients; ++i) {
     const int fd = connect_loopback(server.port);
@@ -88,10 +89,12 @@ bool tokenless_bodies(const std::filesystem::path& dir, const HttpTestServer& mo
     std::this_thread::sleep_for(100ms);
   }
   const std::int64_t peak = cairn::bench::status_kib(server.pid, "VmHWM");
+  const std::string health = probe.summary();
   for (int fd : fds) ::close(fd);
   fmt::print("1. {} connections without a token, each sending a 16 MiB body slowly ({} connected):\n"
-             "   idle {:.1f} MiB, peak {:.1f} MiB: {:.1f} MiB above idle   (reference: <= 64 MiB above idle)\n",
-             clients, fds.size(), mib(idle), mib(peak), mib(peak - idle));
+             "   idle {:.1f} MiB, peak {:.1f} MiB: {:.1f} MiB above idle   (reference: <= 64 MiB above idle)\n"
+             "   meanwhile {}   (reference: <= 100 ms)\n",
+             clients, fds.size(), mib(idle), mib(peak), mib(peak - idle), health);
   stop(server);
   return true;
 }
@@ -179,6 +182,7 @@ bool silent_watchers(const std::filesystem::path& dir, const HttpTestServer& mod
 bool idle_flood(const std::filesystem::path& dir, const HttpTestServer& model_server, int connections) {
   ServeProcess server = cairn::bench::start_serve(dir, model_server.url("/v1"), {}, 1024);
   if (server.port == 0) return false;
+  cairn::bench::HealthProbe probe(server.port);
   std::vector<int> fds;
   for (int i = 0; i < connections; ++i) {
     const int fd = connect_loopback(server.port);
@@ -192,11 +196,13 @@ bool idle_flood(const std::filesystem::path& dir, const HttpTestServer& model_se
     took.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     if (reply.rfind("HTTP/1.1 200", 0) != 0) fmt::print("   an authorised request failed: {}\n", reply.substr(0, 200));
   }
+  const std::string health = probe.summary();
   for (int fd : fds) ::close(fd);
   std::sort(took.begin(), took.end());
   fmt::print("3. {} idle connections ({} connected) to a server under `ulimit -n 1024`:\n"
-             "   an authorised request answered in {:.1f} ms (median of 5; slowest {:.1f} ms)   (reference: <= 1000 ms)\n",
-             connections, fds.size(), took[2], took.back());
+             "   an authorised request answered in {:.1f} ms (median of 5; slowest {:.1f} ms)   (reference: <= 1000 ms)\n"
+             "   meanwhile {}   (reference: <= 100 ms)\n",
+             connections, fds.size(), took[2], took.back(), health);
   stop(server);
   return true;
 }

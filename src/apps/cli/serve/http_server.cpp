@@ -158,8 +158,11 @@ struct HttpServer::Impl {
 
   // After a refusal: no more answers on this connection; what the client
   // still sends is read and dropped, for a moment and up to a limit, so that
-  // the close does not reset the connection under the answer.
-  asio::awaitable<void> linger(beast::tcp_stream& stream) {
+  // the close does not reset the connection under the answer. Meanwhile it
+  // is one the server may drop first (a flood of refused clients must not
+  // hold the connections the others need).
+  asio::awaitable<void> linger(beast::tcp_stream& stream, ConnectionTable::Id id) {
+    connections.set_state(id, ConnectionTable::State::pending);
     beast::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
     std::array<char, 4096> sink;
@@ -370,17 +373,17 @@ struct HttpServer::Impl {
       }
       if (ec == http::error::header_limit) {
         co_await write_error(stream, 431, "header_too_large", fmt::format("the header is larger than {} bytes", options.max_header));
-        co_await linger(stream);
+        co_await linger(stream, id);
         break;
       }
       if (ec == http::error::body_limit) {  // a Content-Length over the limit, told in the head
         co_await write_error(stream, 413, "body_too_large", fmt::format("the body is larger than {} bytes", options.max_body));
-        co_await linger(stream);
+        co_await linger(stream, id);
         break;
       }
       if (ec) {
         co_await write_error(stream, 400, "bad_request", fmt::format("malformed HTTP request: {}", ec.message()));
-        co_await linger(stream);
+        co_await linger(stream, id);
         break;
       }
       connections.set_state(id, ConnectionTable::State::busy);
@@ -395,7 +398,7 @@ struct HttpServer::Impl {
         const bool again = keep_alive && !refused && !body_unread && !stopping.load();
         const bool head_only = request.method == "HEAD";
         if (!co_await write_response(stream, std::move(*early), version, again, head_only)) break;
-        if (refused || body_unread) co_await linger(stream);
+        if (refused || body_unread) co_await linger(stream, id);
         if (!again) break;
         connections.set_state(id, ConnectionTable::State::pending);
         continue;
@@ -405,7 +408,7 @@ struct HttpServer::Impl {
         auto [body_ec, body_n] = co_await http::async_read(stream, buffer, parser, kTuple);
         if (body_ec == http::error::body_limit) {
           co_await write_error(stream, 413, "body_too_large", fmt::format("the body is larger than {} bytes", options.max_body));
-          co_await linger(stream);
+          co_await linger(stream, id);
           break;
         }
         if (body_ec) break;  // cut off, or too slow: nothing to answer
