@@ -39,7 +39,9 @@ class ServeAttack : public ServeTest {
   }
   void expect_healthy(const HealthProbe& probe) {
     EXPECT_EQ(probe.failures(), 0) << probe.summary();
-    EXPECT_LE(probe.slowest(), health_bound()) << probe.summary();
+    if (auto bound = health_bound()) {
+      EXPECT_LE(probe.slowest(), *bound) << probe.summary();
+    }
     EXPECT_GT(probe.probes(), 0);
   }
 };
@@ -243,7 +245,7 @@ TEST_F(ServeAttack, ARequestWithoutAValidTokenIsRefusedBeforeItsBodyIsRead) {
   // place of a client with a token.
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(call("GET", "/v1/sessions").status, 200);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, flood_answer_bound());
   for (int fd : slow) ::close(fd);
   if (kMemoryMeasured) {
     EXPECT_LT(loaded_kb - idle_kb, 32 * 1024) << "RSS grew from " << idle_kb << " KiB to " << loaded_kb << " KiB";
@@ -271,18 +273,18 @@ TEST_F(ServeAttack, ConnectionsAreCappedAndTheOldestIdleOneGoesFirst) {
   idle.push_back(idle_connection());
   EXPECT_TRUE(closed_by_server(idle.front(), 2s)) << "the oldest pending connection goes when the eleventh comes";
   EXPECT_FALSE(closed_by_server(idle.back(), 50ms));
-  // A flood of 500: the server keeps answering, and the kept-alive client
+  // A flood of 500 (fewer under the sanitizers): the server keeps answering, and the kept-alive client
   // keeps its connection. (The probe's own connections count as pending: it
   // starts once the counts above are checked.)
   HealthProbe probe(port_, 50ms);
-  for (int i = 0; i < 500; ++i) {
+  for (int i = 0; i < testing::scaled(500); ++i) {
     const int fd = idle_connection();
     if (fd >= 0) idle.push_back(fd);
   }
   const auto t0 = std::chrono::steady_clock::now();
   const ServeReply listed = call("GET", "/v1/sessions");
   EXPECT_EQ(listed.status, 200);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, flood_answer_bound());
   ASSERT_TRUE(send_all_bytes(kept, keep_alive_request));
   const std::string second = serve_read_all(kept, 1s);
   EXPECT_EQ(second.rfind("HTTP/1.1 200", 0), 0u) << "the kept-alive client lost its connection: " << second.substr(0, 200);
