@@ -405,12 +405,17 @@ inline std::chrono::milliseconds flood_answer_bound() {
 #endif
 }
 
-// Asks for /healthz every `every`, on a thread of its own, until stopped,
-// and keeps the slowest answer: whatever else the server is doing, it
-// answers this at once.
+// Asks for /healthz (or `target` with `headers`) every `every`, on a
+// thread of its own, until stopped, and keeps the slowest answer: whatever
+// else the server is doing, it answers this at once.
 class HealthProbe {
  public:
-  explicit HealthProbe(int port, std::chrono::milliseconds every = 25ms) : port_(port), every_(every) {
+  explicit HealthProbe(int port, std::chrono::milliseconds every = 25ms, std::string target = "/healthz",
+                       std::vector<std::string> headers = {})
+      : port_(port), every_(every) {
+    std::string head = fmt::format("GET {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n", target);
+    for (const auto& header : headers) head += header + "\r\n";
+    request_ = head + "\r\n";
     thread_ = std::thread([this] { run(); });
   }
   ~HealthProbe() { stop(); }
@@ -435,7 +440,7 @@ class HealthProbe {
       const int fd = testing::connect_loopback(port_);
       bool ok = false;
       if (fd >= 0) {
-        testing::send_all_bytes(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        testing::send_all_bytes(fd, request_);
         ok = serve_read_all(fd, 5s).rfind("HTTP/1.1 200", 0) == 0;
         ::close(fd);
       }
@@ -449,6 +454,7 @@ class HealthProbe {
 
   int port_;
   std::chrono::milliseconds every_;
+  std::string request_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> probes_{0}, failures_{0};
   std::atomic<std::int64_t> slowest_ms_{0};

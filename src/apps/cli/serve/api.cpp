@@ -471,7 +471,13 @@ class WhileRunning : public std::enable_shared_from_this<WhileRunning> {
 // ---- the routes ---------------------------------------------------------------------
 
 Api::Api(SessionPool& pool, std::vector<std::string> tokens, ApiLimits limits)
-    : pool_(pool), tokens_(std::move(tokens)), limits_(limits), a2a_(std::make_unique<A2a>(pool_, metrics_, work_)) {}
+    : pool_(pool), tokens_(std::move(tokens)), limits_(limits), a2a_(std::make_unique<A2a>(pool_, metrics_, work_)) {
+  // What GET /v1/sessions/{id} says of a session's activity is read from
+  // its whole log: read where it was opened, not on a worker.
+  pool_.set_on_open([activity = activity_](const std::string& id, const SessionHost& host) {
+    (void)activity->facts(id, *host.session);
+  });
+}
 
 Api::~Api() = default;
 
@@ -524,8 +530,51 @@ std::optional<HttpResponse> Api::answer_from_head(const HttpRequest& head) {
   return std::nullopt;
 }
 
+namespace {
+// The session a request under /v1/sessions/{id}/ opens (a DELETE of the
+// session itself opens nothing); none when the path names none or names it
+// wrong (the route says what is wrong).
+std::optional<std::string> session_to_open(const HttpRequest& request) {
+  constexpr std::string_view prefix = "/v1/sessions/";
+  std::string_view rest = request.path;
+  if (!rest.starts_with(prefix)) return std::nullopt;
+  rest.remove_prefix(prefix.size());
+  const auto slash = rest.find('/');
+  if (slash == std::string_view::npos && request.method == "DELETE") return std::nullopt;
+  auto id = segment(rest.substr(0, slash), "session");
+  if (!id) return std::nullopt;
+  return *id;
+}
+}  // namespace
+
 Reply Api::handle(const HttpRequest& request) {
   if (auto early = answer_from_head(request)) return Reply{std::move(*early)};
+  if (auto id = session_to_open(request); id && work_->attached() && !pool_.find_open(*id)) {
+    if (auto deferred = route_when_open(request, *id)) return Reply{.deferred = std::move(deferred)};
+  }
+  return routed(request);
+}
+
+std::shared_ptr<DeferredReply> Api::route_when_open(const HttpRequest& request, const std::string& id) {
+  auto deferred = std::make_shared<DeferredReply>();
+  // The opener's thread only hands the request on: to a worker, or back
+  // with 503 once the server stops (then this Api may be gone).
+  pool_.open_async(id, [this, work = work_, deferred, request](const Result<std::shared_ptr<SessionHost>>& opened) {
+    const bool posted = work->post([this, deferred, request, opened = Opened(opened)] {
+      if (deferred->abandoned()) return;
+      Reply reply = routed(request, opened);
+      if (reply.deferred) {
+        deferred->forward_from(reply.deferred);
+      } else {
+        deferred->fulfil(std::move(reply));
+      }
+    });
+    if (!posted) deferred->fulfil(Reply{error_response(503, "unavailable", "the server is stopping")});
+  });
+  return deferred;
+}
+
+Reply Api::routed(const HttpRequest& request, const Opened& opened) {
   std::string route_name = "unmatched";
   Reply reply;
   // W3C Trace Context: the operations this request starts join its
@@ -535,7 +584,7 @@ Reply Api::handle(const HttpRequest& request) {
     if (auto parent = trace::parse_traceparent(*header)) caller.emplace(std::move(*parent));
   }
   try {
-    reply = route(request, route_name);
+    reply = route(request, route_name, opened);
   } catch (const std::exception& error) {
     // A bug, not the client's fault: said without the request's content.
     reply = Reply{error_response(500, "internal_error", fmt::format("the server failed: {}", error.what()))};
@@ -544,7 +593,7 @@ Reply Api::handle(const HttpRequest& request) {
   return reply;
 }
 
-Reply Api::route(const HttpRequest& request, std::string& route_name) {
+Reply Api::route(const HttpRequest& request, std::string& route_name, const Opened& opened) {
   const std::string& method = request.method;
   std::vector<std::string_view> parts;
   {
@@ -597,6 +646,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     text += fmt::format("# TYPE cairn_stream_updates_coalesced_total counter\ncairn_stream_updates_coalesced_total {}\n",
                         StreamHub::coalesced());
     text += fmt::format("# TYPE cairn_sessions_open gauge\ncairn_sessions_open {}\n", pool_.open_count());
+    text += fmt::format("# TYPE cairn_session_opens_total counter\ncairn_session_opens_total {}\n", pool_.opens_total());
     text += fmt::format("# TYPE cairn_tokens_total counter\ncairn_tokens_total{{kind=\"input\"}} {}\ncairn_tokens_total{{kind=\"output\"}} {}\n",
                         metrics_.input_tokens.load(), metrics_.output_tokens.load());
     text += fmt::format("# TYPE cairn_cost_dollars_total counter\ncairn_cost_dollars_total {:.6f}\n",
@@ -682,7 +732,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       for (; i < headers->size() && sessions.size() < page; ++i) {
         Json session = encode((*headers)[i]);
         if (auto kids = children.find((*headers)[i].id); kids != children.end()) session["children"] = kids->second;
-        session["summary"] = list_summary(pool_, activity_, (*headers)[i]);
+        session["summary"] = list_summary(pool_, *activity_, (*headers)[i]);
         sessions.push_back(std::move(session));
       }
       Json body = {{"sessions", std::move(sessions)}};
@@ -716,7 +766,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
   if (parts.size() == 3 && method == "DELETE") {
     route_name = "/v1/sessions/{id}";
     if (auto removed = pool_.remove(*session_id); !removed) return error(removed.error());
-    activity_.forget(*session_id);
+    activity_->forget(*session_id);
     return ok(Json{{"deleted", *session_id}});
   }
   // GET …/records: a page `read` from the log; `newest`: the session's
@@ -760,7 +810,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
     if (!page) return error(page.error());
     return ok(*page);
   };
-  auto host_result = pool_.get(*session_id);
+  auto host_result = opened ? *opened : pool_.get(*session_id);
   if (!host_result) {
     // A session another process writes (here or on another machine sharing
     // the store) cannot be opened, but it can be watched: its streams follow
@@ -858,7 +908,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name) {
       const Model model = main->model();
       body["model"] = {{"provider", model.provider}, {"id", model.id}};
     }
-    auto facts = activity_.facts(*session_id, session);
+    auto facts = activity_->facts(*session_id, session);
     if (!facts) return error(facts.error());
     body["activity"] = facts->activity();
     return ok(body);

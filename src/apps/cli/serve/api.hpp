@@ -55,7 +55,15 @@ class Api {
 
  private:
   struct Route;
-  Reply route(const HttpRequest& request, std::string& route_name);
+  using Opened = std::optional<Result<std::shared_ptr<SessionHost>>>;
+  // Routes, counts and answers on the calling thread; `opened`: the pool's
+  // open of the session the path names, when it was made beforehand.
+  Reply routed(const HttpRequest& request, const Opened& opened = std::nullopt);
+  // A request for a session this server has not open: the pool opens it on
+  // its own threads (a long log takes a while), and the request is routed
+  // on a worker once it is; no worker waits for the open.
+  std::shared_ptr<DeferredReply> route_when_open(const HttpRequest& request, const std::string& id);
+  Reply route(const HttpRequest& request, std::string& route_name, const Opened& opened);
   bool authorized(const HttpRequest& request, HttpResponse& refusal) const;
   void count(const std::string& route_name, int status);
 
@@ -63,7 +71,8 @@ class Api {
   std::vector<std::string> tokens_;
   ApiLimits limits_;
   Metrics metrics_;
-  SessionActivity activity_;
+  // Shared with the pool's opener threads, which warm it (they may outlive this).
+  std::shared_ptr<SessionActivity> activity_ = std::make_shared<SessionActivity>();
   // Before a2a_, which holds it too.
   std::shared_ptr<WorkQueue> work_ = std::make_shared<WorkQueue>();
   std::unique_ptr<A2a> a2a_;

@@ -34,11 +34,29 @@ void DeferredReply::on_ready(Ready ready) {
 }
 
 void DeferredReply::abandon() {
+  std::shared_ptr<DeferredReply> inner;
   {
     std::lock_guard lock(mu_);
     abandoned_ = true;
+    inner = std::move(inner_);
   }
   fulfil(Reply{});
+  if (inner) inner->abandon();
+}
+
+void DeferredReply::forward_from(const std::shared_ptr<DeferredReply>& inner) {
+  bool abandoned = false;
+  {
+    std::lock_guard lock(mu_);
+    abandoned = abandoned_;
+    if (!abandoned) inner_ = inner;
+  }
+  if (abandoned) {
+    inner->abandon();
+    return;
+  }
+  // The inner one holds this one until it is fulfilled, then lets go.
+  inner->on_ready([outer = shared_from_this()](Reply reply) { outer->fulfil(std::move(reply)); });
 }
 
 bool DeferredReply::abandoned() const {

@@ -112,7 +112,7 @@ struct Reply {
 // route hands it back at once; whoever learns the answer (an event
 // listener, an operation's thread, a timer) fulfils it, once, from any
 // thread.
-class DeferredReply {
+class DeferredReply : public std::enable_shared_from_this<DeferredReply> {
  public:
   using Ready = std::move_only_function<void(Reply)>;
   // The first call wins; later ones are dropped. The reply must not be
@@ -127,11 +127,15 @@ class DeferredReply {
   bool abandoned() const;
   // The server is gone: nothing it registered may run any more.
   void forget_ready();
+  // This reply is `inner`'s (a route deferred in its turn): fulfilled with
+  // what fulfils it, and abandoning this one abandons it.
+  void forward_from(const std::shared_ptr<DeferredReply>& inner);
 
  private:
   mutable std::mutex mu_;
   std::optional<Reply> reply_;
   Ready ready_;
+  std::shared_ptr<DeferredReply> inner_;  // forward_from's
   bool done_ = false;
   bool abandoned_ = false;
 };
@@ -154,6 +158,10 @@ class WorkQueue {
   void attach(Scheduler* scheduler) {
     std::lock_guard lock(mu_);
     scheduler_ = scheduler;
+  }
+  bool attached() {
+    std::lock_guard lock(mu_);
+    return scheduler_ != nullptr;
   }
   // False when nothing runs work any more.
   bool post(std::function<void()> work) {

@@ -1,5 +1,7 @@
 #include "session_pool.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cairn/trace.hpp"
@@ -20,7 +22,25 @@ std::int64_t now_ticks() { return std::chrono::steady_clock::now().time_since_ep
 SessionPool::SessionPool(std::unique_ptr<Store> store, AgentConfig config, std::chrono::milliseconds idle_close)
     : store_(std::move(store)), config_(std::move(config)), idle_close_(idle_close) {}
 
-SessionPool::~SessionPool() = default;
+SessionPool::~SessionPool() {
+  std::deque<std::string> untaken;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    untaken.swap(open_queue_);
+  }
+  open_wanted_.notify_all();
+  for (auto& opener : openers_) opener.join();
+  // Openings no thread took: who waits for them learns the server stops.
+  for (const auto& id : untaken) {
+    std::shared_ptr<Opening> opening;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = opening_.find(id); it != opening_.end()) opening = it->second;
+    }
+    if (opening) finish_open(id, opening, std::unexpected(Error::recorded("unavailable", "the server is stopping")));
+  }
+}
 
 void SessionPool::touch(SessionHost& host) { host.last_used.store(now_ticks()); }
 
@@ -111,28 +131,111 @@ void SessionPool::shed_idle() {
   // Destroyed outside the lock.
 }
 
-Result<std::shared_ptr<SessionHost>> SessionPool::get(const std::string& id) {
-  std::lock_guard lock(mu_);
+Result<SessionPool::Claim> SessionPool::claim_open(const std::string& id) {
   if (auto it = hosts_.find(id); it != hosts_.end()) {
     touch(*it->second);
-    return it->second;
+    return Claim{.open = it->second};
   }
+  if (auto it = opening_.find(id); it != opening_.end()) return Claim{.opening = it->second};
   if (auto room = make_room(); !room) return std::unexpected(room.error());
+  auto opening = std::make_shared<Opening>();
+  opening_[id] = opening;
+  return Claim{.opening = std::move(opening), .mine = true};
+}
+
+Result<std::shared_ptr<SessionHost>> SessionPool::open_now(const std::string& id) {
   auto session = store_->open(id);
   if (!session) return std::unexpected(session.error());
   auto host = host_for(std::move(*session));
-  if (!host) return host;
-  hosts_[id] = *host;
+  if (host && on_open_) on_open_(id, **host);
   return host;
 }
 
-Result<std::shared_ptr<FollowedSession>> SessionPool::follow(const std::string& id, const Error& locked) {
-  std::lock_guard lock(mu_);
-  if (auto it = followed_.find(id); it != followed_.end()) {
-    if (auto held = it->second.lock()) return held;
+void SessionPool::finish_open(const std::string& id, const std::shared_ptr<Opening>& opening,
+                              Result<std::shared_ptr<SessionHost>> result) {
+  std::vector<Opened> waiters;
+  {
+    std::lock_guard lock(mu_);
+    if (result) {
+      hosts_[id] = *result;
+      opens_total_.fetch_add(1);
+    }
+    opening->result = result;
+    waiters.swap(opening->waiters);
+    opening_.erase(id);
   }
-  std::erase_if(followed_, [](const auto& item) { return item.second.expired(); });
-  if (auto room = make_room(); !room) return std::unexpected(room.error());
+  opened_.notify_all();
+  for (auto& done : waiters) done(result);
+}
+
+Result<std::shared_ptr<SessionHost>> SessionPool::get(const std::string& id) {
+  std::unique_lock lock(mu_);
+  auto claim = claim_open(id);
+  if (!claim) return std::unexpected(claim.error());
+  if (claim->open) return claim->open;
+  if (!claim->mine) {
+    // Another request opens it: its outcome is this one's too.
+    const std::shared_ptr<Opening> opening = claim->opening;
+    opened_.wait(lock, [&] { return opening->result.has_value(); });
+    return *opening->result;
+  }
+  lock.unlock();
+  auto result = open_now(id);
+  finish_open(id, claim->opening, result);
+  return result;
+}
+
+void SessionPool::open_async(const std::string& id, Opened done) {
+  std::unique_lock lock(mu_);
+  auto claim = claim_open(id);
+  if (!claim || claim->open) {
+    lock.unlock();
+    done(claim ? Result<std::shared_ptr<SessionHost>>(claim->open) : std::unexpected(claim.error()));
+    return;
+  }
+  claim->opening->waiters.push_back(std::move(done));
+  if (!claim->mine) return;  // the opening under way will call it
+  if (stopping_) {
+    lock.unlock();
+    finish_open(id, claim->opening, std::unexpected(Error::recorded("unavailable", "the server is stopping")));
+    return;
+  }
+  open_queue_.push_back(id);
+  // Two threads at least, so that one long log does not hold back every
+  // other session's open; at most half the cores, so that opens leave the
+  // rest to the requests of the sessions already open.
+  const std::size_t wanted = std::clamp<std::size_t>(std::thread::hardware_concurrency() / 2, 2, 8);
+  if (openers_.size() < wanted) {
+    openers_.emplace_back([this] { opener_loop(); });
+  }
+  lock.unlock();
+  open_wanted_.notify_one();
+}
+
+void SessionPool::opener_loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    open_wanted_.wait(lock, [this] { return stopping_ || !open_queue_.empty(); });
+    if (stopping_) return;
+    const std::string id = std::move(open_queue_.front());
+    open_queue_.pop_front();
+    const std::shared_ptr<Opening> opening = opening_.at(id);
+    lock.unlock();
+    finish_open(id, opening, open_now(id));
+    lock.lock();
+  }
+}
+
+Result<std::shared_ptr<FollowedSession>> SessionPool::follow(const std::string& id, const Error& locked) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = followed_.find(id); it != followed_.end()) {
+      if (auto held = it->second.lock()) return held;
+    }
+    std::erase_if(followed_, [](const auto& item) { return item.second.expired(); });
+    if (auto room = make_room(); !room) return std::unexpected(room.error());
+  }
+  // Read without the lock (the whole log, for the follow's snapshot).
   auto opened = store_->open(id, OpenOptions{.read_only = true});
   if (!opened) return std::unexpected(opened.error());
   FollowedSession::Access access{
@@ -143,12 +246,16 @@ Result<std::shared_ptr<FollowedSession>> SessionPool::follow(const std::string& 
   auto follow = store_->follow(id, kFollowPoll, [raw = followed.get()] { raw->changed(); });
   if (!follow) return std::unexpected(follow.error());
   followed->set_follow(std::move(*follow));
+  std::lock_guard lock(mu_);
+  // Another request may have started a follow meanwhile: one per session.
+  if (auto it = followed_.find(id); it != followed_.end()) {
+    if (auto held = it->second.lock()) return held;
+  }
   followed_[id] = followed;
   return followed;
 }
 
 Result<std::vector<LogLine>> SessionPool::read_log(const std::string& id, std::int64_t after, std::size_t limit) {
-  std::lock_guard lock(mu_);
   return store_->read_log(id, after, limit);
 }
 
@@ -159,29 +266,33 @@ std::shared_ptr<SessionHost> SessionPool::find_open(const std::string& id) const
 }
 
 Result<std::shared_ptr<Session>> SessionPool::open_read_only(const std::string& id) {
-  std::lock_guard lock(mu_);
   return store_->open(id, OpenOptions{.read_only = true});
 }
 
 Result<std::string> SessionPool::log_stamp(const std::string& id) {
-  std::lock_guard lock(mu_);
   return store_->log_stamp(id);
 }
 
 Result<std::shared_ptr<SessionHost>> SessionPool::create(const CreateOptions& options) {
-  std::lock_guard lock(mu_);
-  if (auto room = make_room(); !room) return std::unexpected(room.error());
-  auto session = store_->create(options);
+  {
+    std::lock_guard lock(mu_);
+    if (auto room = make_room(); !room) return std::unexpected(room.error());
+  }
+  auto session = store_->create(options);  // refused when the id is taken, open or not
   if (!session) return std::unexpected(session.error());
   const std::string id = (*session)->id();
   auto host = host_for(std::move(*session));
   if (!host) return host;
+  std::lock_guard lock(mu_);
   hosts_[id] = *host;
+  opens_total_.fetch_add(1);
   return host;
 }
 
 Status SessionPool::remove(const std::string& id) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  // An open under way ends first; then the session is open here, or not.
+  opened_.wait(lock, [&] { return !opening_.contains(id); });
   if (auto it = hosts_.find(id); it != hosts_.end()) {
     SessionHost& host = *it->second;
     for (const auto& ref : host.harness->refs()) {
@@ -204,7 +315,6 @@ Status SessionPool::remove(const std::string& id) {
 }
 
 Result<std::vector<SessionHeader>> SessionPool::list() {
-  std::lock_guard lock(mu_);
   return store_->list();
 }
 
@@ -212,7 +322,6 @@ Result<ForkResult> SessionPool::fork(const std::shared_ptr<SessionHost>& host, c
                                      ForkOptions options) {
   auto agent_ref = host->harness->ref(ref);
   if (!agent_ref) return std::unexpected(Error{Errc::unknown_ref, fmt::format("no ref '{}'", ref)});
-  std::lock_guard lock(mu_);
   return agent_ref->fork(*store_, std::move(options));
 }
 
@@ -231,7 +340,6 @@ void SessionPool::run_detached(const std::shared_ptr<SessionHost>& host, std::fu
 void SessionPool::resume_suspended() {
   std::vector<std::string> ids;
   {
-    std::lock_guard lock(mu_);
     auto headers = store_->list();
     if (!headers) {
       fmt::print(stderr, "cairn serve: cannot list the store's sessions: {}\n", headers.error().message);
@@ -282,7 +390,7 @@ bool SessionPool::claim_suspended(const ClaimOptions& options) {
     std::shared_ptr<SessionHost> host;
     std::string id;
     {
-      std::lock_guard lock(mu_);
+      // The claim opens the session: without the lock.
       auto claimed = store_->claim(options);
       if (!claimed) {
         if (claimed.error().is(Errc::invalid_argument)) return false;
@@ -298,7 +406,9 @@ bool SessionPool::claim_suspended(const ClaimOptions& options) {
         continue;  // the session is let go with `made`'s error
       }
       host = *made;
-      hosts_[id] = host;
+      std::lock_guard lock(mu_);
+      hosts_[id] = host;  // a claimed session was open nowhere: not here either
+      opens_total_.fetch_add(1);
     }
     // The claim ends when the last of its resumed operations does.
     struct Turn {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -61,8 +62,22 @@ class SessionPool {
   SessionPool(const SessionPool&) = delete;
   SessionPool& operator=(const SessionPool&) = delete;
 
-  // The open session, opened now when it is not.
+  // The open session, opened now when it is not. The open happens outside
+  // the pool's lock (other sessions are served meanwhile); a caller that
+  // finds the session being opened waits for that one open.
   Result<std::shared_ptr<SessionHost>> get(const std::string& id);
+  // The same without waiting: `done` gets the outcome once, on one of the
+  // pool's opener threads when the session must be opened (one open however
+  // many ask), else here at once. It must be quick: it hands work on.
+  using Opened = std::function<void(const Result<std::shared_ptr<SessionHost>>&)>;
+  void open_async(const std::string& id, Opened done);
+  // Runs on the thread that opened a session, before any request that
+  // waits for the open is answered: what else of the whole log a request
+  // would read is read there. Set before the pool serves.
+  using OnOpen = std::function<void(const std::string& id, const SessionHost& host)>;
+  void set_on_open(OnOpen on_open) { on_open_ = std::move(on_open); }
+  // Sessions opened (or created) by this pool since it started.
+  std::int64_t opens_total() const { return opens_total_.load(); }
   // A session another process holds for writing (`locked`: the store's
   // refusal, naming the holder), followed for this server's streams: one
   // follow per session, shared by its streams, ended with the last of them.
@@ -113,6 +128,27 @@ class SessionPool {
   Result<ForkResult> fork(const std::shared_ptr<SessionHost>& host, const std::string& ref, ForkOptions options);
 
  private:
+  // An open under way: whoever asks for the session meanwhile waits for it.
+  struct Opening {
+    std::optional<Result<std::shared_ptr<SessionHost>>> result;  // set once, under mu_
+    std::vector<Opened> waiters;                                 // under mu_
+  };
+  // Under `lock` (on mu_): the open session, or the opening under way, or
+  // a new opening this caller must carry out (`mine`); an error when there
+  // is no room for one more session.
+  struct Claim {
+    std::shared_ptr<SessionHost> open;
+    std::shared_ptr<Opening> opening;
+    bool mine = false;
+  };
+  Result<Claim> claim_open(const std::string& id);
+  // Without the lock: the store's open and the harness's restore.
+  Result<std::shared_ptr<SessionHost>> open_now(const std::string& id);
+  // Records the outcome of an opening this caller carried out, wakes who
+  // waits for it, and calls their `done`s (outside the lock).
+  void finish_open(const std::string& id, const std::shared_ptr<Opening>& opening,
+                   Result<std::shared_ptr<SessionHost>> result);
+  void opener_loop();
   Result<std::shared_ptr<SessionHost>> host_for(std::shared_ptr<Session> session);
   static void touch(SessionHost& host);
   // Under mu_: closes unused sessions, least recently used first, until
@@ -125,8 +161,20 @@ class SessionPool {
   std::shared_ptr<Store> store_;  // shared with the task tool of every session's harness
   AgentConfig config_;
   std::chrono::milliseconds idle_close_;
-  mutable std::mutex mu_;  // guards hosts_ and every call into store_
+  // Guards the maps below. Never held across a store's open or a harness's
+  // restore: those take as long as the log is long, and every request
+  // needs the lock. (The store is safe to call from any thread.)
+  mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<SessionHost>> hosts_;
+  std::map<std::string, std::shared_ptr<Opening>> opening_;
+  std::condition_variable opened_;  // an opening ended
+  // The opener threads of open_async, started with the first call.
+  std::deque<std::string> open_queue_;  // ids whose opening waits for a thread; under mu_
+  std::condition_variable open_wanted_;
+  bool stopping_ = false;  // under mu_
+  std::vector<std::thread> openers_;
+  std::atomic<std::int64_t> opens_total_{0};
+  OnOpen on_open_;
   std::map<std::string, std::weak_ptr<FollowedSession>> followed_;
   AppendStats closed_stats_;  // of the sessions closed since the start; guarded by mu_
   DescriptorBudget budget_;   // guarded by mu_
