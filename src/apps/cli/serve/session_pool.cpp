@@ -91,7 +91,22 @@ bool unused(const std::shared_ptr<SessionHost>& host) {
 }
 }  // namespace
 
-std::shared_ptr<SessionHost> SessionPool::take_least_used() {
+void SessionPool::closing(const std::string& id) { closing_.insert(id); }
+
+void SessionPool::closed(const std::vector<std::string>& ids) {
+  if (ids.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& id : ids) closing_.erase(id);
+  }
+  opened_.notify_all();
+}
+
+void SessionPool::wait_closed(std::unique_lock<std::mutex>& lock, const std::string& id) {
+  opened_.wait(lock, [&] { return !closing_.contains(id); });
+}
+
+std::shared_ptr<SessionHost> SessionPool::take_least_used(std::string* id) {
   auto oldest = hosts_.end();
   for (auto it = hosts_.begin(); it != hosts_.end(); ++it) {
     if (!unused(it->second)) continue;
@@ -100,6 +115,7 @@ std::shared_ptr<SessionHost> SessionPool::take_least_used() {
   if (oldest == hosts_.end()) return nullptr;
   std::shared_ptr<SessionHost> taken = std::move(oldest->second);
   closed_stats_ += taken->session->append_stats();
+  if (id != nullptr) *id = oldest->first;
   hosts_.erase(oldest);
   return taken;
 }
@@ -124,11 +140,15 @@ Status SessionPool::make_room() {
 
 void SessionPool::shed_idle() {
   std::shared_ptr<SessionHost> taken;
+  std::string id;
   {
     std::lock_guard lock(mu_);
-    taken = take_least_used();
+    taken = take_least_used(&id);
+    if (!taken) return;
+    closing(id);
   }
-  // Destroyed outside the lock.
+  taken.reset();  // closed outside the lock
+  closed({id});
 }
 
 Result<SessionPool::Claim> SessionPool::claim_open(const std::string& id) {
@@ -179,6 +199,7 @@ Result<std::shared_ptr<SessionHost>> SessionPool::get(const std::string& id) {
     opened_.wait(lock, [&] { return opening->result.has_value(); });
     return *opening->result;
   }
+  wait_closed(lock, id);
   lock.unlock();
   auto result = open_now(id);
   finish_open(id, claim->opening, result);
@@ -220,6 +241,7 @@ void SessionPool::opener_loop() {
     const std::string id = std::move(open_queue_.front());
     open_queue_.pop_front();
     const std::shared_ptr<Opening> opening = opening_.at(id);
+    wait_closed(lock, id);
     lock.unlock();
     finish_open(id, opening, open_now(id));
     lock.lock();
@@ -291,8 +313,8 @@ Result<std::shared_ptr<SessionHost>> SessionPool::create(const CreateOptions& op
 
 Status SessionPool::remove(const std::string& id) {
   std::unique_lock lock(mu_);
-  // An open under way ends first; then the session is open here, or not.
-  opened_.wait(lock, [&] { return !opening_.contains(id); });
+  // An open or a close under way ends first; then the session is open here, or not.
+  opened_.wait(lock, [&] { return !opening_.contains(id) && !closing_.contains(id); });
   if (auto it = hosts_.find(id); it != hosts_.end()) {
     SessionHost& host = *it->second;
     for (const auto& ref : host.harness->refs()) {
@@ -455,6 +477,7 @@ bool SessionPool::claim_suspended(const ClaimOptions& options) {
 
 void SessionPool::close_idle() {
   std::vector<std::shared_ptr<SessionHost>> closing;
+  std::vector<std::string> closing_ids;
   {
     std::lock_guard lock(mu_);
     const auto limit = now_ticks() - std::chrono::duration_cast<std::chrono::steady_clock::duration>(idle_close_).count();
@@ -470,6 +493,8 @@ void SessionPool::close_idle() {
       }
       if (idle && !busy) {
         closed_stats_ += host.session->append_stats();
+        this->closing(it->first);
+        closing_ids.push_back(it->first);
         closing.push_back(std::move(it->second));
         it = hosts_.erase(it);
       } else {
@@ -480,6 +505,7 @@ void SessionPool::close_idle() {
   // Destroyed outside the lock: closing a harness waits for nothing, but a
   // session's close flushes and unlocks its file.
   closing.clear();
+  closed(closing_ids);
 }
 
 AppendStats SessionPool::append_stats() const {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -155,8 +156,15 @@ class SessionPool {
   // one more fits in the descriptor budget; `unavailable` when it does not.
   Status make_room();
   // Under mu_: the open session nothing has used the longest and nothing
-  // uses now, taken out of the pool; null when there is none.
-  std::shared_ptr<SessionHost> take_least_used();
+  // uses now, taken out of the pool (its id in `id`); null when there is none.
+  std::shared_ptr<SessionHost> take_least_used(std::string* id = nullptr);
+  // A session taken out of the pool closes when its host is let go, outside
+  // the lock; until then it still holds its file lock or lease, and opening
+  // it again would find it locked. These mark that time.
+  void closing(const std::string& id);  // under mu_
+  void closed(const std::vector<std::string>& ids);  // without mu_
+  // Under `lock` (on mu_): waits until `id` is not closing.
+  void wait_closed(std::unique_lock<std::mutex>& lock, const std::string& id);
 
   std::shared_ptr<Store> store_;  // shared with the task tool of every session's harness
   AgentConfig config_;
@@ -167,6 +175,7 @@ class SessionPool {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<SessionHost>> hosts_;
   std::map<std::string, std::shared_ptr<Opening>> opening_;
+  std::set<std::string> closing_;  // taken out, not yet closed
   std::condition_variable opened_;  // an opening ended
   // The opener threads of open_async, started with the first call.
   std::deque<std::string> open_queue_;  // ids whose opening waits for a thread; under mu_
