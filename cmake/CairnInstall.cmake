@@ -12,7 +12,8 @@ install(DIRECTORY include/cairn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONEN
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/include/cairn/version.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cairn COMPONENT development)
 
-install(TARGETS cairn EXPORT cairnTargets
+# cairn::cairn, and cairn::serve (the HTTP server, over cairn::cairn).
+install(TARGETS cairn cairn_serve EXPORT cairnTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
@@ -56,8 +57,9 @@ else()
   set(CAIRN_PC_LIBS_PRIVATE "")
 endif()
 configure_file(cmake/cairn.pc.in ${CMAKE_CURRENT_BINARY_DIR}/cairn.pc @ONLY)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cairn.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
-  COMPONENT development)
+configure_file(cmake/cairn-serve.pc.in ${CMAKE_CURRENT_BINARY_DIR}/cairn-serve.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cairn.pc ${CMAKE_CURRENT_BINARY_DIR}/cairn-serve.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
 
 # The man page, from `cairn --help` and `cairn --version`.
 option(CAIRN_MAN_PAGE "Generate and install cairn.1 with help2man" ON)

@@ -27,4 +27,9 @@ cmake --build "$work/embed" >/dev/null
 g++ -std=c++23 -Wall -Wextra -Werror "$source_dir/examples/embed/main.cpp" -o "$work/embed-pc" $(pkg-config --cflags --libs cairn)
 (cd "$work" && "$work/embed-pc" "$work/b.db") | grep -qx 'answer: The sentence has 9 words.' \
   || fail "the embed example built with pkg-config against /usr did not answer"
-echo "apt_install: cairn and libcairn-dev installed with apt; the example builds and runs against them"
+cmake -S "$source_dir/examples/serve" -B "$work/serve" -G Ninja >/dev/null
+cmake --build "$work/serve" >/dev/null
+# It listens, says its port, and stops when its stdin ends.
+(cd "$work" && "$work/serve/serve" "$work/c.db" apt-install-token </dev/null) | grep -qE '^port [0-9]+$' \
+  || fail "the serve example built with find_package against /usr did not start and stop"
+echo "apt_install: cairn and libcairn-dev installed with apt; the examples build and run against them"

@@ -18,6 +18,7 @@ step() { echo "== $*"; }
 step "cmake --install into $prefix"
 cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 for f in bin/cairn include/cairn/harness/harness.hpp include/cairn/version.hpp include/cairn/store/store.hpp \
+  include/cairn/serve/server.hpp lib/pkgconfig/cairn-serve.pc \
   lib/cmake/cairn/cairnConfig.cmake lib/cmake/cairn/cairnConfigVersion.cmake lib/cmake/cairn/cairnTargets.cmake \
   lib/pkgconfig/cairn.pc share/man/man1/cairn.1 share/bash-completion/completions/cairn; do
   [[ -e $prefix/$f ]] || fail "the install lacks $f"
@@ -74,12 +75,48 @@ check_watch() {  # BINARY
   [[ $seqs == "$(sort -n -u <<<"$seqs")" ]] || fail "$1 printed a seq twice or out of order: $output"
 }
 
+check_serve() {  # BINARY
+  local dir port word session reply
+  dir=$(mktemp -d "$work/run.XXXXXX")
+  coproc SERVE { cd "$dir" && exec "$1" "$dir/serve.db" example-token-0123; }
+  read -r -t 30 word port <&"${SERVE[0]}" || fail "$1 did not say its port"
+  [[ $word == port && $port =~ ^[0-9]+$ ]] || fail "$1 said: $word $port"
+  http() {  # METHOD PATH [BODY]: the response's status line and body
+    local body=${3:-}
+    exec 5<>"/dev/tcp/127.0.0.1/$port"
+    printf '%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer example-token-0123\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' \
+      "$1" "$2" "${#body}" "$body" >&5
+    tr -d '\r' <&5 | sed -n '1p; /^$/,$p'
+    exec 5<&-
+  }
+  reply=$(http POST /v1/sessions '{}')
+  grep -q '^HTTP/1.1 201' <<<"$reply" || fail "$1: creating a session gave: $reply"
+  session=$(sed -n 's/.*"id":"\([^"]*\)".*/\1/p' <<<"$reply" | head -n 1)
+  reply=$(http POST "/v1/sessions/$session/refs/main/prompt" '{"text":"How many words?"}')
+  grep -q '^HTTP/1.1 202' <<<"$reply" || fail "$1: the prompt gave: $reply"
+  for _ in $(seq 100); do
+    reply=$(http GET "/v1/sessions/$session/records")
+    grep -q 'The sentence has 9 words.' <<<"$reply" && break
+    sleep 0.1
+  done
+  grep -q '"toolName":"word_count"' <<<"$reply" || fail "$1: its tool never ran: $reply"
+  grep -q 'The sentence has 9 words.' <<<"$reply" || fail "$1: the run never answered: $reply"
+  grep -q '^HTTP/1.1 401' <<<"$(exec 5<>"/dev/tcp/127.0.0.1/$port"; printf 'GET /v1/sessions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&5; cat <&5)" \
+    || fail "$1 answered a request without its token"
+  local stdin_fd=${SERVE[1]}
+  exec {stdin_fd}>&-  # its stdin ends: it stops
+  wait "$SERVE_PID" || fail "$1 did not stop cleanly"
+  "$prefix/bin/cairn" --store "sqlite:$dir/serve.db" verify "$session" >/dev/null || fail "$1 wrote a log verify refuses"
+}
+
 step "docs/embedding.md quotes examples/embed/main.cpp as it is"
 awk '/^## A complete program/ { in_section = 1 } in_section && /^```cpp/ { in_code = 1; next }
      in_code && /^```/ { exit } in_code { print }' "$source_dir/docs/embedding.md" |
   diff -u - "$source_dir/examples/embed/main.cpp" >/dev/null || fail "docs/embedding.md's program differs from examples/embed/main.cpp"
 
-for example in embed watch; do
+for example in embed watch serve; do
+  module=cairn
+  [[ $example == serve ]] && module=cairn-serve
   step "examples/$example with find_package(cairn)"
   cmake -S "$source_dir/examples/$example" -B "$work/$example-cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
     -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS=-O0 >/dev/null  # compiled to be run once: no optimisation
@@ -91,8 +128,8 @@ for example in embed watch; do
   # program's run path, as an embedder's program would find it.
   # shellcheck disable=SC2046  # the flags are words
   g++ -std=c++23 -O0 -Wall -Wextra -Werror "$source_dir/examples/$example/main.cpp" -o "$work/$example-pc" \
-    $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs cairn) \
-    -Wl,-rpath,"$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=libdir cairn)"
+    $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs "$module") \
+    -Wl,-rpath,"$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=libdir "$module")"
   "check_$example" "$work/$example-pc"
 done
 

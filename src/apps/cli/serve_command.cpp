@@ -1,5 +1,6 @@
-// `cairn serve`: every session of one store over HTTP (serve/api.hpp), with
-// the agent options of the CLI applied to the sessions it runs.
+// `cairn serve`: every session of one store over HTTP (cairn::serve's
+// Server), each running the coding agent as the CLI's options shape it; a
+// signal stops the server.
 #include <malloc.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -16,10 +18,7 @@
 #include "cairn/llm/model_registry.hpp"
 #include "cli.hpp"
 #include "tracing.hpp"
-#include "serve/api.hpp"
-#include "serve/descriptors.hpp"
-#include "serve/http_server.hpp"
-#include "serve/session_pool.hpp"
+#include "cairn/serve/server.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -39,6 +38,53 @@ struct ServeOptions {
   std::size_t max_connections = 4096;
   std::size_t max_pending = 256;
   std::size_t max_descriptors = 0;
+};
+
+// Every session's harness: the coding agent, as the CLI's options make it.
+class CodingAgentFactory : public serve::HarnessFactory {
+ public:
+  CodingAgentFactory(AgentOptions options, ModelRegistry registry, std::optional<ConfiguredModel> default_model,
+                     std::vector<std::string> tool_names, std::filesystem::path cwd, std::shared_ptr<McpServers> mcp)
+      : options_(std::move(options)),
+        registry_(std::move(registry)),
+        default_model_(std::move(default_model)),
+        tool_names_(std::move(tool_names)),
+        cwd_(std::move(cwd)),
+        mcp_(std::move(mcp)) {}
+
+  Result<Made> make(const std::shared_ptr<Session>& session, const std::shared_ptr<Store>& store) override {
+    // The model: the one the main branch last used when it is here, else the server's.
+    std::optional<ConfiguredModel> model = default_model_;
+    if (auto settings = session->branch_settings("main"); settings && settings->model) {
+      auto found = registry_.find(fmt::format("{}/{}", settings->model->provider, settings->model->model_id));
+      if (found && (*found)->available()) model = **found;
+    }
+    // The tools work in the session's directory when it exists, else in the server's.
+    std::filesystem::path cwd = cwd_;
+    std::error_code ec;
+    if (!session->header().cwd.empty() && std::filesystem::is_directory(session->header().cwd, ec)) {
+      cwd = session->header().cwd;
+    }
+    auto options = coding_harness_options(options_, registry_, model, tool_names_, session, cwd, mcp_, store);
+    if (!options) return std::unexpected(options.error());
+    Made made{.options = std::move(options->harness)};
+    made.attach = [mcp = mcp_, own_tools = std::move(options->own_tools)](AgentHarness& harness) mutable {
+      return std::static_pointer_cast<void>(std::make_shared<McpToolsBinding>(mcp, harness, std::move(own_tools)));
+    };
+    return made;
+  }
+
+  std::vector<ConfiguredModel> models() const override { return registry_.models(); }
+  std::optional<ConfiguredModel> default_model() const override { return default_model_; }
+  std::filesystem::path default_cwd() const override { return cwd_; }
+
+ private:
+  AgentOptions options_;
+  ModelRegistry registry_;
+  std::optional<ConfiguredModel> default_model_;  // --model, else the first available
+  std::vector<std::string> tool_names_;
+  std::filesystem::path cwd_;  // for sessions whose header names no directory that exists
+  std::shared_ptr<McpServers> mcp_;  // this directory's MCP servers; may be null
 };
 
 std::filesystem::path default_token_file() {
@@ -77,6 +123,11 @@ int run_serve(const ServeOptions& options) {
   const std::size_t limit = serve::raise_descriptor_limit();
   server.max_descriptors = options.max_descriptors == 0 ? limit : std::min(options.max_descriptors, limit);
   server.request_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.request_timeout_seconds * 1000));
+  server.stream_queue = options.stream_queue;
+  server.stream_queue_bytes = options.stream_queue_bytes;
+  server.idle_close = std::chrono::milliseconds(static_cast<std::int64_t>(options.idle_close_seconds * 1000));
+  server.claim_poll = std::chrono::milliseconds(static_cast<std::int64_t>(options.claim_poll_seconds * 1000));
+  server.resume = !options.no_resume;
 
   const std::filesystem::path token_file =
       options.token_file.empty() ? default_token_file() : std::filesystem::path(options.token_file);
@@ -84,6 +135,7 @@ int run_serve(const ServeOptions& options) {
   auto tokens = serve::load_tokens(token_file, created);
   if (!tokens) return report(kUsage, tokens.error().message);
   if (created) fmt::print(stderr, "cairn serve: created {} with a new token (mode 0600)\n", token_file.string());
+  server.tokens = *tokens;
 
   // The agent: as the CLI would set it up, once for every session.
   auto tool_names = chosen_tools(options.agent);
@@ -111,54 +163,31 @@ int run_serve(const ServeOptions& options) {
   }
   AgentOptions agent = options.agent;
   agent.secrets = *tokens;  // a tool that reads the token file shows "[redacted]"
-  serve::AgentConfig config{.options = std::move(agent), .registry = std::move(*registry), .default_model = std::move(model),
-                            .tool_names = std::move(*tool_names), .cwd = cwd, .mcp = std::move(mcp)};
-  const auto idle = std::chrono::milliseconds(static_cast<std::int64_t>(options.idle_close_seconds * 1000));
-  serve::SessionPool pool(std::move(*store), std::move(config), idle);
-  serve::Api api(pool, std::move(*tokens),
-                 serve::ApiLimits{.max_stream_queue = options.stream_queue, .max_stream_bytes = options.stream_queue_bytes});
-  server.on_descriptors_short = [&pool] { pool.shed_idle(); };
-  serve::HttpServer http(api, server);
-  pool.set_descriptor_budget(http.descriptor_budget());
-  // SIGTERM or SIGINT: stop accepting, end the streams, return from run().
+  auto factory = std::make_shared<CodingAgentFactory>(std::move(agent), std::move(*registry), std::move(model),
+                                                      std::move(*tool_names), cwd, std::move(mcp));
+
+  // SIGTERM or SIGINT: stop accepting, end the streams, return from wait().
   // Installed before the server says it listens, so that a signal sent as
   // soon as it does is a stop, not a kill.
-  SignalAbort on_signal([&http] { http.stop(); });
-  auto port = http.listen();
-  if (!port) return report(kFailure, port.error().message);
-  if (!options.no_resume) pool.resume_suspended();
-  const std::string shown_host = server.host.find(':') != std::string::npos ? "[" + server.host + "]" : server.host;
-  fmt::print(stderr, "cairn serve: listening on http://{}:{}\n", shown_host, *port);
-  std::fflush(stderr);
-
-  std::atomic<bool> done{false};
-  std::thread sweeper([&] {
-    // On a shared store (PostgreSQL) the server is a worker too: it claims
-    // the runs other processes left, as `cairn worker` does.
-    bool claims = !options.no_resume;
-    auto next_claim = std::chrono::steady_clock::now();
-    const auto poll = std::chrono::milliseconds(static_cast<std::int64_t>(options.claim_poll_seconds * 1000));
-    std::int64_t streams_ended = 0;
-    while (!done.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      pool.close_idle();
-      // Streams ended: what they held goes back to the system, not only to
-      // the heap (a thousand watchers that left should leave no trace).
-      if (const std::int64_t ended = api.metrics().streams_total.load() - api.metrics().streams_open.load();
-          ended != streams_ended) {
-        streams_ended = ended;
-        ::malloc_trim(0);
-      }
-      if (claims && std::chrono::steady_clock::now() >= next_claim) {
-        claims = pool.claim_suspended(ClaimOptions{});
-        next_claim = std::chrono::steady_clock::now() + poll;
-      }
-    }
+  std::mutex mu;
+  serve::Server* running = nullptr;  // under mu
+  bool stop_asked = false;           // under mu
+  SignalAbort on_signal([&] {
+    std::lock_guard lock(mu);
+    stop_asked = true;
+    if (running != nullptr) running->stop();
   });
-  http.run();
-  pool.set_descriptor_budget({});  // it counts the server's connections, which are gone
-  done = true;
-  sweeper.join();
+  auto started = serve::Server::start(std::move(*store), std::move(factory), server);
+  if (!started) return report(kFailure, started.error().message);
+  {
+    std::lock_guard lock(mu);
+    running = started->get();
+    if (stop_asked) running->stop();
+  }
+  const std::string shown_host = server.host.find(':') != std::string::npos ? "[" + server.host + "]" : server.host;
+  fmt::print(stderr, "cairn serve: listening on http://{}:{}\n", shown_host, (*started)->port());
+  std::fflush(stderr);
+  (*started)->wait();
   fmt::print(stderr, "cairn serve: stopped\n");
   std::fflush(stderr);
   std::fflush(stdout);

@@ -1,4 +1,4 @@
-#include "apps/cli/serve/web_assets.hpp"
+#include "serve/web_assets.hpp"
 
 #include <string>
 

@@ -90,9 +90,5 @@ struct OperationStart {
 OperationStart start_and_wait(SessionPool& pool, Metrics& metrics, const std::shared_ptr<SessionHost>& host, AgentRef ref,
                               std::vector<EventType> start_types, std::function<RunResult(AgentRef&)> operation);
 
-// Reads a token file: one token per line, blank lines and # comments
-// skipped. Created with one random token (mode 0600) when missing; refused
-// when others than its owner may read it.
-Result<std::vector<std::string>> load_tokens(const std::filesystem::path& file, bool& created);
 
 }  // namespace cairn::serve

@@ -20,23 +20,12 @@
 #include <thread>
 #include <vector>
 
-#include "../agent_setup.hpp"
 #include "descriptors.hpp"
 #include "cairn/harness/harness.hpp"
-#include "cairn/llm/model_registry.hpp"
+#include "cairn/serve/server.hpp"
 #include "cairn/store/store.hpp"
 
 namespace cairn::serve {
-
-// What every session's harness is made from: the CLI's agent options.
-struct AgentConfig {
-  cli::AgentOptions options;
-  ModelRegistry registry;
-  std::optional<ConfiguredModel> default_model;  // --model, else the first available
-  std::vector<std::string> tool_names;
-  std::filesystem::path cwd;  // for sessions whose header names no directory that exists
-  std::shared_ptr<cli::McpServers> mcp;  // the server's MCP servers (this directory's configuration); may be null
-};
 
 // One open session. Members go in reverse: the harness before the session.
 class StreamHub;
@@ -45,7 +34,7 @@ class FollowedSession;
 struct SessionHost {
   std::shared_ptr<Session> session;
   std::unique_ptr<AgentHarness> harness;
-  cli::McpToolsBinding mcp_binding;  // before the harness goes
+  std::shared_ptr<void> attachment;  // the factory's (HarnessFactory::Made::attach); before the harness goes
   std::shared_ptr<StreamHub> hub;  // the fan-out of its events to its streams
   Subscription hub_subscription;   // before the harness goes
   std::vector<SuspendedOperation> suspended_at_open;
@@ -58,7 +47,10 @@ struct SessionHost {
 
 class SessionPool {
  public:
-  SessionPool(std::unique_ptr<Store> store, AgentConfig config, std::chrono::milliseconds idle_close);
+  // Every session's harness is made by `factory`; `secrets` (the server's
+  // tokens) are kept out of what each writes.
+  SessionPool(std::unique_ptr<Store> store, std::shared_ptr<HarnessFactory> factory, std::vector<std::string> secrets,
+              std::chrono::milliseconds idle_close);
   ~SessionPool();  // closes what is idle; running operations are left to their log
   SessionPool(const SessionPool&) = delete;
   SessionPool& operator=(const SessionPool&) = delete;
@@ -124,7 +116,7 @@ class SessionPool {
   std::size_t open_count() const;
   // The append latencies of every session this server opened.
   AppendStats append_stats() const;
-  const AgentConfig& config() const { return config_; }
+  const HarnessFactory& factory() const { return *factory_; }
   // Forks under the store's lock.
   Result<ForkResult> fork(const std::shared_ptr<SessionHost>& host, const std::string& ref, ForkOptions options);
 
@@ -167,7 +159,8 @@ class SessionPool {
   void wait_closed(std::unique_lock<std::mutex>& lock, const std::string& id);
 
   std::shared_ptr<Store> store_;  // shared with the task tool of every session's harness
-  AgentConfig config_;
+  std::shared_ptr<HarnessFactory> factory_;
+  std::vector<std::string> secrets_;
   std::chrono::milliseconds idle_close_;
   // Guards the maps below. Never held across a store's open or a harness's
   // restore: those take as long as the log is long, and every request

@@ -26,7 +26,7 @@
 
 namespace cairn::serve {
 
-struct ServerOptions {
+struct HttpOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8420;
   std::size_t max_body = 16u << 20;
@@ -46,7 +46,7 @@ struct ServerOptions {
 
 class HttpServer : public Scheduler {
  public:
-  HttpServer(Api& api, ServerOptions options);
+  HttpServer(Api& api, HttpOptions options);
   ~HttpServer() override;
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -683,8 +683,9 @@ Reply Api::route(const HttpRequest& request, std::string& route_name, const Open
     route_name = "/v1/models";
     if (method != "GET") return not_allowed();
     Json models = Json::array();
-    std::vector<ConfiguredModel> listed = pool_.config().registry.models();
-    if (const auto& chosen = pool_.config().default_model;
+    std::vector<ConfiguredModel> listed = pool_.factory().models();
+    const std::optional<ConfiguredModel> chosen_model = pool_.factory().default_model();
+    if (const auto& chosen = chosen_model;
         chosen && std::none_of(listed.begin(), listed.end(), [&](const ConfiguredModel& m) { return m.qualified_id() == chosen->qualified_id(); })) {
       listed.insert(listed.begin(), *chosen);  // an ad-hoc endpoint from the command line
     }
@@ -694,7 +695,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name, const Open
                         {"reasoning", model.model.reasoning}, {"available", model.available()}});
     }
     Json body = {{"models", std::move(models)}};
-    body["default"] = pool_.config().default_model ? Json(pool_.config().default_model->qualified_id()) : Json(nullptr);
+    body["default"] = chosen_model ? Json(chosen_model->qualified_id()) : Json(nullptr);
     return ok(body);
   }
   if (parts.size() < 2 || parts[1] != "sessions") return Reply{error_response(404, "no_route", fmt::format("no route {}", request.path))};
@@ -752,7 +753,7 @@ Reply Api::route(const HttpRequest& request, std::string& route_name, const Open
         if (!valid) return error(valid.error());
         create.id = **id;
       }
-      create.cwd = cwd->value_or(pool_.config().cwd.string());
+      create.cwd = cwd->value_or(pool_.factory().default_cwd().string());
       auto host = pool_.create(create);
       if (!host) return error(host.error());
       return ok(Json{{"session", encode((*host)->session->header())}}, 201);

@@ -1,6 +1,7 @@
 #include "session_pool.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 #include <fmt/format.h>
 
@@ -19,8 +20,11 @@ constexpr std::chrono::milliseconds kFollowPoll{1000};
 std::int64_t now_ticks() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 }  // namespace
 
-SessionPool::SessionPool(std::unique_ptr<Store> store, AgentConfig config, std::chrono::milliseconds idle_close)
-    : store_(std::move(store)), config_(std::move(config)), idle_close_(idle_close) {}
+SessionPool::SessionPool(std::unique_ptr<Store> store, std::shared_ptr<HarnessFactory> factory,
+                         std::vector<std::string> secrets, std::chrono::milliseconds idle_close)
+    : store_(std::move(store)), factory_(std::move(factory)), secrets_(std::move(secrets)), idle_close_(idle_close) {
+  assert(factory_);
+}
 
 SessionPool::~SessionPool() {
   std::deque<std::string> untaken;
@@ -45,27 +49,16 @@ SessionPool::~SessionPool() {
 void SessionPool::touch(SessionHost& host) { host.last_used.store(now_ticks()); }
 
 Result<std::shared_ptr<SessionHost>> SessionPool::host_for(std::shared_ptr<Session> session) {
-  // The model: the one the main branch last used when it is here, else the server's.
-  std::optional<ConfiguredModel> model = config_.default_model;
-  if (auto settings = session->branch_settings("main"); settings && settings->model) {
-    auto found = config_.registry.find(fmt::format("{}/{}", settings->model->provider, settings->model->model_id));
-    if (found && (*found)->available()) model = **found;
-  }
-  std::filesystem::path cwd = config_.cwd;
-  std::error_code ec;
-  if (!session->header().cwd.empty() && std::filesystem::is_directory(session->header().cwd, ec)) {
-    cwd = session->header().cwd;
-  }
-  auto options =
-      cli::coding_harness_options(config_.options, config_.registry, model, config_.tool_names, session, cwd, config_.mcp,
-                                  store_);
-  if (!options) return std::unexpected(options.error());
-  auto created = AgentHarness::create(std::move(options->harness));
+  auto made = factory_->make(session, store_);
+  if (!made) return std::unexpected(made.error());
+  made->options.session = session;
+  for (const auto& secret : secrets_) made->options.secrets.add(secret);
+  auto created = AgentHarness::create(std::move(made->options));
   if (!created) return std::unexpected(created.error());
   auto host = std::make_shared<SessionHost>();
   host->session = std::move(session);
   host->harness = std::make_unique<AgentHarness>(std::move(created->harness));
-  host->mcp_binding = cli::McpToolsBinding(config_.mcp, *host->harness, std::move(options->own_tools));
+  if (made->attach) host->attachment = made->attach(*host->harness);
   host->suspended_at_open = std::move(created->suspended);
   host->hub = std::make_shared<StreamHub>(
       [session = host->session](std::int64_t after, std::size_t limit) { return session->get_log(after, limit); });

@@ -459,7 +459,7 @@ struct Service {
         if (!made && !made.error().is(Errc::ref_exists)) return std::unexpected(from_error(made.error()));
       }
     } else {
-      auto created = pool.create(CreateOptions{.cwd = pool.config().cwd.string()});
+      auto created = pool.create(CreateOptions{.cwd = pool.factory().default_cwd().string()});
       if (!created) return std::unexpected(from_error(created.error()));
       target = *created;
     }

@@ -15,29 +15,9 @@
 
 #include "cairn/error.hpp"
 #include "cairn/json.hpp"
+#include "cairn/serve/http.hpp"
 
 namespace cairn::serve {
-
-struct HttpRequest {
-  std::string method;
-  std::string path;  // percent-decoded per segment by the router, not here
-  std::map<std::string, std::string> query;  // decoded
-  std::map<std::string, std::string> headers;  // names lower-cased
-  std::string body;
-
-  std::optional<std::string> header(const std::string& name) const {
-    auto it = headers.find(name);
-    if (it == headers.end()) return std::nullopt;
-    return it->second;
-  }
-};
-
-struct HttpResponse {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-};
 
 // {"error": {"code", "message"}} with the HTTP status the code maps to.
 HttpResponse error_response(int status, std::string_view code, std::string_view message);

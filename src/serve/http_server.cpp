@@ -76,7 +76,7 @@ class DeferredRegistry {
 
 struct HttpServer::Impl {
   Api& api;
-  ServerOptions options;
+  HttpOptions options;
   asio::io_context io;
   asio::thread_pool workers;
   // The accept loop runs on this strand, and the stop closes the acceptor
@@ -91,7 +91,7 @@ struct HttpServer::Impl {
   DeferredRegistry deferred;
   std::atomic<bool> shedding{false};  // a call of on_descriptors_short is under way
 
-  Impl(Api& a, ServerOptions o)
+  Impl(Api& a, HttpOptions o)
       : api(a),
         options(std::move(o)),
         workers(static_cast<std::size_t>(options.worker_threads)),
@@ -517,7 +517,7 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(Api& api, ServerOptions options) {
+HttpServer::HttpServer(Api& api, HttpOptions options) {
   if (options.max_descriptors == 0) options.max_descriptors = descriptor_limit();
   if (options.max_descriptors > 0) {
     options.max_connections = std::min(options.max_connections, std::max<std::size_t>(options.max_descriptors / 2, 1));
@@ -540,7 +540,7 @@ HttpServer::~HttpServer() {
 Result<std::uint16_t> HttpServer::listen() {
   beast::error_code ec;
   auto address = asio::ip::make_address(impl_->options.host, ec);
-  if (ec) return fail(Errc::invalid_argument, fmt::format("--listen: '{}' is not an IP address", impl_->options.host));
+  if (ec) return fail(Errc::invalid_argument, fmt::format("cannot listen on '{}': not an IP address", impl_->options.host));
   tcp::endpoint endpoint(address, impl_->options.port);
   auto& acceptor = impl_->acceptor;
   acceptor.open(endpoint.protocol(), ec);

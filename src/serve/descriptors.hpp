@@ -7,11 +7,10 @@
 #include <functional>
 #include <optional>
 
+#include "cairn/serve/server.hpp"  // raise_descriptor_limit
+
 namespace cairn::serve {
 
-// Raises the soft limit on open files to the hard limit (the kernel lets
-// any process do that) and returns the soft limit in force after.
-std::size_t raise_descriptor_limit();
 
 // The soft limit on open files now.
 std::size_t descriptor_limit();
