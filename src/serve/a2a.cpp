@@ -294,8 +294,8 @@ class Settling : public std::enable_shared_from_this<Settling> {
   static std::shared_ptr<DeferredReply> start(std::shared_ptr<SessionHost> host, TaskView view,
                                               std::chrono::milliseconds limit, std::shared_ptr<WorkQueue> work,
                                               Answer answer, bool until_end = false) {
-    auto settling = std::shared_ptr<Settling>(
-        new Settling(std::move(host), view.id, std::move(work), std::move(answer), until_end));
+    auto settling = std::make_shared<Settling>(Key{}, std::move(host), view.id, std::move(work), std::move(answer),
+                                               until_end);
     if (settling->settled(view)) {
       settling->deferred_->fulfil(settling->answer_(view));
       return settling->deferred_;
@@ -337,9 +337,17 @@ class Settling : public std::enable_shared_from_this<Settling> {
   }
 
  private:
-  Settling(std::shared_ptr<SessionHost> host, TaskId id, std::shared_ptr<WorkQueue> work, Answer answer, bool until_end)
+  struct Key {
+    explicit Key() = default;
+  };
+
+ public:
+  // start()'s alone: Key is private.
+  Settling(Key, std::shared_ptr<SessionHost> host, TaskId id, std::shared_ptr<WorkQueue> work, Answer answer,
+           bool until_end)
       : host_(std::move(host)), id_(std::move(id)), work_(std::move(work)), answer_(std::move(answer)), until_end_(until_end) {}
 
+ private:
   bool settled(const TaskView& view) const { return view.terminal() || (!until_end_ && view.interrupted()); }
 
   void check_soon(bool final) {

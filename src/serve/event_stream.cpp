@@ -15,16 +15,22 @@ std::shared_ptr<const std::string> frame_of(const Json& snapshot, std::int64_t c
 }
 }  // namespace
 
+std::shared_ptr<EventStream> EventStream::made(std::shared_ptr<StreamHub> hub, std::optional<std::string> ref,
+                                               Limits limits) {
+  auto stream = std::make_shared<EventStream>(Key{});
+  stream->hub_ = std::move(hub);
+  stream->inbox_->ref = std::move(ref);
+  stream->inbox_->max_queued = limits.max_queued;
+  stream->inbox_->max_bytes = limits.max_bytes;
+  return stream;
+}
+
 Result<std::shared_ptr<EventStream>> EventStream::open(std::shared_ptr<SessionHost> host,
                                                        std::optional<std::string> ref,
                                                        std::optional<std::int64_t> after, Limits limits,
                                                        std::optional<std::size_t> transcript_limit) {
-  std::shared_ptr<EventStream> stream(new EventStream());
+  std::shared_ptr<EventStream> stream = made(host->hub, ref, limits);
   stream->host_ = host;
-  stream->hub_ = host->hub;
-  stream->inbox_->ref = ref;
-  stream->inbox_->max_queued = limits.max_queued;
-  stream->inbox_->max_bytes = limits.max_bytes;
   std::optional<AgentRef> agent_ref;
   if (ref) {
     agent_ref = host->harness->ref(*ref);
@@ -75,12 +81,8 @@ Result<std::shared_ptr<EventStream>> EventStream::open_followed(std::shared_ptr<
                                                                 std::optional<std::string> ref,
                                                                 std::optional<std::int64_t> after, Limits limits,
                                                                 std::optional<std::size_t> transcript_limit) {
-  std::shared_ptr<EventStream> stream(new EventStream());
+  std::shared_ptr<EventStream> stream = made(followed->hub(), ref, limits);
   stream->followed_ = followed;
-  stream->hub_ = followed->hub();
-  stream->inbox_->ref = ref;
-  stream->inbox_->max_queued = limits.max_queued;
-  stream->inbox_->max_bytes = limits.max_bytes;
   stream->hub_->add(stream->inbox_);  // before the snapshot, as above
   auto snapshot = followed->snapshot(ref, transcript_limit);
   if (!snapshot) return std::unexpected(snapshot.error());

@@ -60,7 +60,16 @@ class EventStream : public LiveStream {
   bool slow_take() const override { return followed_ != nullptr; }
 
  private:
-  EventStream() = default;
+  struct Key {
+    explicit Key() = default;
+  };
+  // A stream fed by `hub`, with its inbox's ref and limits set.
+  static std::shared_ptr<EventStream> made(std::shared_ptr<StreamHub> hub, std::optional<std::string> ref, Limits limits);
+
+ public:
+  explicit EventStream(Key) {}  // made()'s alone: Key is private
+
+ private:
   // Once registered with the hub: the replay after the client's cursor up to
   // `cursor_` is due, or the snapshot frame is.
   void begin(const std::optional<std::int64_t>& after, std::shared_ptr<const std::string> snapshot);
