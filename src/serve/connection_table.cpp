@@ -20,14 +20,26 @@ ConnectionTable::List& ConnectionTable::list_of(State state) {
 
 ConnectionTable::Close ConnectionTable::drop_oldest(List& from) {
   if (from.empty()) return {};
+  // The oldest of the first few that nothing has come on since: a client
+  // whose request is in the socket's buffer, not read yet because a flood
+  // of new connections keeps the server busy, is not idle. (A bounded look:
+  // past it, or when each has sent something, the oldest goes.)
+  constexpr int kLook = 16;
   auto it = from.begin();
+  int looked = 0;
+  for (auto candidate = from.begin(); candidate != from.end() && looked < kLook; ++candidate, ++looked) {
+    if (!candidate->has_input || !candidate->has_input()) {
+      it = candidate;
+      break;
+    }
+  }
   it->closing = true;
   Close close = it->close;
   closing_.splice(closing_.end(), from, it);
   return close;
 }
 
-ConnectionTable::Id ConnectionTable::admit(Close close) {
+ConnectionTable::Id ConnectionTable::admit(Close close, HasInput has_input) {
   std::vector<Close> closes;
   Id id = 0;
   {
@@ -45,7 +57,7 @@ ConnectionTable::Id ConnectionTable::admit(Close close) {
     }
     if (open() < max_connections_) {
       id = next_++;
-      pending_.push_back(Item{id, State::pending, std::move(close)});
+      pending_.push_back(Item{id, State::pending, std::move(close), std::move(has_input)});
       where_[id] = std::prev(pending_.end());
     }
   }

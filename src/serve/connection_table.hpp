@@ -26,13 +26,18 @@ class ConnectionTable {
   using Id = std::uint64_t;
   // Closes a connection; called without the table's lock, from any thread.
   using Close = std::function<void()>;
+  // Whether bytes have come on the connection that the server has not read
+  // yet: a request on its way, which makes it no longer idle. Called under
+  // the table's lock; must be quick (an ioctl).
+  using HasInput = std::function<bool()>;
 
   ConnectionTable(std::size_t max_connections, std::size_t max_pending);
 
   // A new connection, pending: 0 when it must be refused (every connection
   // is busy); connections closed to make room are closed before it returns.
-  Id admit(Close close);
-  // `idle` and `pending` connections may be dropped, oldest first.
+  Id admit(Close close, HasInput has_input = {});
+  // `idle` and `pending` connections may be dropped, oldest first (but
+  // one whose next request has come goes after those whose has not).
   void set_state(Id id, State state);
   // The connection is gone (its socket closed).
   void remove(Id id);
@@ -52,6 +57,7 @@ class ConnectionTable {
     Id id;
     State state;
     Close close;
+    HasInput has_input;
     bool closing = false;
   };
   using List = std::list<Item>;

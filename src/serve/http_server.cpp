@@ -1,5 +1,6 @@
 #include "http_server.hpp"
 
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -473,14 +474,23 @@ struct HttpServer::Impl {
       // wakeups of its stream never run at once.
       auto strand = asio::make_strand(io);
       auto held = std::make_shared<beast::tcp_stream>(std::move(socket));
-      const ConnectionTable::Id id = connections.admit([strand, weak = std::weak_ptr<beast::tcp_stream>(held)] {
+      const auto close = [strand, weak = std::weak_ptr<beast::tcp_stream>(held)] {
         asio::post(strand, [weak] {
           if (auto stream = weak.lock()) {
             beast::error_code ignored;
             stream->socket().close(ignored);  // its pending read ends with operation_aborted
           }
         });
-      });
+      };
+      // Bytes in the socket's buffer, asked of the kernel. The descriptor is
+      // the connection's while the table holds it (closing it removes it
+      // from the table); a number reused in that moment at worst chooses
+      // another connection to drop.
+      const auto has_input = [fd = held->socket().native_handle()] {
+        int waiting = 0;
+        return ::ioctl(fd, FIONREAD, &waiting) == 0 && waiting > 0;
+      };
+      const ConnectionTable::Id id = connections.admit(close, has_input);
       if (id == 0) {
         held->socket().close(ignored);  // every connection is busy: this one is refused
         continue;

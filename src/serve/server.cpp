@@ -48,6 +48,7 @@ struct Server::Impl {
   std::uint16_t port = 0;
 
   std::mutex mu;
+  std::mutex join_mu;  // serializes joining `serving`
   std::condition_variable ended;
   bool stopped = false;  // under mu: run() returned
   std::atomic<bool> done{false};
@@ -126,7 +127,7 @@ Result<std::unique_ptr<Server>> Server::start(std::unique_ptr<Store> store, std:
 
 Server::~Server() {
   stop();
-  if (impl_->serving.joinable()) impl_->serving.join();
+  wait();
 }
 
 std::uint16_t Server::port() const { return impl_->port; }
@@ -136,8 +137,14 @@ void Server::stop() {
 }
 
 void Server::wait() {
-  std::unique_lock lock(impl_->mu);
-  impl_->ended.wait(lock, [this] { return impl_->stopped; });
+  {
+    std::unique_lock lock(impl_->mu);
+    impl_->ended.wait(lock, [this] { return impl_->stopped; });
+  }
+  // Joined here too, so that a program that ends right after (as `cairn
+  // serve` does, with _exit) leaves no thread unjoined.
+  std::lock_guard join(impl_->join_mu);
+  if (impl_->serving.joinable()) impl_->serving.join();
 }
 
 HttpResponse Server::handle(const HttpRequest& request) {
