@@ -8,34 +8,40 @@ namespace cairn::serve {
 
 namespace {
 
-std::string text_of_content(const Json& content) {
-  if (content.is_string()) return content.get<std::string>();
+// A message's text blocks, joined.
+std::string text_of(const std::vector<AssistantBlock>& content) {
   std::string text;
-  if (content.is_array()) {
-    for (const auto& block : content) {
-      if (!block.is_object() || block.value("type", "") != "text") continue;
-      if (auto it = block.find("text"); it != block.end() && it->is_string()) text += it->get<std::string>();
-    }
+  for (const auto& block : content) {
+    if (const auto* part = std::get_if<TextContent>(&block)) text += part->text;
   }
   return text;
+}
+
+std::string text_of(const UserContent& content) {
+  if (const auto* text = std::get_if<std::string>(&content)) return *text;
+  std::string text;
+  for (const auto& block : std::get<std::vector<UserBlock>>(content)) {
+    if (const auto* part = std::get_if<TextContent>(&block)) text += part->text;
+  }
+  return text;
+}
+
+Json input_request_json(const std::string& id, const InputRequested& asked) {
+  Json request = {{"requestId", id},
+                  {"kind", asked.kind},
+                  {"toolCallId", asked.tool_call_id},
+                  {"toolName", asked.tool_name},
+                  {"arguments", asked.arguments}};
+  if (asked.rule) request["rule"] = *asked.rule;
+  if (asked.question) request["question"] = *asked.question;
+  if (!asked.choices.empty()) request["choices"] = asked.choices;
+  return request;
 }
 
 std::string string_field(const Json& object, const char* key) {
   if (!object.is_object()) return {};
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-Json input_request_json(const Json& record) {
-  Json request = {{"requestId", string_field(record, "id")},
-                  {"kind", string_field(record, "kind")},
-                  {"toolCallId", string_field(record, "toolCallId")},
-                  {"toolName", string_field(record, "toolName")},
-                  {"arguments", record.contains("arguments") ? record["arguments"] : Json::object()}};
-  for (const char* key : {"rule", "question", "choices"}) {
-    if (record.contains(key)) request[key] = record[key];
-  }
-  return request;
 }
 
 std::string input_request_text(const Json& request) {
@@ -57,51 +63,49 @@ Json agent_message(const TaskId& task, std::string message_id, const std::string
           {"role", "ROLE_AGENT"}, {"parts", std::move(parts)}};
 }
 
-bool TaskView::fold(const Json& record) {
-  if (!record.is_object() || finished) return false;
-  const std::string type = string_field(record, "type");
-  const std::string named_ref = string_field(record, "ref");
-  if ((named_ref.empty() ? std::string("main") : named_ref) != id.ref) return false;
-  if (auto seq = record.find("seq"); seq != record.end() && seq->is_number_integer()) last_seq = seq->get<std::int64_t>();
-  if (const std::string at = string_field(record, "timestamp"); !at.empty()) timestamp = at;
-  if (type == "message") {
+bool TaskView::fold(const Record& record) {
+  if (finished) return false;
+  if (const auto* entry = std::get_if<TreeEntry>(&record.body)) {
+    if (entry->ref.value_or("main") != id.ref) return false;
+    last_seq = record.seq;
+    timestamp = entry->timestamp;
     // A tree entry names no run: the ref has one operation open at a time,
     // and messages on it while this one is open are its own.
-    const Json message = record.value("message", Json());
-    if (string_field(message, "role") != "assistant") return false;
-    const Json content = message.value("content", Json::array());
-    last_text = text_of_content(content);
+    const auto* body = std::get_if<MessageBody>(&entry->body);
+    const auto* message = body ? std::get_if<AssistantMessage>(&body->message) : nullptr;
+    if (!message) return false;
+    last_text = text_of(message->content);
     last_calls = Json::array();
-    if (content.is_array()) {
-      for (const auto& block : content) {
-        if (!block.is_object() || block.value("type", "") != "toolCall") continue;
-        last_calls.push_back({{"id", string_field(block, "id")},
-                              {"name", string_field(block, "name")},
-                              {"arguments", block.contains("arguments") ? block["arguments"] : Json::object()}});
+    for (const auto& block : message->content) {
+      if (const auto* call = std::get_if<ToolCall>(&block)) {
+        last_calls.push_back({{"id", call->id}, {"name", call->name}, {"arguments", call->arguments}});
       }
     }
-    if (!last_text.empty()) answers.emplace_back(string_field(record, "id"), last_text);
+    if (!last_text.empty()) answers.emplace_back(entry->id, last_text);
     return !last_text.empty() || !last_calls.empty();
   }
-  if (string_field(record, "runId") != id.run) return false;
-  if (type == "input_requested") {
-    pending[string_field(record, "id")] = input_request_json(record);
+  const auto* harness = std::get_if<HarnessRecord>(&record.body);
+  if (!harness || harness->ref != id.ref) return false;
+  last_seq = record.seq;
+  timestamp = harness->timestamp;
+  if (run_id_of(*harness) != id.run) return false;
+  if (const auto* asked = std::get_if<InputRequested>(&harness->body)) {
+    pending[harness->id] = input_request_json(harness->id, *asked);
     state = "TASK_STATE_INPUT_REQUIRED";
     return true;
   }
-  if (type == "input_resolved") {
-    pending.erase(string_field(record, "requestId"));
+  if (const auto* resolved = std::get_if<InputResolved>(&harness->body)) {
+    pending.erase(resolved->request_id);
     if (pending.empty()) state = "TASK_STATE_WORKING";
     return true;
   }
-  if (type == "operation_finished") {
+  if (const auto* ended = std::get_if<OperationFinished>(&harness->body)) {
     finished = true;
     pending.clear();
-    const std::string outcome = string_field(record, "outcome");
-    state = outcome == "completed" ? "TASK_STATE_COMPLETED" : outcome == "failed" ? "TASK_STATE_FAILED" : "TASK_STATE_CANCELED";
-    if (const Json failure = record.value("error", Json()); failure.is_object()) {
-      error = fmt::format("{}: {}", string_field(failure, "code"), string_field(failure, "message"));
-    }
+    state = ended->outcome == "completed" ? "TASK_STATE_COMPLETED"
+            : ended->outcome == "failed"  ? "TASK_STATE_FAILED"
+                                          : "TASK_STATE_CANCELED";
+    if (ended->error) error = fmt::format("{}: {}", ended->error->code, ended->error->message);
     return true;
   }
   return false;
@@ -151,29 +155,34 @@ Json TaskView::task(std::optional<std::int64_t> history_length) const {
            {{"cairn.session", id.session}, {"cairn.ref", id.ref}, {"cairn.runId", id.run}, {"cairn.snapshotSeq", last_seq}}}};
 }
 
+std::optional<Record> decode_line(const LogLine& line) {
+  auto decoded = decode_record_line(line.json);
+  if (!decoded || !*decoded) return std::nullopt;
+  return std::move(**decoded);
+}
+
 Result<std::optional<TaskView>> read_task(const Session& session, const TaskId& id, std::optional<std::int64_t> until) {
   const auto start = session.seq_of(id.run);
   if (!start) return std::optional<TaskView>();
   auto first = session.get_log(*start - 1, 1);
   if (!first) return std::unexpected(first.error());
   if (first->empty()) return std::optional<TaskView>();
-  const Json started = Json::parse(first->front().json, nullptr, false);
-  const Json intent = started.is_object() ? started.value("intent", Json()) : Json();
-  if (string_field(started, "type") != "operation_started" || string_field(started, "ref") != id.ref ||
-      string_field(intent, "kind") != "run") {
-    return std::optional<TaskView>();
-  }
+  const std::optional<Record> record = decode_line(first->front());
+  const auto* harness = record ? std::get_if<HarnessRecord>(&record->body) : nullptr;
+  const auto* started = harness ? std::get_if<OperationStarted>(&harness->body) : nullptr;
+  const auto* run = started ? std::get_if<RunIntent>(&started->intent) : nullptr;
+  if (!run || harness->ref != id.ref) return std::optional<TaskView>();
   TaskView view;
   view.id = id;
   view.start_seq = *start;
   view.last_seq = *start;
-  view.timestamp = string_field(started, "timestamp");
-  if (const Json initial = intent.value("initialMessages", Json::array()); initial.is_array()) {
-    for (const auto& entry : initial) {
-      if (!entry.is_object() || !entry.contains("message") || !entry["message"].is_object()) continue;
-      view.prompt += text_of_content(entry["message"].value("content", Json::array()));
-      if (view.prompt_id.empty()) view.prompt_id = string_field(entry, "id");
-    }
+  view.timestamp = harness->timestamp;
+  for (const auto& entry : run->initial_messages) {
+    const auto* body = std::get_if<MessageBody>(&entry.body);
+    const auto* prompt = body ? std::get_if<UserMessage>(&body->message) : nullptr;
+    if (!prompt) continue;
+    view.prompt += text_of(prompt->content);
+    if (view.prompt_id.empty()) view.prompt_id = entry.id;
   }
   for (std::int64_t after = *start; !view.finished && (!until || after < *until);) {
     std::size_t page = 1024;
@@ -183,7 +192,7 @@ Result<std::optional<TaskView>> read_task(const Session& session, const TaskId& 
     if (lines->empty()) break;
     for (const auto& line : *lines) {
       after = line.seq;
-      view.fold(Json::parse(line.json, nullptr, false));
+      if (auto next = decode_line(line)) view.fold(*next);
       if (view.finished) break;
     }
   }
@@ -221,28 +230,28 @@ void TaskEvents::release_held(std::string& out) {
   held_.reset();
 }
 
-void TaskEvents::feed(std::int64_t seq, const Json& record, std::string& out) {
+void TaskEvents::feed(const Record& record, std::string& out) {
+  const std::int64_t seq = record.seq;
   if (done_ || seq <= view_.start_seq) return;
   const bool pending_before = view_.interrupted();
   if (!view_.fold(record)) return;
   const bool announce = seq > cursor_;
-  const std::string type = record.value("type", "");
-  if (type == "message") {
+  if (const auto* entry = std::get_if<TreeEntry>(&record.body)) {  // an assistant message
     release_held(out);
     if (view_.last_calls.empty()) {
-      held_ = HeldAnswer{seq, record.value("id", ""), view_.last_text};  // maybe the answer: the next record tells
+      held_ = HeldAnswer{seq, entry->id, view_.last_text};  // maybe the answer: the next record tells
       return;
     }
     if (!announce) return;
     emit_status(Json{{"state", "TASK_STATE_WORKING"},
                      {"timestamp", view_.timestamp},
-                     {"message", agent_message(view_.id, record.value("id", ""), view_.last_text,
-                                               Json{{"toolCalls", view_.last_calls}})}},
+                     {"message", agent_message(view_.id, entry->id, view_.last_text, Json{{"toolCalls", view_.last_calls}})}},
                 seq, out);
     return;
   }
-  if (type == "input_requested" || type == "input_resolved") {
-    if (type == "input_resolved" && pending_before == view_.interrupted()) return;  // others still wait
+  const HarnessBody& body = std::get<HarnessRecord>(record.body).body;
+  if (!std::holds_alternative<OperationFinished>(body)) {  // input_requested or input_resolved
+    if (std::holds_alternative<InputResolved>(body) && pending_before == view_.interrupted()) return;  // others still wait
     release_held(out);
     if (!announce) return;
     emit_status(view_.status(), seq, out);

@@ -44,7 +44,7 @@ struct TaskView {
   bool terminal() const { return finished; }
   bool interrupted() const { return !finished && !pending.empty(); }
   // One record of the log after start_seq; returns whether it was the task's.
-  bool fold(const Json& record);
+  bool fold(const Record& record);
   std::string final_text() const { return answers.empty() ? std::string() : answers.back().second; }
   Json status() const;
   Json artifacts() const;
@@ -52,6 +52,10 @@ struct TaskView {
   // it reflects.
   Json task(std::optional<std::int64_t> history_length) const;
 };
+
+// A log line as its record; none when it cannot be read (a damaged line
+// tells a task nothing).
+std::optional<Record> decode_line(const LogLine& line);
 
 // The task's records from its operation_started up to `until` (inclusive;
 // none: to its end, or the log's). Nullopt when `id` names no run of its
@@ -80,7 +84,7 @@ class TaskEvents {
 
   // The next record of the session (any ref: others are skipped); appends
   // the SSE frames it decides to `out`.
-  void feed(std::int64_t seq, const Json& record, std::string& out);
+  void feed(const Record& record, std::string& out);
   bool done() const { return done_; }
   const TaskView& view() const { return view_; }
 

@@ -1,16 +1,20 @@
-// cairn serve's HTTP API: every route, its body's fields, its errors. The
-// routes are listed in the README ("cairn serve"); each answers JSON, errors
-// as {"error": {"code", "message"}} with the harness's codes.
+// cairn serve's HTTP API: a request matched to its route (route_table.cpp),
+// its path's session opened or followed as the route asks, then answered by
+// the route's function. Each answers JSON, errors as {"error": {"code",
+// "message"}} with the harness's codes. The routes are listed in the README
+// ("cairn serve").
 #pragma once
 
 #include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "http_types.hpp"
+#include "router.hpp"
 #include "session_activity.hpp"
 #include "session_pool.hpp"
 
@@ -35,7 +39,7 @@ struct Metrics {
   std::atomic<std::int64_t> cost_microdollars{0};
 };
 
-class A2a;
+struct ApiState;
 
 class Api {
  public:
@@ -45,8 +49,9 @@ class Api {
   // that waits for more is deferred).
   Reply handle(const HttpRequest& request);
   // What is answered from a request's head alone, before its body is read:
-  // /healthz, the viewer's files, and the refusal of a request without a
-  // valid token. Cheap: the HTTP layer calls it on its own threads.
+  // the routes anyone may call (/healthz), the viewer's files, and the
+  // refusal of a request without a valid token. Cheap: the HTTP layer calls
+  // it on its own threads.
   std::optional<HttpResponse> answer_from_head(const HttpRequest& head);
   Metrics& metrics() { return metrics_; }
   // Where deferred replies wait and retry; set by the HTTP layer for its
@@ -54,41 +59,28 @@ class Api {
   void set_scheduler(Scheduler* scheduler);
 
  private:
-  struct Route;
   using Opened = std::optional<Result<std::shared_ptr<SessionHost>>>;
-  // Routes, counts and answers on the calling thread; `opened`: the pool's
-  // open of the session the path names, when it was made beforehand.
-  Reply routed(const HttpRequest& request, const Opened& opened = std::nullopt);
+  std::optional<HttpResponse> answer_early(const HttpRequest& head, const RouteMatch& match);
+  // Answers and counts on the calling thread; `opened`: the pool's open of
+  // the session the path names, when it was made beforehand.
+  Reply routed(const HttpRequest& request, const RouteMatch& match, const Opened& opened = std::nullopt);
   // A request for a session this server has not open: the pool opens it on
   // its own threads (a long log takes a while), and the request is routed
   // on a worker once it is; no worker waits for the open.
-  std::shared_ptr<DeferredReply> route_when_open(const HttpRequest& request, const std::string& id);
-  Reply route(const HttpRequest& request, std::string& route_name, const Opened& opened);
+  std::shared_ptr<DeferredReply> route_when_open(const HttpRequest& request, RouteMatch match, const std::string& id);
+  // The route's parameters checked, its session and ref found, then its function.
+  Reply dispatch(const HttpRequest& request, const RouteMatch& match, const Opened& opened);
   bool authorized(const HttpRequest& request, HttpResponse& refusal) const;
-  void count(const std::string& route_name, int status);
+  void count(std::string_view route_name, int status);
 
   SessionPool& pool_;
   std::vector<std::string> tokens_;
-  ApiLimits limits_;
   Metrics metrics_;
+  Router router_;
   // Shared with the pool's opener threads, which warm it (they may outlive this).
   std::shared_ptr<SessionActivity> activity_ = std::make_shared<SessionActivity>();
-  // Before a2a_, which holds it too.
   std::shared_ptr<WorkQueue> work_ = std::make_shared<WorkQueue>();
-  std::unique_ptr<A2a> a2a_;
+  std::unique_ptr<ApiState> state_;
 };
-
-// Runs an operation (prompt, resume, compact, navigate) on a thread of its
-// own and returns once it has started durably (`started`: the first event
-// of `start_types`, e.g. run_start with the seq of its operation_started) or
-// ended before that (`done`: a rejection, say). Starts on one session go one
-// at a time, so that the event waited for is this operation's.
-struct OperationStart {
-  std::optional<Event> started;
-  std::optional<RunResult> done;
-};
-OperationStart start_and_wait(SessionPool& pool, Metrics& metrics, const std::shared_ptr<SessionHost>& host, AgentRef ref,
-                              std::vector<EventType> start_types, std::function<RunResult(AgentRef&)> operation);
-
 
 }  // namespace cairn::serve

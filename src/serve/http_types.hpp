@@ -19,6 +19,26 @@
 
 namespace cairn::serve {
 
+// The server's own error codes, beside the harness's Errc: what a request
+// can get wrong before any harness sees it.
+enum class HttpErrc {
+  no_route,                // 404: no route has that path
+  method_not_allowed,      // 405: its route does not take that method
+  unauthorized,            // 401: no bearer token
+  forbidden,               // 403: a token the server does not accept
+  body_too_large,          // 413
+  unsupported_media_type,  // 415: a body that is not application/json
+  unavailable,             // 503: the server is stopping, or short of descriptors
+};
+std::string_view to_string(HttpErrc code);
+Error http_error(HttpErrc code, std::string message);
+
+// The HTTP status of each code, one switch each (a new code is a compile
+// error until it has one); a code neither knows (one a log recorded, say) is 500.
+int http_status(Errc code);
+int http_status(HttpErrc code);
+int http_status(const Error& error);
+
 // {"error": {"code", "message"}} with the HTTP status the code maps to.
 HttpResponse error_response(int status, std::string_view code, std::string_view message);
 HttpResponse error_response(const Error& error);

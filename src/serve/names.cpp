@@ -18,6 +18,35 @@ Status check_name(std::string_view name, std::string_view what) {
   return {};
 }
 
+std::string percent_decode(std::string_view text, bool& ok) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  ok = true;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    if (i + 2 >= text.size()) {
+      ok = false;
+      return out;
+    }
+    const int high = hex(text[i + 1]), low = hex(text[i + 2]);
+    if (high < 0 || low < 0) {
+      ok = false;
+      return out;
+    }
+    out.push_back(static_cast<char>(high * 16 + low));
+    i += 2;
+  }
+  return out;
+}
+
 Result<std::string> path_name(std::string_view raw, std::string_view what) {
   bool ok = false;
   std::string text = percent_decode(raw, ok);

@@ -42,7 +42,7 @@ SessionPool::~SessionPool() {
       std::lock_guard lock(mu_);
       if (auto it = opening_.find(id); it != opening_.end()) opening = it->second;
     }
-    if (opening) finish_open(id, opening, std::unexpected(Error::recorded("unavailable", "the server is stopping")));
+    if (opening) finish_open(id, opening, std::unexpected(http_error(HttpErrc::unavailable, "the server is stopping")));
   }
 }
 
@@ -84,13 +84,19 @@ bool unused(const std::shared_ptr<SessionHost>& host) {
 }
 }  // namespace
 
-void SessionPool::closing(const std::string& id) { closing_.insert(id); }
+SessionPool::Hosts::iterator SessionPool::take(Hosts::iterator it, Closing& into) {
+  closing_.insert(it->first);
+  into.ids.push_back(it->first);
+  into.hosts.push_back(remove_host(it++));
+  return it;
+}
 
-void SessionPool::closed(const std::vector<std::string>& ids) {
-  if (ids.empty()) return;
+void SessionPool::close(Closing taken) {
+  if (taken.ids.empty()) return;
+  taken.hosts.clear();  // each session flushes and lets go of its file or lease
   {
     std::lock_guard lock(mu_);
-    for (const auto& id : ids) closing_.erase(id);
+    for (const auto& id : taken.ids) closing_.erase(id);
   }
   opened_.notify_all();
 }
@@ -99,49 +105,49 @@ void SessionPool::wait_closed(std::unique_lock<std::mutex>& lock, const std::str
   opened_.wait(lock, [&] { return !closing_.contains(id); });
 }
 
-std::shared_ptr<SessionHost> SessionPool::take_least_used(std::string* id) {
+SessionPool::Hosts::iterator SessionPool::least_used() {
   auto oldest = hosts_.end();
   for (auto it = hosts_.begin(); it != hosts_.end(); ++it) {
     if (!unused(it->second)) continue;
     if (oldest == hosts_.end() || it->second->last_used.load() < oldest->second->last_used.load()) oldest = it;
   }
-  if (oldest == hosts_.end()) return nullptr;
-  std::shared_ptr<SessionHost> taken = std::move(oldest->second);
-  closed_stats_ += taken->session->append_stats();
-  if (id != nullptr) *id = oldest->first;
-  hosts_.erase(oldest);
-  return taken;
+  return oldest;
+}
+
+std::shared_ptr<SessionHost> SessionPool::remove_host(Hosts::iterator it) {
+  std::shared_ptr<SessionHost> host = std::move(it->second);
+  closed_stats_ += host->session->append_stats();
+  hosts_.erase(it);
+  return host;
 }
 
 Status SessionPool::make_room() {
   while (budget_.short_for_session()) {
-    auto taken = take_least_used();
-    if (!taken) {
-      return std::unexpected(Error::recorded(
-          "unavailable", fmt::format("the server has too few file descriptors left to open a session ({} in use by "
-                                     "{} open sessions and the rest, of {}; raise `ulimit -n` or --max-descriptors); "
-                                     "try again later",
-                                     budget_.in_use(), hosts_.size(), budget_.total)));
+    const auto oldest = least_used();
+    if (oldest == hosts_.end()) {
+      return std::unexpected(http_error(
+          HttpErrc::unavailable, fmt::format("the server has too few file descriptors left to open a session ({} in use by "
+                                             "{} open sessions and the rest, of {}; raise `ulimit -n` or --max-descriptors); "
+                                             "try again later",
+                                             budget_.in_use(), hosts_.size(), budget_.total)));
     }
     // Closed now, under the lock, so that the count above sees its
     // descriptors come back (nothing else holds it).
+    std::shared_ptr<SessionHost> taken = remove_host(oldest);
     taken->harness->close();
-    taken.reset();
   }
   return {};
 }
 
 void SessionPool::shed_idle() {
-  std::shared_ptr<SessionHost> taken;
-  std::string id;
+  Closing taken;
   {
     std::lock_guard lock(mu_);
-    taken = take_least_used(&id);
-    if (!taken) return;
-    closing(id);
+    const auto oldest = least_used();
+    if (oldest == hosts_.end()) return;
+    take(oldest, taken);
   }
-  taken.reset();  // closed outside the lock
-  closed({id});
+  close(std::move(taken));
 }
 
 Result<SessionPool::Claim> SessionPool::claim_open(const std::string& id) {
@@ -211,7 +217,7 @@ void SessionPool::open_async(const std::string& id, Opened done) {
   if (!claim->mine) return;  // the opening under way will call it
   if (stopping_) {
     lock.unlock();
-    finish_open(id, claim->opening, std::unexpected(Error::recorded("unavailable", "the server is stopping")));
+    finish_open(id, claim->opening, std::unexpected(http_error(HttpErrc::unavailable, "the server is stopping")));
     return;
   }
   open_queue_.push_back(id);
@@ -469,8 +475,7 @@ bool SessionPool::claim_suspended(const ClaimOptions& options) {
 }
 
 void SessionPool::close_idle() {
-  std::vector<std::shared_ptr<SessionHost>> closing;
-  std::vector<std::string> closing_ids;
+  Closing taken;
   {
     std::lock_guard lock(mu_);
     const auto limit = now_ticks() - std::chrono::duration_cast<std::chrono::steady_clock::duration>(idle_close_).count();
@@ -484,21 +489,10 @@ void SessionPool::close_idle() {
           if (ref.run && ref.run->status == OperationStatus::running) busy = true;
         }
       }
-      if (idle && !busy) {
-        closed_stats_ += host.session->append_stats();
-        this->closing(it->first);
-        closing_ids.push_back(it->first);
-        closing.push_back(std::move(it->second));
-        it = hosts_.erase(it);
-      } else {
-        ++it;
-      }
+      it = idle && !busy ? take(it, taken) : std::next(it);
     }
   }
-  // Destroyed outside the lock: closing a harness waits for nothing, but a
-  // session's close flushes and unlocks its file.
-  closing.clear();
-  closed(closing_ids);
+  close(std::move(taken));
 }
 
 AppendStats SessionPool::append_stats() const {

@@ -147,14 +147,23 @@ class SessionPool {
   // Under mu_: closes unused sessions, least recently used first, until
   // one more fits in the descriptor budget; `unavailable` when it does not.
   Status make_room();
+  using Hosts = std::map<std::string, std::shared_ptr<SessionHost>>;
   // Under mu_: the open session nothing has used the longest and nothing
-  // uses now, taken out of the pool (its id in `id`); null when there is none.
-  std::shared_ptr<SessionHost> take_least_used(std::string* id = nullptr);
+  // uses now; end() when there is none.
+  Hosts::iterator least_used();
+  // Under mu_: the host out of the pool (its append counts kept).
+  std::shared_ptr<SessionHost> remove_host(Hosts::iterator it);
   // A session taken out of the pool closes when its host is let go, outside
   // the lock; until then it still holds its file lock or lease, and opening
-  // it again would find it locked. These mark that time.
-  void closing(const std::string& id);  // under mu_
-  void closed(const std::vector<std::string>& ids);  // without mu_
+  // it again would find it locked (wait_closed waits for that). take() marks
+  // it closing, under mu_; close() lets the hosts go and unmarks them,
+  // without mu_.
+  struct Closing {
+    std::vector<std::string> ids;
+    std::vector<std::shared_ptr<SessionHost>> hosts;
+  };
+  Hosts::iterator take(Hosts::iterator it, Closing& into);
+  void close(Closing taken);
   // Under `lock` (on mu_): waits until `id` is not closing.
   void wait_closed(std::unique_lock<std::mutex>& lock, const std::string& id);
 
@@ -166,7 +175,7 @@ class SessionPool {
   // restore: those take as long as the log is long, and every request
   // needs the lock. (The store is safe to call from any thread.)
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<SessionHost>> hosts_;
+  Hosts hosts_;
   std::map<std::string, std::shared_ptr<Opening>> opening_;
   std::set<std::string> closing_;  // taken out, not yet closed
   std::condition_variable opened_;  // an opening ended

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -110,9 +111,21 @@ TEST_F(ServerInProcess, RunsTheEmbeddersHarnessAndKeepsItsTokenOutOfTheLog) {
   EXPECT_EQ(events.content_type, "text/event-stream");
   EXPECT_NE(events.body.find("\"type\":\"snapshot\""), std::string::npos) << events.body.substr(0, 300);
 
+  // The run as an A2A task, from the typed records of its log.
+  const std::string run = json_of(prompted).value("runId", "");
+  const serve::HttpResponse task = server_->handle(request("GET", "/a2a/rest/tasks/s1/main/" + run));
+  ASSERT_EQ(task.status, 200) << task.body;
+  EXPECT_EQ(json_of(task)["status"].value("state", ""), "TASK_STATE_COMPLETED") << task.body;
+  EXPECT_EQ(json_of(task)["artifacts"][0]["parts"][0].value("text", ""), "done") << task.body;
+
   // Errors as over HTTP.
   EXPECT_EQ(server_->handle(request("GET", "/v1/sessions/nobody")).status, 404);
   EXPECT_EQ(server_->handle(request("GET", "/v1/nowhere")).status, 404);
+  const serve::HttpResponse refused = server_->handle(request("PUT", "/v1/sessions/s1"));
+  EXPECT_EQ(refused.status, 405);
+  const auto allow = std::find_if(refused.headers.begin(), refused.headers.end(), [](const auto& h) { return h.first == "Allow"; });
+  ASSERT_NE(allow, refused.headers.end());
+  EXPECT_EQ(allow->second, "GET, DELETE");
 
   server_->stop();
   server_->wait();
