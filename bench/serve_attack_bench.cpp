@@ -71,7 +71,7 @@ bool tokenless_bodies(const std::filesystem::path& dir, const HttpTestServer& mo
   ServeProcess server = cairn::bench::start_serve(dir, model_server.url("/v1"), {});
   if (server.port == 0) return false;
   const std::int64_t idle = settled_rss(server.pid);
-  cairn::bench::HealthProbe probe(server.port);
+  cairn::bench::HealthProbe probe(server.port, std::chrono::milliseconds(20));
   std::vector<int> fds;
   for (int i = 0; i < clients; ++i) {
     const int fd = connect_loopback(server.port);
@@ -89,7 +89,7 @@ bool tokenless_bodies(const std::filesystem::path& dir, const HttpTestServer& mo
     std::this_thread::sleep_for(100ms);
   }
   const std::int64_t peak = cairn::bench::status_kib(server.pid, "VmHWM");
-  const std::string health = probe.summary();
+  const std::string health = probe.distribution();
   for (int fd : fds) ::close(fd);
   fmt::print("1. {} connections without a token, each sending a 16 MiB body slowly ({} connected):\n"
              "   idle {:.1f} MiB, peak {:.1f} MiB: {:.1f} MiB above idle   (reference: <= 64 MiB above idle)\n"
@@ -182,7 +182,7 @@ bool silent_watchers(const std::filesystem::path& dir, const HttpTestServer& mod
 bool idle_flood(const std::filesystem::path& dir, const HttpTestServer& model_server, int connections) {
   ServeProcess server = cairn::bench::start_serve(dir, model_server.url("/v1"), {}, 1024);
   if (server.port == 0) return false;
-  cairn::bench::HealthProbe probe(server.port);
+  cairn::bench::HealthProbe probe(server.port, std::chrono::milliseconds(20));
   std::vector<int> fds;
   for (int i = 0; i < connections; ++i) {
     const int fd = connect_loopback(server.port);
@@ -196,7 +196,7 @@ bool idle_flood(const std::filesystem::path& dir, const HttpTestServer& model_se
     took.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     if (reply.rfind("HTTP/1.1 200", 0) != 0) fmt::print("   an authorised request failed: {}\n", reply.substr(0, 200));
   }
-  const std::string health = probe.summary();
+  const std::string health = probe.distribution();
   for (int fd : fds) ::close(fd);
   std::sort(took.begin(), took.end());
   fmt::print("3. {} idle connections ({} connected) to a server under `ulimit -n 1024`:\n"

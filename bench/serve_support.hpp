@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "cairn/json.hpp"
+#include "support/health_probe.hpp"
 #include "support/loopback.hpp"
 
 namespace cairn::bench {
@@ -171,51 +172,6 @@ struct Dechunker {
   }
 };
 
-// Asks for /healthz every 20 ms on a thread of its own until stopped, and
-// keeps each answer's time: the server answers it at once whatever else
-// it is doing.
-class HealthProbe {
- public:
-  explicit HealthProbe(int port) : port_(port), thread_([this] { run(); }) {}
-  ~HealthProbe() { stop(); }
-  void stop() {
-    stopping_.store(true);
-    if (thread_.joinable()) thread_.join();
-  }
-  // "N probes, slowest X ms, p99 Y ms, F failed" once stopped.
-  std::string summary() {
-    stop();
-    std::sort(millis_.begin(), millis_.end());
-    const auto at = [&](std::size_t percent) {
-      return millis_.empty() ? 0.0 : millis_[std::min(millis_.size() - 1, millis_.size() * percent / 100)];
-    };
-    const auto over = std::count_if(millis_.begin(), millis_.end(), [](double ms) { return ms > 100; });
-    return fmt::format("{} probes of /healthz: median {:.1f} ms, p99 {:.1f} ms, slowest {:.1f} ms ({} over 100 ms), {} failed",
-                       millis_.size(), at(50), at(99), millis_.empty() ? 0.0 : millis_.back(), over, failed_);
-  }
-
- private:
-  void run() {
-    while (!stopping_.load()) {
-      const auto started = std::chrono::steady_clock::now();
-      const int fd = testing::connect_loopback(port_);
-      bool ok = false;
-      if (fd >= 0) {
-        testing::send_all_bytes(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        ok = read_to_end(fd).rfind("HTTP/1.1 200", 0) == 0;
-        ::close(fd);
-      }
-      millis_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
-      if (!ok) ++failed_;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-
-  int port_;
-  std::atomic<bool> stopping_{false};
-  std::vector<double> millis_;
-  int failed_ = 0;
-  std::thread thread_;  // last: started once the rest is there
-};
+using testing::HealthProbe;
 
 }  // namespace cairn::bench

@@ -38,6 +38,7 @@
 #include <fmt/format.h>
 
 #include "cairn/json.hpp"
+#include "support/health_probe.hpp"
 #include "support/http_test_server.hpp"
 #include "support/loopback.hpp"
 #include "support/openai_script.hpp"
@@ -138,21 +139,7 @@ using testing::connect_loopback;
 using testing::send_all_bytes;
 
 // Reads until the peer closes or `timeout` passes.
-inline std::string serve_read_all(int fd, std::chrono::milliseconds timeout) {
-  std::string out;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buffer[8192];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-    const ssize_t got = ::recv(fd, buffer, sizeof(buffer), 0);
-    if (got <= 0) break;
-    out.append(buffer, static_cast<std::size_t>(got));
-  }
-  return out;
-}
+inline std::string serve_read_all(int fd, std::chrono::milliseconds timeout) { return testing::read_until_closed(fd, timeout); }
 
 struct ServeReply {
   int status = 0;
@@ -405,61 +392,7 @@ inline std::chrono::milliseconds flood_answer_bound() {
 #endif
 }
 
-// Asks for /healthz (or `target` with `headers`) every `every`, on a
-// thread of its own, until stopped, and keeps the slowest answer: whatever
-// else the server is doing, it answers this at once.
-class HealthProbe {
- public:
-  explicit HealthProbe(int port, std::chrono::milliseconds every = 25ms, std::string target = "/healthz",
-                       std::vector<std::string> headers = {})
-      : port_(port), every_(every) {
-    std::string head = fmt::format("GET {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n", target);
-    for (const auto& header : headers) head += header + "\r\n";
-    request_ = head + "\r\n";
-    thread_ = std::thread([this] { run(); });
-  }
-  ~HealthProbe() { stop(); }
-  HealthProbe(const HealthProbe&) = delete;
-  HealthProbe& operator=(const HealthProbe&) = delete;
-
-  void stop() {
-    stopping_.store(true);
-    if (thread_.joinable()) thread_.join();
-  }
-  std::chrono::milliseconds slowest() const { return std::chrono::milliseconds(slowest_ms_.load()); }
-  int probes() const { return probes_.load(); }
-  int failures() const { return failures_.load(); }
-  std::string summary() const {
-    return fmt::format("{} probes, {} failed, slowest {} ms", probes(), failures(), slowest().count());
-  }
-
- private:
-  void run() {
-    while (!stopping_.load()) {
-      const auto started = std::chrono::steady_clock::now();
-      const int fd = testing::connect_loopback(port_);
-      bool ok = false;
-      if (fd >= 0) {
-        testing::send_all_bytes(fd, request_);
-        ok = serve_read_all(fd, 5s).rfind("HTTP/1.1 200", 0) == 0;
-        ::close(fd);
-      }
-      const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-      ++probes_;
-      if (!ok) ++failures_;
-      if (took.count() > slowest_ms_.load()) slowest_ms_.store(took.count());
-      std::this_thread::sleep_for(every_);
-    }
-  }
-
-  int port_;
-  std::chrono::milliseconds every_;
-  std::string request_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<int> probes_{0}, failures_{0};
-  std::atomic<std::int64_t> slowest_ms_{0};
-  std::thread thread_;
-};
+using testing::HealthProbe;
 
 // ---- the server process ------------------------------------------------------------
 
