@@ -6,20 +6,26 @@
 set -euo pipefail
 source_dir=$(realpath "$1")
 # Each folder's rank; folders of one rank may include each other.
-declare -A rank=([util]=0 [log]=1 [store]=2 [llm]=3 [harness]=4 [trace]=4 [tools]=5 [mcp]=5 [agent]=6 [serve]=7 [apps]=8)
+ranks="util=0 log=1 store=2 llm=3 harness=4 trace=4 tools=5 mcp=5 agent=6 serve=7 apps=8"
 broken=0
 for root in "$source_dir/src" "$source_dir/include/cairn"; do
   for dir in "$root"/*/; do
+    [[ -d $dir ]] || continue
     layer=$(basename "$dir")
-    [[ -n ${rank[$layer]+set} ]] || { echo "check_layers: $dir is in no layer of DESIGN.md" >&2; broken=1; continue; }
-    while IFS=: read -r file line included; do
-      target=$(sed -E 's/^#include "(\.\.\/)*(cairn\/)?([a-z_]+)\/.*/\3/' <<<"$included")
-      [[ -n ${rank[$target]+set} ]] || continue
-      if (( rank[$target] > rank[$layer] )); then
-        echo "check_layers: ${file#"$source_dir"/}:$line: $layer includes $target, a higher layer: $included" >&2
-        broken=1
-      fi
-    done < <(grep -rnoE '^#include "(\.\./)*(cairn/)?[a-z_]+/[^"]*"' "$dir" || true)
+    [[ " $ranks " == *" $layer="* ]] || { echo "check_layers: $dir is in no layer of DESIGN.md" >&2; broken=1; continue; }
+    # One awk over every include of the folder: FILE:LINE:#include "…/LAYER/…".
+    grep -rnoE '^#include "(\.\./)*(cairn/)?[a-z_]+/[^"]*"' "$dir" |
+      awk -v ranks="$ranks" -v layer="$layer" -v root="$source_dir/" '
+        BEGIN { n = split(ranks, pairs, " "); for (i = 1; i <= n; i++) { split(pairs[i], kv, "="); rank[kv[1]] = kv[2] } }
+        {
+          split($0, field, ":"); included = substr($0, length(field[1]) + length(field[2]) + 3)
+          target = included; sub(/^#include "(\.\.\/)*(cairn\/)?/, "", target); sub(/\/.*/, "", target)
+          if (!(target in rank) || rank[target] <= rank[layer]) next
+          file = field[1]; sub("^" root, "", file)
+          printf "check_layers: %s:%s: %s includes %s, a higher layer: %s\n", file, field[2], layer, target, included
+          bad = 1
+        }
+        END { exit bad }' >&2 || broken=1
   done
 done
 (( broken == 0 )) || exit 1
