@@ -1,5 +1,7 @@
 #include "connection.hpp"
 
+#include "mcp/messages.hpp"
+
 #include <fmt/format.h>
 
 namespace cairn::mcp {
@@ -8,15 +10,6 @@ namespace {
 
 // What of a server's error is worth a person's reading: its message, its
 // code, a little of its data.
-// The error a transport made up for an answer it lost (transport.hpp).
-bool is_lost_answer(const Json& error) {
-  if (!error.is_object() || !error.contains("message")) return false;
-  const auto data = error.find("data");
-  if (data == error.end() || !data->is_object()) return false;
-  const auto mark = data->find("cairn");
-  return mark != data->end() && mark->is_string() && mark->get<std::string>() == kLostAnswerMark;
-}
-
 std::string describe_rpc_error(const Json& error) {
   if (!error.is_object()) return "a malformed error";
   const auto message = error.find("message");

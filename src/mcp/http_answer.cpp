@@ -29,6 +29,16 @@ std::string answer_media_type(std::string_view content_type) {
 
 }  // namespace
 
+bool is_mcp_protocol_header(std::string_view name) {
+  static constexpr std::string_view kNames[] = {"content-type", "accept", "mcp-session-id", "mcp-protocol-version",
+                                                "last-event-id"};
+  return std::any_of(std::begin(kNames), std::end(kNames), [&](std::string_view protocol) {
+    return name.size() == protocol.size() && std::equal(name.begin(), name.end(), protocol.begin(), [](char a, char b) {
+             return (a >= 'A' && a <= 'Z' ? a - 'A' + 'a' : a) == b;
+           });
+  });
+}
+
 HttpAnswer::HttpAnswer(OnMessage on_message, const Secrets& secrets)
     : on_message_(std::move(on_message)), secrets_(secrets) {}
 

@@ -21,6 +21,10 @@ namespace cairn::mcp {
 // or hostile, and holding it would only grow the process.
 inline constexpr std::size_t kMaxMessageBytes = std::size_t{32} << 20;
 
+// The headers the protocol sets; a configured header of the same name is
+// not sent (a second Accept would break the exchange).
+bool is_mcp_protocol_header(std::string_view name);
+
 class HttpAnswer {
  public:
   enum class Body {

@@ -26,6 +26,7 @@
 #include "cairn/llm/http.hpp"
 #include "cairn/secrets.hpp"
 #include "mcp/http_answer.hpp"
+#include "mcp/messages.hpp"
 #include "mcp/transport.hpp"
 
 namespace cairn::mcp {
@@ -46,40 +47,6 @@ constexpr auto kHttpDeleteTimeout = std::chrono::milliseconds(2s);
 constexpr int kHttpMaxResumeFailures = 5;
 // The longest a server's `retry:` may make a resumption wait.
 constexpr auto kHttpMaxRetryDelay = std::chrono::milliseconds(30s);
-
-// The headers the protocol sets; a configured header of the same name is
-// not sent (a second Accept would break the exchange).
-bool is_mcp_protocol_header(std::string_view name) {
-  static constexpr std::string_view kNames[] = {"content-type", "accept", "mcp-session-id", "mcp-protocol-version",
-                                                "last-event-id"};
-  return std::any_of(std::begin(kNames), std::end(kNames), [&](std::string_view protocol) {
-    return name.size() == protocol.size() && std::equal(name.begin(), name.end(), protocol.begin(), [](char a, char b) {
-             return (a >= 'A' && a <= 'Z' ? a - 'A' + 'a' : a) == b;
-           });
-  });
-}
-
-bool is_mcp_request(const Json& message) {
-  return message.is_object() && message.contains("method") && message.contains("id") && !message["id"].is_null();
-}
-
-bool is_mcp_response(const Json& message) {
-  return message.is_object() && !message.contains("method") && message.contains("id") &&
-         (message.contains("result") || message.contains("error"));
-}
-
-// A message's method, or "" (a response, or a method that is not a string).
-std::string mcp_method_of(const Json& message) {
-  if (!message.is_object()) return {};
-  auto method = message.find("method");
-  return method != message.end() && method->is_string() ? method->get<std::string>() : std::string();
-}
-
-Json lost_answer_response(const Json& id, const std::string& message) {
-  return Json{{"jsonrpc", "2.0"},
-              {"id", id},
-              {"error", {{"code", -32000}, {"message", message}, {"data", {{"cairn", kLostAnswerMark}}}}}};
-}
 
 // What a transfer's HttpResult says of why it ended, for an error message.
 // curl's text names the host and port, never the headers.
@@ -221,10 +188,10 @@ Status HttpChannel::send(const Json& message) {
         Error{Errc::invalid_argument, fmt::format("an MCP message that is not JSON: {}", error.what())});
   }
   std::vector<Json> ids;
-  if (is_mcp_request(message)) ids.push_back(message["id"]);
+  if (is_request(message)) ids.push_back(message["id"]);
   if (message.is_array()) {
     for (const Json& item : message) {
-      if (is_mcp_request(item)) ids.push_back(item["id"]);
+      if (is_request(item)) ids.push_back(item["id"]);
     }
   }
 
@@ -237,7 +204,7 @@ Status HttpChannel::send(const Json& message) {
   if (ids.empty()) {
     // A cancelled request's stream is dropped at once: the client has
     // stopped waiting, and the server learns it from the notification.
-    if (mcp_method_of(message) == "notifications/cancelled" && message.contains("params") &&
+    if (method_of(message) == "notifications/cancelled" && message.contains("params") &&
         message["params"].is_object() && message["params"].contains("requestId")) {
       const Json& cancelled = message["params"]["requestId"];
       for (const auto& pending : pending_) {
@@ -247,7 +214,7 @@ Status HttpChannel::send(const Json& message) {
         }
       }
     }
-    bool initialized = mcp_method_of(message) == "notifications/initialized";
+    bool initialized = method_of(message) == "notifications/initialized";
     outbox_.push_back(HttpOutgoing{seq, std::move(body), initialized});
     lock.unlock();
     changed_.notify_all();
@@ -256,7 +223,7 @@ Status HttpChannel::send(const Json& message) {
 
   auto pending = std::make_shared<HttpPendingRequest>();
   pending->awaited = ids;
-  bool initialize = mcp_method_of(message) == "initialize";
+  bool initialize = method_of(message) == "initialize";
   pending_.push_back(pending);
   lock.unlock();
   try {
@@ -421,7 +388,7 @@ HttpResult HttpChannel::stream(const std::string& method, const std::string& bod
 // request awaits has arrived.
 bool HttpChannel::note_answer(const std::shared_ptr<HttpPendingRequest>& pending, const Json& message) {
   std::lock_guard lock(mu_);
-  if (is_mcp_response(message)) std::erase(pending->awaited, message["id"]);
+  if (is_response(message)) std::erase(pending->awaited, message["id"]);
   return pending->awaited.empty();
 }
 
