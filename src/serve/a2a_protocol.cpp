@@ -2,11 +2,14 @@
 
 #include <charconv>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "cairn/utf8.hpp"
 #include "names.hpp"
+#include "request_json.hpp"
+#include "routes.hpp"
 
 namespace cairn::serve {
 
@@ -194,6 +197,36 @@ A2aResult<ListParams> list_params(const Fields& fields) {
   }
   out.history = history;
   return out;
+}
+
+std::optional<std::string> a2a_session_of(const HttpRequest& request, const PathParams& params) {
+  if (params.rest) {
+    bool decoded = false;
+    const std::string id = percent_decode(*params.rest, decoded);
+    auto task = parse_task(id);
+    return decoded && task ? std::optional<std::string>(task->session) : std::nullopt;
+  }
+  auto body = parse_request_json(request.body);
+  if (!body || !body->is_object()) return std::nullopt;
+  // JSON-RPC's params, or a REST body (which is the params).
+  const Json& params_json = body->contains("jsonrpc") ? body->value("params", Json()) : *body;
+  if (!params_json.is_object()) return std::nullopt;
+  const Json message = params_json.value("message", Json());
+  const Fields fields(params_json, "params");
+  const Json none = Json::object();
+  const Fields in_message(message.is_object() ? message : none, "params.message");
+  for (const auto& [from, key, is_task] : {std::tuple{&in_message, "taskId", true}, std::tuple{&in_message, "contextId", false},
+                                           std::tuple{&fields, "id", true}, std::tuple{&fields, "contextId", false}}) {
+    auto named = from->string(key);
+    if (!named || named->empty()) continue;
+    if (is_task) {
+      auto task = parse_task(*named);
+      return task ? std::optional<std::string>(task->session) : std::nullopt;
+    }
+    auto context = parse_context(*named);
+    return context ? std::optional<std::string>(context->first) : std::nullopt;
+  }
+  return std::nullopt;
 }
 
 }  // namespace cairn::serve

@@ -84,12 +84,20 @@ std::optional<HttpResponse> Api::answer_early(const HttpRequest& head, const Rou
 Reply Api::handle(const HttpRequest& request) {
   RouteMatch match = router_.match(request.method, request.path);
   if (auto early = answer_early(request, match)) return Reply{std::move(*early)};
-  if (match.route && match.route->session != SessionUse::none && match.params.id && work_->attached()) {
-    if (auto id = path_name(*match.params.id, "session"); id && !pool_.find_open(*id)) {
-      return Reply{.deferred = route_when_open(request, std::move(match), *id)};
-    }
+  if (auto id = session_named(request, match); id && work_->attached() && !pool_.find_open(*id)) {
+    return Reply{.deferred = route_when_open(request, std::move(match), *id)};
   }
   return routed(request, match);
+}
+
+std::optional<std::string> Api::session_named(const HttpRequest& request, const RouteMatch& match) const {
+  if (!match.route) return std::nullopt;
+  if (match.route->session != SessionUse::none && match.params.id) {
+    auto id = path_name(*match.params.id, "session");
+    return id ? std::optional<std::string>(std::move(*id)) : std::nullopt;
+  }
+  if (match.route->locate) return match.route->locate(request, match.params);
+  return std::nullopt;
 }
 
 std::shared_ptr<DeferredReply> Api::route_when_open(const HttpRequest& request, RouteMatch match, const std::string& id) {

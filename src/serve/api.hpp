@@ -64,6 +64,9 @@ class Api {
   // Answers and counts on the calling thread; `opened`: the pool's open of
   // the session the path names, when it was made beforehand.
   Reply routed(const HttpRequest& request, const RouteMatch& match, const Opened& opened = std::nullopt);
+  // The session the request acts on, to open before it is routed: its
+  // path's {id}, or what its route's locator finds.
+  std::optional<std::string> session_named(const HttpRequest& request, const RouteMatch& match) const;
   // A request for a session this server has not open: the pool opens it on
   // its own threads (a long log takes a while), and the request is routed
   // on a worker once it is; no worker waits for the open.

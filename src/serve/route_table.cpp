@@ -19,14 +19,14 @@ std::vector<Route> api_routes() {
       // A2A v1.0: the card, the JSON-RPC binding, the HTTP+JSON binding (a
       // task id holds slashes: the rest of the path, up to its verb).
       {"GET", "/.well-known/agent-card.json", get_agent_card},
-      {"POST", "/a2a/jsonrpc", a2a_jsonrpc},
-      {"POST", "/a2a/rest/message:send", a2a_send},
-      {"POST", "/a2a/rest/message:stream", a2a_send_streaming},
-      {"GET", "/a2a/rest/tasks", a2a_list_tasks},
-      {"POST", "/a2a/rest/tasks/{rest...}:cancel", a2a_cancel_task},
-      {"GET", "/a2a/rest/tasks/{rest...}:subscribe", a2a_subscribe},
-      {"POST", "/a2a/rest/tasks/{rest...}:subscribe", a2a_subscribe},  // the spec says GET; the JS client sends POST
-      {"GET", "/a2a/rest/tasks/{rest...}", a2a_get_task},
+      {"POST", "/a2a/jsonrpc", a2a_jsonrpc, kNone, Access::token, {}, a2a_session_of},
+      {"POST", "/a2a/rest/message:send", a2a_send, kNone, Access::token, {}, a2a_session_of},
+      {"POST", "/a2a/rest/message:stream", a2a_send_streaming, kNone, Access::token, {}, a2a_session_of},
+      {"GET", "/a2a/rest/tasks", a2a_list_tasks, kNone, Access::token, {}, a2a_session_of},
+      {"POST", "/a2a/rest/tasks/{rest...}:cancel", a2a_cancel_task, kNone, Access::token, {}, a2a_session_of},
+      {"GET", "/a2a/rest/tasks/{rest...}:subscribe", a2a_subscribe, kNone, Access::token, {}, a2a_session_of},
+      {"POST", "/a2a/rest/tasks/{rest...}:subscribe", a2a_subscribe, kNone, Access::token, {}, a2a_session_of},  // the spec says GET; the JS client sends POST
+      {"GET", "/a2a/rest/tasks/{rest...}", a2a_get_task, kNone, Access::token, {}, a2a_session_of},
       // Sessions.
       {"GET", "/v1/sessions", list_sessions},
       {"POST", "/v1/sessions", create_session},

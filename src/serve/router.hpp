@@ -16,7 +16,12 @@
 namespace cairn::serve {
 
 struct RouteCall;
+struct PathParams;
 using RouteHandler = Reply (*)(RouteCall&);
+// The session a request names elsewhere than in its path's {id} (an A2A
+// task id, a body's contextId), so that it is opened before the request
+// is routed; none when it names none.
+using SessionLocator = std::optional<std::string> (*)(const HttpRequest&, const PathParams&);
 
 // What a route needs of the session its path's {id} names.
 enum class SessionUse {
@@ -41,6 +46,7 @@ struct Route {
   SessionUse session = SessionUse::none;
   Access access = Access::token;
   std::string_view metric = {};  // its name in cairn_http_requests_total; the pattern when empty
+  SessionLocator locate = nullptr;  // SessionUse::none: the session it will ask the pool for
 
   std::string_view name() const { return metric.empty() ? pattern : metric; }
 };

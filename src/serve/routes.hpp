@@ -67,5 +67,8 @@ Reply a2a_list_tasks(RouteCall& call);
 Reply a2a_get_task(RouteCall& call);
 Reply a2a_cancel_task(RouteCall& call);
 Reply a2a_subscribe(RouteCall& call);
+// The session an A2A request acts on: its path's task, or its params'
+// task or context.
+std::optional<std::string> a2a_session_of(const HttpRequest& request, const PathParams& params);
 
 }  // namespace cairn::serve

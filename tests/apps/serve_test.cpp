@@ -1043,6 +1043,35 @@ TEST_F(ServeTest, A2aSubscribeResumesAfterLastEventId) {
   EXPECT_GE(seen.size(), 5u);  // four answers with calls, one with the text, and the end
 }
 
+// A task of a session the server has not open (here: after a restart) is
+// read once the pool has opened it, on its own threads: the request names
+// its session in its path (REST) or its params (JSON-RPC), and both share
+// one open.
+TEST_F(ServeTest, A2aTasksOfASessionNotOpenAreReadOnceThePoolHasOpenedIt) {
+  start_server();
+  const std::vector<std::string> headers = {"Content-Type: application/json", "A2A-Version: 1.0"};
+  const Json send = {{"message", {{"messageId", "m1"}, {"role", "ROLE_USER"}, {"parts", {{{"text", "say hi"}}}}}}};
+  const ServeReply sent = call("POST", "/a2a/rest/message:send", send.dump(), headers);
+  ASSERT_EQ(sent.status, 200) << sent.body;
+  const std::string task = sent.json()["task"]["id"];
+  ASSERT_EQ(sent.json()["task"]["status"].value("state", ""), "TASK_STATE_COMPLETED") << sent.body;
+  kill_server();
+  start_server();
+
+  std::string encoded;
+  for (char c : task) encoded += c == '/' ? std::string("%2F") : std::string(1, c);
+  const ServeReply rest = call("GET", "/a2a/rest/tasks/" + encoded, "", headers);
+  ASSERT_EQ(rest.status, 200) << rest.body;
+  EXPECT_EQ(rest.json()["status"].value("state", ""), "TASK_STATE_COMPLETED") << rest.body;
+  const Json get = {{"jsonrpc", "2.0"}, {"id", 7}, {"method", "GetTask"}, {"params", {{"id", task}}}};
+  const ServeReply rpc = call("POST", "/a2a/jsonrpc", get.dump(), headers);
+  ASSERT_EQ(rpc.status, 200) << rpc.body;
+  EXPECT_EQ(rpc.json()["result"]["status"].value("state", ""), "TASK_STATE_COMPLETED") << rpc.body;
+  const ServeReply metrics = call("GET", "/metrics");
+  EXPECT_NE(metrics.body.find("cairn_session_opens_total 1\n"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("route=\"/a2a/rest/tasks/{rest...}\",status=\"200\""), std::string::npos) << metrics.body;
+}
+
 // ---- crash -------------------------------------------------------------------------
 
 TEST_F(ServeTest, AKilledServerResumesEveryRunAndRunsNoToolTwice) {
