@@ -1,7 +1,7 @@
 # What `cmake --install` puts where, in two components: `runtime` (the cairn
-# command, its man page and bash completion; the shared library when built
-# shared) and `development` (the public headers, the library for linking,
-# the CMake package and the pkg-config file). CPack (cmake/CairnPackage.cmake)
+# command, its man page and bash completion; the shared libraries when built
+# shared) and `development` (the public headers, the libraries for linking,
+# the CMake package and the pkg-config files). CPack (cmake/CairnPackage.cmake)
 # makes the Debian packages `cairn` and `libcairn-dev` of them.
 include(CMakePackageConfigHelpers)
 
@@ -12,8 +12,9 @@ install(DIRECTORY include/cairn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONEN
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/include/cairn/version.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cairn COMPONENT development)
 
-# cairn::cairn, and cairn::serve (the HTTP server, over cairn::cairn).
-install(TARGETS cairn cairn_serve EXPORT cairnTargets
+# cairn::cairn, cairn::agent (the coding agent, over cairn::cairn) and
+# cairn::serve (the HTTP server, over cairn::cairn).
+install(TARGETS cairn cairn_agent cairn_serve EXPORT cairnTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
@@ -57,8 +58,10 @@ else()
   set(CAIRN_PC_LIBS_PRIVATE "")
 endif()
 configure_file(cmake/cairn.pc.in ${CMAKE_CURRENT_BINARY_DIR}/cairn.pc @ONLY)
+configure_file(cmake/cairn-agent.pc.in ${CMAKE_CURRENT_BINARY_DIR}/cairn-agent.pc @ONLY)
 configure_file(cmake/cairn-serve.pc.in ${CMAKE_CURRENT_BINARY_DIR}/cairn-serve.pc @ONLY)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cairn.pc ${CMAKE_CURRENT_BINARY_DIR}/cairn-serve.pc
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cairn.pc ${CMAKE_CURRENT_BINARY_DIR}/cairn-agent.pc
+  ${CMAKE_CURRENT_BINARY_DIR}/cairn-serve.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
 
 # The man page, from `cairn --help` and `cairn --version`.

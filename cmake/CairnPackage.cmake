@@ -1,8 +1,8 @@
 # Debian packages with CPack (`cpack -G DEB` in the build directory):
 #   cairn         the cairn command, its man page and bash completion (and
 #                 libcairn.so when built with -DBUILD_SHARED_LIBS=ON)
-#   libcairn-dev  the public headers, the library to link, the CMake package
-#                 and cairn.pc
+#   libcairn-dev  the public headers, the libraries to link, the CMake package
+#                 and cairn.pc, cairn-agent.pc, cairn-serve.pc
 # The shared-library dependencies are found by dpkg-shlibdeps; what cairn
 # loads or runs by name is declared here.
 set(CPACK_PACKAGE_NAME cairn)
@@ -35,8 +35,9 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "ripgrep")
 
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libcairn-dev)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEVELOPMENT_DESCRIPTION "The headers, the library, the CMake package (find_package(cairn)) and the
-pkg-config file (cairn.pc) for embedding cairn's durable agent harness.")
+set(CPACK_DEBIAN_DEVELOPMENT_DESCRIPTION "The headers, the libraries, the CMake package (find_package(cairn)) and the
+pkg-config files (cairn.pc, cairn-agent.pc, cairn-serve.pc) for embedding cairn's durable agent harness, its
+coding agent and its HTTP server.")
 # The public headers include nlohmann/json; a static libcairn links with the
 # libraries it was built with.
 set(CAIRN_DEV_DEPENDS "nlohmann-json3-dev (>= 3.10)")

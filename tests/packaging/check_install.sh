@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The installed cairn as an embedder gets it: `cmake --install` into a
-# temporary prefix; both examples built out of tree against it, once with
+# temporary prefix; the examples built out of tree against it, once with
 # find_package(cairn) and once with pkg-config, run, and their output
 # checked; the Debian packages built with CPack and their contents listed;
 # the bash completion driven as bash drives it.
@@ -19,22 +19,29 @@ step "cmake --install into $prefix"
 cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 for f in bin/cairn include/cairn/harness/harness.hpp include/cairn/version.hpp include/cairn/store/store.hpp \
   include/cairn/serve/server.hpp lib/pkgconfig/cairn-serve.pc \
+  include/cairn/agent/coding_agent.hpp include/cairn/agent/options.hpp lib/pkgconfig/cairn-agent.pc \
   lib/cmake/cairn/cairnConfig.cmake lib/cmake/cairn/cairnConfigVersion.cmake lib/cmake/cairn/cairnTargets.cmake \
   lib/pkgconfig/cairn.pc share/man/man1/cairn.1 share/bash-completion/completions/cairn; do
   [[ -e $prefix/$f ]] || fail "the install lacks $f"
 done
-compgen -G "$prefix/lib/libcairn.*" >/dev/null || fail "the install lacks libcairn"
-# readline (GPL-3) is the command's line editor and never part of the library.
-for lib in "$prefix"/lib/libcairn.*; do
+for lib in libcairn libcairn_agent libcairn_serve; do
+  compgen -G "$prefix/lib/$lib.*" >/dev/null || fail "the install lacks $lib"
+done
+# The CMake package exports every library.
+for target in cairn::cairn cairn::agent cairn::serve; do
+  grep -q "add_library($target " "$prefix/lib/cmake/cairn/cairnTargets.cmake" || fail "the CMake package does not export $target"
+done
+# readline (GPL-3) is the command's line editor and never part of the libraries.
+for lib in "$prefix"/lib/libcairn.* "$prefix"/lib/libcairn_*.*; do
   if { nm -D --undefined-only "$lib" 2>/dev/null; nm --undefined-only "$lib" 2>/dev/null; } | grep -qE ' (rl_|readline|add_history)'; then
     fail "$lib refers to readline"
   fi
 done
 # The library's internals stay behind it.
-for f in log/index.hpp log/checksum.hpp parallel.hpp; do
+for f in log/index.hpp log/checksum.hpp parallel.hpp agent/mcp_servers.hpp agent/harness_options.hpp; do
   [[ ! -e $prefix/include/cairn/$f ]] || fail "an internal header is installed: include/cairn/$f"
 done
-if grep -rq '#include "\(log\|util\|store\|harness\|llm\)/' "$prefix/include/cairn"; then
+if grep -rq '#include "\(log\|util\|store\|harness\|llm\|tools\|mcp\|agent\|serve\)/' "$prefix/include/cairn"; then
   fail "an installed header includes one of the library's own headers"
 fi
 "$prefix/bin/cairn" --version | grep -qx "cairn $(sed -n 's/^#define CAIRN_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/cairn/version.hpp")" \
@@ -44,6 +51,13 @@ grep -q "coding agent" "$prefix/share/man/man1/cairn.1" || fail "the man page do
 for command in $("$prefix/bin/cairn" --help | sed -n '/^Subcommands:/,$ s/^  \([a-z][a-z-]*\) .*/\1/p'); do
   grep -qx "\.SS cairn $command" "$prefix/share/man/man1/cairn.1" || fail "the man page lacks cairn $command"
 done
+
+# The session an example wrote (its "session: ID in FILE" line) is a valid log.
+check_session() {  # BINARY OUTPUT DB
+  local session
+  session=$(sed -n 's/^session: \([^ ]*\) in .*/\1/p' <<<"$2")
+  "$prefix/bin/cairn" --store "sqlite:$3" verify "$session" >/dev/null || fail "$1 wrote a log verify refuses"
+}
 
 # Runs an example in a fresh directory and checks what it printed.
 check_embed() {  # BINARY
@@ -55,10 +69,7 @@ check_embed() {  # BINARY
   grep -qx 'tool_end word_count -> \[{"type":"text","text":"9"}\]' <<<"$output" || fail "$1: wrong tool result: $output"
   grep -qx 'run_end seq=[0-9]* completed' <<<"$output" || fail "$1: the run did not complete: $output"
   grep -qx 'answer: The sentence has 9 words.' <<<"$output" || fail "$1: wrong answer: $output"
-  # The session it wrote is a valid log.
-  local session
-  session=$(sed -n 's/^session: \([^ ]*\) in .*/\1/p' <<<"$output")
-  "$prefix/bin/cairn" --store "sqlite:$dir/embed.db" verify "$session" >/dev/null || fail "$1 wrote a log verify refuses"
+  check_session "$1" "$output" "$dir/embed.db"
 }
 check_watch() {  # BINARY
   local dir output
@@ -73,6 +84,19 @@ check_watch() {  # BINARY
   local seqs
   seqs=$(sed -n 's/^seq \([0-9][0-9]*\) .*/\1/p' <<<"$output")
   [[ $seqs == "$(sort -n -u <<<"$seqs")" ]] || fail "$1 printed a seq twice or out of order: $output"
+}
+
+check_agent() {  # BINARY
+  local dir output
+  dir=$(mktemp -d "$work/run.XXXXXX")
+  mkdir "$dir/home" "$dir/project"
+  # A home of its own: no user's MCP servers, settings or AGENTS.md.
+  output=$(cd "$dir/project" && HOME=$dir/home XDG_CONFIG_HOME= XDG_CACHE_HOME= "$1" "$dir/project/agent.db") \
+    || fail "$1 failed: $output"
+  grep -qx 'tools: read ls' <<<"$output" || fail "$1: not the tools it chose: $output"
+  grep -q '^tool_end ls -> agent\.db' <<<"$output" || fail "$1 did not list its directory: $output"
+  grep -qx 'run_end ok' <<<"$output" || fail "$1: the run did not end ok: $output"
+  check_session "$1" "$output" "$dir/project/agent.db"
 }
 
 check_serve() {  # BINARY
@@ -114,9 +138,9 @@ awk '/^## A complete program/ { in_section = 1 } in_section && /^```cpp/ { in_co
      in_code && /^```/ { exit } in_code { print }' "$source_dir/docs/embedding.md" |
   diff -u - "$source_dir/examples/embed/main.cpp" >/dev/null || fail "docs/embedding.md's program differs from examples/embed/main.cpp"
 
-for example in embed watch serve; do
+for example in embed watch agent serve; do
   module=cairn
-  [[ $example == serve ]] && module=cairn-serve
+  [[ $example == agent || $example == serve ]] && module=cairn-$example
   step "examples/$example with find_package(cairn)"
   cmake -S "$source_dir/examples/$example" -B "$work/$example-cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
     -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS=-O0 >/dev/null  # compiled to be run once: no optimisation
@@ -160,6 +184,7 @@ for f in ./usr/bin/cairn ./usr/share/man/man1/cairn.1 ./usr/share/bash-completio
 done
 for f in ./usr/include/cairn/harness/harness.hpp ./usr/include/cairn/version.hpp ./usr/lib/cmake/cairn/cairnConfig.cmake \
   ./usr/lib/cmake/cairn/cairnConfigVersion.cmake ./usr/lib/cmake/cairn/cairnTargets.cmake ./usr/lib/pkgconfig/cairn.pc \
+  ./usr/include/cairn/agent/coding_agent.hpp ./usr/lib/pkgconfig/cairn-agent.pc ./usr/lib/pkgconfig/cairn-serve.pc \
   ./usr/share/doc/libcairn-dev/copyright; do
   grep -q " $f\$" <<<"$dev_files" || fail "the libcairn-dev package lacks $f"
 done

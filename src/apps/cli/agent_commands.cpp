@@ -15,7 +15,7 @@ namespace cairn::cli {
 namespace {
 
 struct OperationOptions {
-  AgentOptions agent;
+  AgentCommandOptions agent;
   std::string session;
   bool json = false;
   std::string instructions;  // compact

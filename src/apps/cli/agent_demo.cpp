@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/directories.hpp"
 #include "agent_run.hpp"
 #include "agent_setup.hpp"
 #include "cairn/llm/faux.hpp"
@@ -80,7 +81,7 @@ FauxResponse demo_model(const LlmContext& context) {
 
 std::vector<Tool> demo_tools(const std::filesystem::path& dir, const std::string& session_id) {
   std::vector<Tool> tools;
-  for (auto& tool : make_coding_tools(CodingToolsOptions{.cwd = dir, .spill_dir = spill_dir_for(session_id)})) {
+  for (auto& tool : make_coding_tools(CodingToolsOptions{.cwd = dir, .spill_dir = agent::spill_dir_for(session_id)})) {
     if (tool.name == "write" || tool.name == "bash") tools.push_back(std::move(tool));
   }
   return tools;

@@ -1,66 +1,25 @@
 // The coding agent's setup: options to an open session with a harness.
 #include "agent_setup.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
+#include <chrono>
+#include <mutex>
 #include <system_error>
 
 #include <fmt/format.h>
 
+#include "agent/chosen_tools.hpp"
+#include "agent/environment_policy.hpp"
+#include "agent/harness_options.hpp"
+#include "agent/named_model.hpp"
 #include "cairn/llm/model_catalog.hpp"
-#include "cairn/llm/wire_providers.hpp"
-#include "cairn/tools/coding_tools.hpp"
-#include "tui/approval_settings.hpp"
-#include "provider_keys.hpp"
-#include "tools/tool_environment.hpp"
+#include "cairn/llm/models_file.hpp"
 #include "text.hpp"
-
 
 namespace cairn::cli {
 namespace {
 
 const std::vector<std::string> kThinkingLevels = {"off", "minimal", "low", "medium", "high", "xhigh"};
-
-
-std::string joined(const std::vector<std::string>& words, std::string_view separator) {
-  std::string text;
-  for (const auto& word : words) text += (text.empty() ? "" : std::string(separator)) + word;
-  return text;
-}
-
-std::optional<std::string> env(const char* name) {
-  const char* value = std::getenv(name);
-  if (!value || !*value) return std::nullopt;
-  return std::string(value);
-}
-
-// The tools --tools / --no-tools leave, checked against the known names.
-Outcome<std::vector<std::string>> chosen_tools_of(const AgentOptions& options) {
-  const auto known = agent_tool_names();
-  if (options.no_tools) {
-    if (options.tools) return std::unexpected(report(kUsage, "--tools and --no-tools exclude each other"));
-    return std::vector<std::string>{};
-  }
-  if (!options.tools) return known;
-  std::vector<std::string> chosen;
-  std::string_view list = *options.tools;
-  while (!list.empty()) {
-    const auto comma = list.find(',');
-    std::string name(list.substr(0, comma));
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    name.erase(0, name.find_first_not_of(' '));
-    name.erase(name.find_last_not_of(' ') + 1);
-    if (name.empty()) continue;
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      return std::unexpected(report(kUsage, fmt::format("unknown tool '{}' in --tools (known: {})", name,
-                                                        joined(known, ", "))));
-    }
-    if (std::find(chosen.begin(), chosen.end(), name) == chosen.end()) chosen.push_back(name);
-  }
-  return chosen;
-}
 
 // The newest session whose header names `cwd`, if any.
 Outcome<std::optional<std::string>> latest_session_in(Store& store, const std::filesystem::path& cwd) {
@@ -94,7 +53,7 @@ struct OpenedSession {
   bool created = false;
 };
 
-Outcome<OpenedSession> choose_session(Store& store, const AgentOptions& options, const SetupMode& mode,
+Outcome<OpenedSession> choose_session(Store& store, const AgentCommandOptions& options, const SetupMode& mode,
                                       const std::filesystem::path& cwd) {
   auto open = [&](std::string_view id) -> Outcome<OpenedSession> {
     auto session = open_session(store, id, /*read_only=*/false);
@@ -142,72 +101,9 @@ Outcome<OpenedSession> choose_session(Store& store, const AgentOptions& options,
   return OpenedSession{std::move(*created), true};
 }
 
-// The model named on the command line, if any: an ad-hoc endpoint or a
-// registry model. nullopt: none was named.
-Outcome<std::optional<ConfiguredModel>> named_model_of(const ModelRegistry& registry, const AgentOptions& options) {
-  if (!options.api.empty() || !options.base_url.empty()) {
-    if (options.api.empty() || options.base_url.empty() || options.model.empty()) {
-      return std::unexpected(
-          report(kUsage, "an ad-hoc endpoint needs all of --api KIND, --base-url URL and --model ID"));
-    }
-    AdHocEndpoint endpoint{.api = options.api, .base_url = options.base_url, .model_id = options.model,
-                           .api_key = options.api_key};
-    auto configured = registry.ad_hoc(endpoint);
-    if (!configured) return std::unexpected(report(kUsage, configured.error().message));
-    return std::optional<ConfiguredModel>(std::move(*configured));
-  }
-  if (options.model.empty()) {
-    if (options.api_key) return std::unexpected(report(kUsage, "--api-key needs --model or an --api endpoint"));
-    return std::optional<ConfiguredModel>();
-  }
-  auto found = registry.find(options.model);
-  if (!found) return std::unexpected(report(kUsage, found.error().message));
-  ConfiguredModel configured = **found;
-  if (options.api_key) {
-    configured.api_key = ApiKey(*options.api_key);
-    configured.key_source = KeySource{KeySource::Kind::command_line, {}};
-  }
-  if (!configured.available()) {
-    const std::string where = configured.key_source.kind == KeySource::Kind::environment
-                                  ? fmt::format("set {} or pass --api-key", configured.key_source.env_var)
-                                  : "pass --api-key";
-    return std::unexpected(
-        report(kUsage, fmt::format("model {} has no key: {}", configured.qualified_id(), where)));
-  }
-  return std::optional<ConfiguredModel>(std::move(configured));
-}
-
-ToolEnvironmentPolicy tool_environment_policy(const AgentOptions& options, std::vector<std::string> key_variables) {
-  ToolEnvironmentPolicy policy;
-  policy.inherit = options.tool_env == "inherit" ? ToolEnvironmentPolicy::Inherit::all : ToolEnvironmentPolicy::Inherit::filtered;
-  policy.exclude = std::move(key_variables);
-  for (const auto& name : options.tool_env_allow) {
-    if (!name.empty()) policy.allow.push_back(name);
-  }
-  return policy;
-}
-
 }  // namespace
 
-std::function<bool(std::string_view)> mcp_withheld_variables(const AgentOptions& options, const ModelRegistry& registry,
-                                                             const std::optional<ConfiguredModel>& model) {
-  ToolEnvironmentPolicy policy =
-      tool_environment_policy(options, provider_keys(registry, model, process_environment()).variables);
-  return [policy = std::move(policy)](std::string_view name) { return tools::withholds(policy, name); };
-}
-
-std::optional<std::filesystem::path> global_config_dir() {
-  if (auto xdg = env("XDG_CONFIG_HOME")) return std::filesystem::path(*xdg) / "cairn";
-  if (auto home = env("HOME")) return std::filesystem::path(*home) / ".config" / "cairn";
-  return std::nullopt;
-}
-
-Outcome<std::vector<std::string>> chosen_tools(const AgentOptions& options) { return chosen_tools_of(options); }
-Outcome<std::optional<ConfiguredModel>> named_model(const ModelRegistry& registry, const AgentOptions& options) {
-  return named_model_of(registry, options);
-}
-
-void add_agent_options(CLI::App* app, AgentOptions& options, unsigned groups) {
+void add_agent_options(CLI::App* app, AgentCommandOptions& options, unsigned groups) {
   add_store_option(app, options.store);
   if (groups & kSessionChoice) {
     app->add_option("--session", options.session,
@@ -309,21 +205,7 @@ std::string no_model_help(const ModelRegistry& registry) {
       "       cairn --api openai-completions --base-url http://localhost:11434/v1 --model qwen3 -p \"hello\"\n"
       "\n"
       "`cairn models --all` lists every known model and the variable holding its key.\n",
-      joined(variables, ", "), models_file);
-}
-
-std::filesystem::path spill_dir_for(const std::string& session_id) {
-  std::filesystem::path base;
-  if (auto xdg = env("XDG_CACHE_HOME")) {
-    base = *xdg;
-  } else if (auto home = env("HOME")) {
-    base = std::filesystem::path(*home) / ".cache";
-  } else if (auto data = env("XDG_DATA_HOME")) {
-    base = *data;
-  } else {
-    base = std::filesystem::temp_directory_path();
-  }
-  return base / "cairn" / "spill" / session_id;
+      agent::joined(variables, ", "), models_file);
 }
 
 std::string describe_suspended(const SuspendedOperation& operation) {
@@ -341,100 +223,20 @@ std::string describe_suspended(const SuspendedOperation& operation) {
   return what;
 }
 
-Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options, const ModelRegistry& registry,
-                                                    const std::optional<ConfiguredModel>& model,
-                                                    const std::vector<std::string>& tool_names,
-                                                    std::shared_ptr<Session> session, const std::filesystem::path& cwd,
-                                                    const std::shared_ptr<McpServers>& mcp,
-                                                    const std::shared_ptr<Store>& store) {
-  auto made = coding_harness_options_for(options, registry, model, tool_names, session->id(), cwd, mcp, store);
-  if (made) made->harness.session = std::move(session);
-  return made;
-}
-
-Result<CodingHarnessOptions> coding_harness_options_for(const AgentOptions& options, const ModelRegistry& registry,
-                                                        const std::optional<ConfiguredModel>& model,
-                                                        const std::vector<std::string>& tool_names,
-                                                        const std::string& session_id, const std::filesystem::path& cwd,
-                                                        const std::shared_ptr<McpServers>& mcp,
-                                                        const std::shared_ptr<Store>& store) {
-  HarnessOptions harness_options;
-  harness_options.models = make_models(registry, make_wire_provider);
-  if (model) {
-    if (auto added = add_model(harness_options.models, *model, make_wire_provider); !added) {
-      return std::unexpected(added.error());
-    }
-    harness_options.model = model->model;
-  }
-  if (!options.thinking.empty()) harness_options.thinking_level = options.thinking;
-  // Keys reach neither the tools' processes nor anything cairn writes.
-  ProviderKeys keys = provider_keys(registry, model, process_environment());
-  for (const auto& secret : options.secrets) keys.values.add(secret);
-  harness_options.secrets = keys.values;
-  CodingToolsOptions tool_options{.cwd = cwd, .spill_dir = spill_dir_for(session_id)};
-  tool_options.environment = tool_environment_policy(options, std::move(keys.variables));
-  tool_options.secrets = std::move(keys.values);
-  tool_options.report = [](const std::string& message) { fmt::print(stderr, "cairn: warning: {}\n", message); };
-  std::vector<Tool> all_tools = make_coding_tools(tool_options);
-  for (auto& tool : all_tools) {
-    if (std::find(tool_names.begin(), tool_names.end(), tool.name) != tool_names.end()) {
-      harness_options.tools.push_back(std::move(tool));
-    }
-  }
-  if (store && std::find(tool_names.begin(), tool_names.end(), "task") != tool_names.end()) {
-    harness_options.tools.push_back(make_task_tool(options, registry, model, tool_names, cwd, mcp, store));
-  }
-  std::vector<Tool> own_tools = harness_options.tools;
-  if (mcp) {
-    for (auto& tool : usable_tools(mcp->tools())) harness_options.tools.push_back(std::move(tool));
-    for (const auto& value : mcp->config().secrets.values()) harness_options.secrets.add(value);
-    harness_options.describe_missing_tool = [mcp](std::string_view name) { return mcp->describe_missing(name); };
-  } else {
-    // No server configured: a call of an MCP tool the log names still gets
-    // an error result saying so, rather than making the run unresumable.
-    harness_options.describe_missing_tool = [](std::string_view name) { return mcp::describe_missing_tool(name, {}); };
-  }
-  SystemPromptOptions prompt_options;
-  prompt_options.cwd = cwd;
-  if (options.system_prompt) prompt_options.replace = prompt_text_or_file(*options.system_prompt);
-  if (options.append_system_prompt) prompt_options.append = prompt_text_or_file(*options.append_system_prompt);
-  prompt_options.context_files = find_context_files(cwd, global_config_dir());
-  std::vector<ContextFile> context_files = prompt_options.context_files;
-  harness_options.system_prompt = make_system_prompt(std::move(prompt_options), harness_options.tools);
-  auto policy = make_approval_policy(options.approval, cwd, global_config_dir());
-  if (!policy) return std::unexpected(policy.error());
-  if (mcp) {
-    // After the settings files' rules (the callback), before the mode's.
-    const bool never_ask = options.approval == "never-ask";
-    policy->decide = [files = std::move(policy->decide), mcp, never_ask](const ApprovalCall& call) -> std::optional<ApprovalVerdict> {
-      if (files) {
-        if (auto verdict = files(call)) return verdict;
-      }
-      if (never_ask) {
-        if (mcp->approval_override(call.tool_name) == ApprovalDecision::deny) return mcp->approval(call.tool_name);
-        return std::nullopt;
-      }
-      return mcp->approval(call.tool_name);
-    };
-  }
-  harness_options.approval = std::move(*policy);
-  return CodingHarnessOptions{std::move(harness_options), std::move(context_files), std::move(own_tools)};
-}
-
-Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mode) {
+Outcome<AgentSetup> setup_agent(const AgentCommandOptions& options, const SetupMode& mode) {
   std::error_code ec;
   const std::filesystem::path cwd = std::filesystem::current_path(ec);
   if (ec) return std::unexpected(report(kFailure, fmt::format("cannot read the current directory: {}", ec.message())));
 
   // Everything the options alone decide, before anything is opened.
-  auto tool_names = chosen_tools_of(options);
-  if (!tool_names) return std::unexpected(tool_names.error());
+  auto tool_names = agent::chosen_tools(options);
+  if (!tool_names) return std::unexpected(report(kUsage, tool_names.error().message));
   std::optional<std::filesystem::path> models_file;
   if (!options.models_file.empty()) models_file = options.models_file;
   auto registry = ModelRegistry::load(models_file, process_environment());
   if (!registry) return std::unexpected(report(kUsage, registry.error().message));
-  auto named = named_model_of(*registry, options);
-  if (!named) return std::unexpected(named.error());
+  auto named = agent::named_model(*registry, options);
+  if (!named) return std::unexpected(report(kUsage, named.error().message));
   if (mode.need_model && !*named && registry->available().empty() && !mode.existing_session) {
     // Nothing could be called, whatever the session's branch names: say how
     // to configure a model before creating a session for nothing.
@@ -479,20 +281,24 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
     return std::unexpected(kUsage);
   }
 
-  std::shared_ptr<McpServers> mcp;
+  std::shared_ptr<agent::McpServers> mcp;
   if (mode.mcp && !options.no_tools) {
-    auto started = process_mcp_servers(options.mcp_configs, cwd, mcp_withheld_variables(options, *registry, model));
+    auto started =
+        process_mcp_servers(options.mcp_configs, cwd, agent::mcp_withheld_variables(options, *registry, model));
     if (!started) return std::unexpected(started.error());
     mcp = std::move(*started);
   }
-  auto harness_options = coding_harness_options(options, *registry, model, *tool_names, session, cwd, mcp, store);
+  agent::AgentOptions shape = options;
+  shape.warn = print_warning;
+  auto harness_options =
+      agent::coding_harness_options(shape, *registry, model, *tool_names, session, cwd, mcp, store);
   if (!harness_options) return std::unexpected(report(kUsage, harness_options.error().message));
-  std::vector<ContextFile> context_files = std::move(harness_options->context_files);
+  std::vector<agent::ContextFile> context_files = std::move(harness_options->context_files);
 
   auto created = AgentHarness::create(std::move(harness_options->harness));
   if (!created) return std::unexpected(report(kFailure, created.error().message));
   auto harness = std::make_unique<AgentHarness>(std::move(created->harness));
-  McpToolsBinding mcp_binding(mcp, *harness, std::move(harness_options->own_tools));
+  agent::McpToolsBinding mcp_binding(mcp, *harness, std::move(harness_options->own_tools));
 
   if (!ref_exists) {
     auto made = harness->create_ref(options.ref, session->leaf("main"));
@@ -540,6 +346,21 @@ Outcome<AgentSetup> setup_agent(const AgentOptions& options, const SetupMode& mo
       .ref = std::move(ref),
       .suspended = std::move(created->suspended),
   };
+}
+
+Outcome<std::shared_ptr<agent::McpServers>> process_mcp_servers(const std::vector<std::string>& extra_files,
+                                                                const std::filesystem::path& cwd,
+                                                                std::function<bool(std::string_view)> withhold) {
+  // Once per process: interactive mode's /new, /resume and /fork make new
+  // setups, which keep the servers (and their tools' state) they had.
+  static std::mutex mu;
+  static std::optional<std::shared_ptr<agent::McpServers>> started;
+  std::lock_guard lock(mu);
+  if (started) return *started;
+  auto servers = agent::McpServers::start(extra_files, cwd, std::chrono::seconds(10), std::move(withhold), print_warning);
+  if (!servers) return std::unexpected(report(kUsage, servers.error().message));
+  started = *servers;
+  return *servers;
 }
 
 }  // namespace cairn::cli

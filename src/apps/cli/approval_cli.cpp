@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "agent/approval_settings.hpp"
 #include "agent_setup.hpp"
-#include "tui/approval_settings.hpp"
 #include "cli.hpp"
 #include "text.hpp"
 #include "tui/utf8_check.hpp"
@@ -77,7 +77,7 @@ namespace cairn::cli {
 namespace {
 
 struct AnswerOptions {
-  AgentOptions agent;
+  AgentCommandOptions agent;
   std::string session;
   std::string call;  // --call: a tool call id or a request id
   bool always = false;
@@ -141,7 +141,7 @@ int run_answer_verb(const AnswerOptions& options, Verb verb) {
         if (edited.is_discarded() || !edited.is_object()) return report(kUsage, "--args: expected a JSON object");
         response.arguments = std::move(edited);
       }
-      if (options.always) response.remember = always_rule(input->tool_name, input_subject(*input));
+      if (options.always) response.remember = agent::always_rule(input->tool_name, input_subject(*input));
       break;
     case Verb::deny:
       response.decision = InputResponse::Decision::deny;

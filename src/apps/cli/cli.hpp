@@ -35,6 +35,9 @@ int report(int code, std::string_view message);
 // (unknown session, bad argument), failure for the rest.
 int exit_code_for(const Error& error);
 int report(const Error& error);
+// Prints "cairn: warning: <message>" on stderr: the agent library's
+// warnings (agent::AgentOptions::warn), which stop nothing.
+void print_warning(const std::string& message);
 
 // One subcommand and what running it does.
 struct Command {

@@ -105,13 +105,13 @@ class InteractiveApp {
   bool refuse_while_busy(const std::string& what);
   // Rebuilds the setup on the session `options` name; false (and the
   // current session kept) when that fails.
-  bool switch_session(AgentOptions options);
-  AgentOptions options_for_switch() const;
+  bool switch_session(AgentCommandOptions options);
+  AgentCommandOptions options_for_switch() const;
 
   AgentSetup& setup_;
   // The command line's options: every switch starts from them, not from the
   // options of the session switched to last.
-  const AgentOptions launch_options_;
+  const AgentCommandOptions launch_options_;
   std::shared_ptr<UiQueue> queue_;
   Terminal terminal_;
   tui::EventRenderer renderer_;

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "agent/approval_settings.hpp"
 #include "approval_cli.hpp"
-#include "tui/approval_settings.hpp"
 #include "interactive_app.hpp"
 #include "tui/terminal_text.hpp"
 
@@ -145,7 +145,7 @@ void InteractiveApp::ask_input(std::vector<PendingInput> pending) {
       return;
     }
     if (choice == "a" || choice == "always") {
-      const std::string rule = always_rule(input.tool_name, input_subject(input));
+      const std::string rule = agent::always_rule(input.tool_name, input_subject(input));
       ask(fmt::format("always allow {} in this [s]ession or this [p]roject? ", rule),
           [this, rule, answer](const std::string& where) {
             const std::string place = tui::trim(where);

@@ -199,7 +199,7 @@ void InteractiveApp::cmd_fork() {
   const std::string id = forked->session->id();
   for (const auto& line : forked->left_out) say(fmt::format("(left out: {})", line));
   forked->session.reset();  // the switch opens it again, for writing
-  AgentOptions options = options_for_switch();
+  AgentCommandOptions options = options_for_switch();
   options.session = id;
   if (switch_session(std::move(options))) say(fmt::format("(forked: now in session {})", id));
 }
@@ -282,8 +282,8 @@ void InteractiveApp::cmd_sessions() {
   terminal_.print(out);
 }
 
-AgentOptions InteractiveApp::options_for_switch() const {
-  AgentOptions options = launch_options_;
+AgentCommandOptions InteractiveApp::options_for_switch() const {
+  AgentCommandOptions options = launch_options_;
   options.session.clear();
   options.continue_latest = false;
   options.resume.reset();
@@ -313,7 +313,7 @@ void InteractiveApp::cmd_resume(const std::string& args) {
       say("(already in that session)");
       return;
     }
-    AgentOptions options = launch_options_;
+    AgentCommandOptions options = launch_options_;
     options.session = *id;
     options.continue_latest = false;
     options.resume.reset();
@@ -392,7 +392,7 @@ void InteractiveApp::cmd_ref(const std::string& args) {
   offer_resume();
 }
 
-bool InteractiveApp::switch_session(AgentOptions options) {
+bool InteractiveApp::switch_session(AgentCommandOptions options) {
   subscription_.reset();
   SetupMode mode;
   mode.announce_session = false;

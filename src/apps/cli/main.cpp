@@ -103,7 +103,7 @@ int run(int argc, char** argv) {
   app.require_subcommand(0, 1);
   app.fallthrough(false);
 
-  AgentOptions agent;
+  AgentCommandOptions agent;
   add_agent_options(&app, agent);
   std::optional<std::string> print;
   bool json = false;

@@ -3,10 +3,11 @@
 // header or an environment value: those are often credentials.
 #include <fmt/format.h>
 
+#include "agent/environment_policy.hpp"
+#include "agent/mcp_servers.hpp"
 #include "cairn/json.hpp"
-#include "agent_setup.hpp"
+#include "cairn/llm/models_file.hpp"
 #include "cli.hpp"
-#include "mcp_servers.hpp"
 
 namespace cairn::cli {
 
@@ -56,9 +57,11 @@ int run_mcp_list(const McpListOptions& options) {
   // The servers get what the agent's would (the default --tool-env filter).
   auto registry = ModelRegistry::load(std::nullopt, process_environment());
   if (!registry) return report(kUsage, registry.error().message);
-  auto started = McpServers::start(options.mcp_configs, cwd, wait,
-                                   mcp_withheld_variables(AgentOptions{}, *registry, std::nullopt), /*quiet=*/true);
-  if (!started) return started.error();
+  // No warnings: a server that is not up shows as such in the listing.
+  auto started = agent::McpServers::start(options.mcp_configs, cwd, wait,
+                                          agent::mcp_withheld_variables(agent::AgentOptions{}, *registry, std::nullopt),
+                                          /*warn=*/{});
+  if (!started) return report(kUsage, started.error().message);
   const auto& servers = *started;
   if (!servers) {
     if (!options.json) {

@@ -15,6 +15,8 @@ int report(int code, std::string_view message) {
   return code;
 }
 
+void print_warning(const std::string& message) { fmt::print(stderr, "cairn: warning: {}\n", message); }
+
 int exit_code_for(const Error& error) {
   if (error.code == "not_found" || error.code == "ambiguous_id" || error.code == "invalid_argument" ||
       error.code == "unknown_ref" || error.code == "unknown_model" || error.code == "ambiguous_model") {

@@ -33,7 +33,7 @@ bool blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") =
 
 }  // namespace
 
-int run_print_mode(const AgentOptions& options, std::optional<std::string> prompt, bool json) {
+int run_print_mode(const AgentCommandOptions& options, std::optional<std::string> prompt, bool json) {
   if (!prompt) {
     auto read = prompt_from_stdin();
     if (!read) return read.error();

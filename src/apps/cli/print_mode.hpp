@@ -12,6 +12,6 @@ namespace cairn::cli {
 // ref the options choose. Exit status: 0 the run completed; 1 it failed or
 // was aborted (SIGINT / SIGTERM abort it durably); 2 usage, including a
 // suspended operation on the ref that must be resumed or aborted first.
-int run_print_mode(const AgentOptions& options, std::optional<std::string> prompt, bool json);
+int run_print_mode(const AgentCommandOptions& options, std::optional<std::string> prompt, bool json);
 
 }  // namespace cairn::cli

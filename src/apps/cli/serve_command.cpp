@@ -13,18 +13,23 @@
 
 #include <fmt/format.h>
 
+#include "agent/chosen_tools.hpp"
+#include "agent/environment_policy.hpp"
+#include "agent/named_model.hpp"
 #include "agent_run.hpp"
 #include "agent_setup.hpp"
+#include "cairn/agent/coding_agent.hpp"
 #include "cairn/llm/model_registry.hpp"
+#include "cairn/llm/models_file.hpp"
+#include "cairn/serve/server.hpp"
 #include "cli.hpp"
 #include "tracing.hpp"
-#include "cairn/serve/server.hpp"
 
 namespace cairn::cli {
 namespace {
 
 struct ServeOptions {
-  AgentOptions agent;
+  AgentCommandOptions agent;
   std::string listen = "127.0.0.1:8420";
   std::string token_file;
   bool no_resume = false;
@@ -40,51 +45,25 @@ struct ServeOptions {
   std::size_t max_descriptors = 0;
 };
 
-// Every session's harness: the coding agent, as the CLI's options make it.
+// Every session's harness: the coding agent (the agent library's) as the
+// server's factory. The agent knows nothing of the server, which is a
+// higher layer: this is where the two meet.
 class CodingAgentFactory : public serve::HarnessFactory {
  public:
-  CodingAgentFactory(AgentOptions options, ModelRegistry registry, std::optional<ConfiguredModel> default_model,
-                     std::vector<std::string> tool_names, std::filesystem::path cwd, std::shared_ptr<McpServers> mcp)
-      : options_(std::move(options)),
-        registry_(std::move(registry)),
-        default_model_(std::move(default_model)),
-        tool_names_(std::move(tool_names)),
-        cwd_(std::move(cwd)),
-        mcp_(std::move(mcp)) {}
+  explicit CodingAgentFactory(agent::CodingAgent coding_agent) : agent_(std::move(coding_agent)) {}
 
   Result<Made> make(const std::shared_ptr<Session>& session, const std::shared_ptr<Store>& store) override {
-    // The model: the one the main branch last used when it is here, else the server's.
-    std::optional<ConfiguredModel> model = default_model_;
-    if (auto settings = session->branch_settings("main"); settings && settings->model) {
-      auto found = registry_.find(fmt::format("{}/{}", settings->model->provider, settings->model->model_id));
-      if (found && (*found)->available()) model = **found;
-    }
-    // The tools work in the session's directory when it exists, else in the server's.
-    std::filesystem::path cwd = cwd_;
-    std::error_code ec;
-    if (!session->header().cwd.empty() && std::filesystem::is_directory(session->header().cwd, ec)) {
-      cwd = session->header().cwd;
-    }
-    auto options = coding_harness_options(options_, registry_, model, tool_names_, session, cwd, mcp_, store);
-    if (!options) return std::unexpected(options.error());
-    Made made{.options = std::move(options->harness)};
-    made.attach = [mcp = mcp_, own_tools = std::move(options->own_tools)](AgentHarness& harness) mutable {
-      return std::static_pointer_cast<void>(std::make_shared<McpToolsBinding>(mcp, harness, std::move(own_tools)));
-    };
-    return made;
+    auto made = agent_.harness_options(session, store);
+    if (!made) return std::unexpected(made.error());
+    return Made{.options = std::move(made->options), .attach = std::move(made->attach)};
   }
 
-  std::vector<ConfiguredModel> models() const override { return registry_.models(); }
-  std::optional<ConfiguredModel> default_model() const override { return default_model_; }
-  std::filesystem::path default_cwd() const override { return cwd_; }
+  std::vector<ConfiguredModel> models() const override { return agent_.registry().models(); }
+  std::optional<ConfiguredModel> default_model() const override { return agent_.default_model(); }
+  std::filesystem::path default_cwd() const override { return agent_.cwd(); }
 
  private:
-  AgentOptions options_;
-  ModelRegistry registry_;
-  std::optional<ConfiguredModel> default_model_;  // --model, else the first available
-  std::vector<std::string> tool_names_;
-  std::filesystem::path cwd_;  // for sessions whose header names no directory that exists
-  std::shared_ptr<McpServers> mcp_;  // this directory's MCP servers; may be null
+  const agent::CodingAgent agent_;
 };
 
 std::filesystem::path default_token_file() {
@@ -138,14 +117,14 @@ int run_serve(const ServeOptions& options) {
   server.tokens = *tokens;
 
   // The agent: as the CLI would set it up, once for every session.
-  auto tool_names = chosen_tools(options.agent);
-  if (!tool_names) return tool_names.error();
+  auto tool_names = agent::chosen_tools(options.agent);
+  if (!tool_names) return report(kUsage, tool_names.error().message);
   std::optional<std::filesystem::path> models_file;
   if (!options.agent.models_file.empty()) models_file = options.agent.models_file;
   auto registry = ModelRegistry::load(models_file, process_environment());
   if (!registry) return report(kUsage, registry.error().message);
-  auto named = named_model(*registry, options.agent);
-  if (!named) return named.error();
+  auto named = agent::named_model(*registry, options.agent);
+  if (!named) return report(kUsage, named.error().message);
   std::optional<ConfiguredModel> model = std::move(*named);
   if (!model && !registry->available().empty()) model = *registry->available().front();
   if (!model) fmt::print(stderr, "cairn serve: warning: no model is configured; runs will be refused (see cairn models)\n");
@@ -154,17 +133,22 @@ int run_serve(const ServeOptions& options) {
   if (!store) return store.error();
   std::error_code ec;
   const std::filesystem::path cwd = std::filesystem::current_path(ec);
-  std::shared_ptr<McpServers> mcp;
+  std::shared_ptr<agent::McpServers> mcp;
   if (!options.agent.no_tools) {
     auto started = process_mcp_servers(options.agent.mcp_configs, cwd,
-                                       mcp_withheld_variables(options.agent, *registry, model));
+                                       agent::mcp_withheld_variables(options.agent, *registry, model));
     if (!started) return started.error();
     mcp = std::move(*started);
   }
-  AgentOptions agent = options.agent;
-  agent.secrets = *tokens;  // a tool that reads the token file shows "[redacted]"
-  auto factory = std::make_shared<CodingAgentFactory>(std::move(agent), std::move(*registry), std::move(model),
-                                                      std::move(*tool_names), cwd, std::move(mcp));
+  agent::AgentOptions shape = options.agent;
+  shape.secrets = *tokens;  // a tool that reads the token file shows "[redacted]"
+  shape.warn = print_warning;
+  auto factory = std::make_shared<CodingAgentFactory>(agent::CodingAgent({.options = std::move(shape),
+                                                                          .registry = std::move(*registry),
+                                                                          .default_model = std::move(model),
+                                                                          .tool_names = std::move(*tool_names),
+                                                                          .cwd = cwd,
+                                                                          .mcp = std::move(mcp)}));
 
   // SIGTERM or SIGINT: stop accepting, end the streams, return from wait().
   // Installed before the server says it listens, so that a signal sent as

@@ -22,7 +22,7 @@ namespace cairn::cli {
 namespace {
 
 struct WorkerOptions {
-  AgentOptions agent;
+  AgentCommandOptions agent;
   double poll = 1.0;
   int max_claims = 3;
   bool once = false;

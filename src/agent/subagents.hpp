@@ -23,7 +23,7 @@
 
 #include "cairn/error.hpp"
 
-namespace cairn::cli {
+namespace cairn::agent {
 
 struct AgentDefinition {
   std::string name;
@@ -49,4 +49,4 @@ struct AgentDefinitions {
 AgentDefinitions load_agent_definitions(const std::filesystem::path& cwd,
                                         const std::optional<std::filesystem::path>& global_dir);
 
-}  // namespace cairn::cli
+}  // namespace cairn::agent

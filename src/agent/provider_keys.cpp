@@ -5,7 +5,7 @@
 
 #include "cairn/llm/model_catalog.hpp"
 
-namespace cairn::cli {
+namespace cairn::agent {
 
 namespace {
 
@@ -51,4 +51,4 @@ ProviderKeys provider_keys(const ModelRegistry& registry, const std::optional<Co
   return keys;
 }
 
-}  // namespace cairn::cli
+}  // namespace cairn::agent

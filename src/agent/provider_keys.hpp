@@ -10,7 +10,7 @@
 #include "cairn/llm/model_registry.hpp"
 #include "cairn/secrets.hpp"
 
-namespace cairn::cli {
+namespace cairn::agent {
 
 struct ProviderKeys {
   // Every key value: the model table's variables and models.json's apiKeyEnv
@@ -26,4 +26,4 @@ struct ProviderKeys {
 ProviderKeys provider_keys(const ModelRegistry& registry, const std::optional<ConfiguredModel>& model,
                            const EnvLookup& env);
 
-}  // namespace cairn::cli
+}  // namespace cairn::agent

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-namespace cairn::cli {
+namespace cairn::agent {
 namespace {
 
 // One line per built-in tool; a tool not listed here is described by the
@@ -182,4 +182,4 @@ std::string prompt_text_or_file(const std::string& value) {
   return value;
 }
 
-}  // namespace cairn::cli
+}  // namespace cairn::agent

@@ -1,30 +1,20 @@
 // The coding agent's `task` tool: a subagent per call, in a child session
 // (make_child_session_tool), shaped by an agent definition (subagents.hpp).
+#include "task_tool.hpp"
+
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "agent_setup.hpp"
 #include "cairn/tools/child_session.hpp"
-#include "cairn/tools/coding_tools.hpp"
+#include "chosen_tools.hpp"
+#include "directories.hpp"
+#include "harness_options.hpp"
 #include "subagents.hpp"
 #include "system_prompt.hpp"
 
-namespace cairn::cli {
-
-std::vector<std::string> agent_tool_names() {
-  auto names = coding_tool_names();
-  names.push_back("task");
-  return names;
-}
-
+namespace cairn::agent {
 namespace {
-
-std::string list_of(const std::vector<std::string>& words) {
-  std::string text;
-  for (const auto& word : words) text += (text.empty() ? "" : ", ") + word;
-  return text;
-}
 
 Json task_parameters(const AgentDefinitions& definitions) {
   Json properties = {
@@ -59,7 +49,9 @@ Tool make_task_tool(const AgentOptions& options, const ModelRegistry& registry,
                     const std::filesystem::path& cwd, const std::shared_ptr<McpServers>& mcp,
                     const std::shared_ptr<Store>& store) {
   auto definitions = std::make_shared<const AgentDefinitions>(load_agent_definitions(cwd, global_config_dir()));
-  for (const auto& warning : definitions->warnings) fmt::print(stderr, "cairn: warning: agent definition skipped: {}\n", warning);
+  if (options.warn) {
+    for (const auto& warning : definitions->warnings) options.warn(fmt::format("agent definition skipped: {}", warning));
+  }
 
   ChildSessionToolOptions tool;
   tool.name = "task";
@@ -77,7 +69,7 @@ Tool make_task_tool(const AgentOptions& options, const ModelRegistry& registry,
         std::vector<std::string> names;
         for (const auto& a : definitions->agents) names.push_back(a.name);
         return fail(Errc::invalid_argument, fmt::format("there is no agent named '{}' (defined: {})", agent->get<std::string>(),
-                                                        names.empty() ? std::string("none") : list_of(names)));
+                                                        names.empty() ? std::string("none") : joined(names, ", ")));
       }
     }
     std::vector<std::string> child_tools;
@@ -86,7 +78,7 @@ Tool make_task_tool(const AgentOptions& options, const ModelRegistry& registry,
       for (const auto& name : *definition->tools) {
         if (std::find(known.begin(), known.end(), name) == known.end()) {
           return fail(Errc::invalid_config, fmt::format("agent '{}' ({}) names tool '{}', which is not one of: {}",
-                                                        definition->name, definition->file.string(), name, list_of(known)));
+                                                        definition->name, definition->file.string(), name, joined(known, ", ")));
         }
         child_tools.push_back(name);
       }
@@ -117,4 +109,4 @@ Tool make_task_tool(const AgentOptions& options, const ModelRegistry& registry,
   return make_child_session_tool(std::move(tool));
 }
 
-}  // namespace cairn::cli
+}  // namespace cairn::agent

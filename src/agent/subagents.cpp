@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-namespace cairn::cli {
+namespace cairn::agent {
 namespace {
 
 std::string trimmed(std::string_view text) {
@@ -143,4 +143,4 @@ AgentDefinitions load_agent_definitions(const std::filesystem::path& cwd,
   return out;
 }
 
-}  // namespace cairn::cli
+}  // namespace cairn::agent

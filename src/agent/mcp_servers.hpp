@@ -1,8 +1,8 @@
 // The MCP servers of the coding agent: configured from the user's
 // $XDG_CONFIG_HOME/cairn/mcp.json, the project's .mcp.json and --mcp-config
-// files, started once per process, their tools offered to every harness the
-// process makes. The harness knows nothing of MCP: it gets ordinary tools,
-// an approval callback and a describe_missing_tool callback from here.
+// files, started once, their tools offered to every harness made with
+// them. The harness knows nothing of MCP: it gets ordinary tools, an
+// approval callback and a describe_missing_tool callback from here.
 #pragma once
 
 #include <chrono>
@@ -12,30 +12,35 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "cairn/agent/options.hpp"
+#include "cairn/error.hpp"
 #include "cairn/harness/approval.hpp"
 #include "cairn/harness/harness.hpp"
 #include "cairn/tools/mcp.hpp"
-#include "cli.hpp"
 
-namespace cairn::cli {
+namespace cairn::agent {
 
 class McpServers {
  public:
   // Loads the configuration files in order (the user's, the project's, then
   // `extra_files`, which must exist), starts every server and waits up to
-  // `wait` for them to start. A server that fails to start is reported on
-  // stderr and left restarting in the background; a bad configuration file
-  // is a usage error (reported). Null when no server is configured.
+  // `wait` for them to start. A server that fails to start is told to
+  // `warn` and left restarting in the background. Errors: a configuration
+  // file that is bad, or, of `extra_files`, missing (invalid_config). Null
+  // when no server is configured.
   // A stdio server inherits cairn's environment but what `withhold` names
   // (the tools' filter: provider keys, names with KEY, SECRET or TOKEN).
-  static Outcome<std::shared_ptr<McpServers>> start(const std::vector<std::string>& extra_files,
-                                                    const std::filesystem::path& cwd, std::chrono::milliseconds wait,
-                                                    std::function<bool(std::string_view)> withhold, bool quiet = false);
+  // `warn` is also told of a tool left out (usable_tools) and of a harness
+  // whose tools could not follow a change (McpToolsBinding).
+  static Result<std::shared_ptr<McpServers>> start(const std::vector<std::string>& extra_files,
+                                                   const std::filesystem::path& cwd, std::chrono::milliseconds wait,
+                                                   std::function<bool(std::string_view)> withhold, Warn warn);
   // Made by start(); public for make_shared only (the key is private).
   struct Key {
    private:
@@ -46,10 +51,14 @@ class McpServers {
   ~McpServers();
 
   const mcp::Config& config() const { return config_; }
+  const Warn& warn() const { return warn_; }
   const std::vector<std::shared_ptr<mcp::Client>>& clients() const { return clients_; }
 
   // The ready servers' tools, as of now.
   std::vector<mcp::McpTool> tools() const;
+  // Those of `tools` usable as harness tools: one whose input schema cannot
+  // be compiled is left out (told to `warn` once per name).
+  std::vector<Tool> usable_tools(const std::vector<mcp::McpTool>& tools) const;
   // The approval an MCP tool has (its annotations' default or the user's
   // override), with what decided it; nullopt: not an MCP tool of these servers.
   std::optional<ApprovalVerdict> approval(std::string_view tool_name) const;
@@ -74,20 +83,10 @@ class McpServers {
   mcp::Config config_;
   std::vector<std::shared_ptr<mcp::Client>> clients_;
   std::shared_ptr<Hub> hub_;
+  Warn warn_;
+  mutable std::mutex reported_mu_;
+  mutable std::set<std::string> reported_;  // the tools usable_tools told `warn` of
 };
-
-// The process's MCP servers, started on the first call (later calls get the
-// same ones, whatever they pass). Null when none is configured.
-Outcome<std::shared_ptr<McpServers>> process_mcp_servers(const std::vector<std::string>& extra_files,
-                                                         const std::filesystem::path& cwd,
-                                                         std::function<bool(std::string_view)> withhold);
-
-// $XDG_CACHE_HOME/cairn (default ~/.cache/cairn; else under the temp dir).
-std::filesystem::path cache_dir();
-
-// The MCP tools usable as harness tools: one whose input schema cannot be
-// compiled is left out (reported on stderr once per name).
-std::vector<Tool> usable_tools(const std::vector<mcp::McpTool>& tools);
 
 // Keeps `harness`'s tools `own` + the servers' tools as the servers' lists
 // change, until it goes: a member of whatever owns the harness, declared
@@ -112,4 +111,4 @@ class McpToolsBinding {
   std::uint64_t id_ = 0;
 };
 
-}  // namespace cairn::cli
+}  // namespace cairn::agent

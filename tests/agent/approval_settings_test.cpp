@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/cli/tui/approval_settings.hpp"
+#include "agent/approval_settings.hpp"
 #include "support/test_support.hpp"
 
-namespace cairn::cli {
+namespace cairn::agent {
 namespace {
 
 ApprovalDecision decide(const ApprovalPolicy& policy, const std::string& tool, std::optional<std::string> subject) {
@@ -103,4 +103,4 @@ TEST(ApprovalAlwaysRule, NamesTheExactSubjectWithStarsEscaped) {
 }
 
 }  // namespace
-}  // namespace cairn::cli
+}  // namespace cairn::agent

@@ -12,7 +12,7 @@
 #include "cairn/harness/harness.hpp"
 #include "cairn/harness/tool.hpp"
 
-namespace cairn::cli {
+namespace cairn::agent {
 
 // A file whose text the model reads as project instructions.
 struct ContextFile {
@@ -52,4 +52,4 @@ SystemPrompt make_system_prompt(SystemPromptOptions options, const std::vector<T
 // readable file, else `value` itself.
 std::string prompt_text_or_file(const std::string& value);
 
-}  // namespace cairn::cli
+}  // namespace cairn::agent

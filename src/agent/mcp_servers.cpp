@@ -8,12 +8,11 @@
 #include <fmt/format.h>
 
 #include "cairn/harness/tool.hpp"
-
-#include "agent_setup.hpp"
+#include "directories.hpp"
 
 extern char** environ;
 
-namespace cairn::cli {
+namespace cairn::agent {
 
 // Two locks: the listener runs (and may take the harness's lock) holding
 // only listener_mu, so a run asking approval() under the harness's lock
@@ -48,30 +47,25 @@ std::string approval_reason(const mcp::ServerConfig& server, const mcp::McpTool&
 
 }  // namespace
 
-std::filesystem::path cache_dir() {
-  if (auto xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "cairn";
-  if (auto home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "cairn";
-  return std::filesystem::temp_directory_path() / "cairn";
-}
-
-Outcome<std::shared_ptr<McpServers>> McpServers::start(const std::vector<std::string>& extra_files,
-                                                       const std::filesystem::path& cwd, std::chrono::milliseconds wait,
-                                                       std::function<bool(std::string_view)> withhold, bool quiet) {
+Result<std::shared_ptr<McpServers>> McpServers::start(const std::vector<std::string>& extra_files,
+                                                      const std::filesystem::path& cwd, std::chrono::milliseconds wait,
+                                                      std::function<bool(std::string_view)> withhold, Warn warn) {
   std::vector<std::filesystem::path> files;
   if (auto dir = global_config_dir()) files.push_back(*dir / "mcp.json");
   files.push_back(cwd / ".mcp.json");
   for (const auto& file : extra_files) {
     std::error_code ec;
-    if (!std::filesystem::exists(file, ec)) return std::unexpected(report(kUsage, fmt::format("--mcp-config {}: no such file", file)));
+    if (!std::filesystem::exists(file, ec)) return fail(Errc::invalid_config, fmt::format("--mcp-config {}: no such file", file));
     files.emplace_back(file);
   }
   auto config = mcp::load_config(files, environment_entries());
-  if (!config) return std::unexpected(report(kUsage, config.error().message));
+  if (!config) return std::unexpected(config.error());
   if (config->servers.empty()) return std::shared_ptr<McpServers>();
 
   auto servers = std::make_shared<McpServers>(Key{});
   servers->config_ = std::move(*config);
   servers->hub_ = std::make_shared<Hub>();
+  servers->warn_ = std::move(warn);
   const std::filesystem::path logs = cache_dir() / "mcp";
   std::error_code ec;
   std::filesystem::create_directories(logs, ec);
@@ -88,11 +82,11 @@ Outcome<std::shared_ptr<McpServers>> McpServers::start(const std::vector<std::st
   for (const auto& client : servers->clients_) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const mcp::ServerState state = client->wait_started(std::max(left, std::chrono::milliseconds(0)));
-    if (quiet || state == mcp::ServerState::ready) continue;
+    if (!servers->warn_ || state == mcp::ServerState::ready) continue;
     const std::string why = state == mcp::ServerState::failed ? client->state_message()
                                                                : fmt::format("not started after {} s", wait.count() / 1000);
-    fmt::print(stderr, "cairn: warning: MCP server {} is not available ({}); its tools join when it starts\n",
-               client->config().name, servers->config_.secrets.redact(why));
+    servers->warn_(fmt::format("MCP server {} is not available ({}); its tools join when it starts",
+                               client->config().name, servers->config_.secrets.redact(why)));
   }
   {
     std::lock_guard lock(servers->hub_->mu);
@@ -166,16 +160,14 @@ void McpServers::remove_listener(std::uint64_t id) {
   hub_->listeners.erase(id);
 }
 
-std::vector<Tool> usable_tools(const std::vector<mcp::McpTool>& tools) {
-  static std::mutex mu;
-  static std::set<std::string> reported;
+std::vector<Tool> McpServers::usable_tools(const std::vector<mcp::McpTool>& tools) const {
   std::vector<Tool> usable;
   for (const auto& tool : tools) {
     if (auto compiled = ArgumentValidator::compile(tool.tool.parameters); !compiled) {
-      std::lock_guard lock(mu);
-      if (reported.insert(tool.tool.name).second) {
-        fmt::print(stderr, "cairn: warning: MCP tool {} of server {} is left out: its input schema: {}\n",
-                   tool.server_tool, tool.server, compiled.error().message);
+      std::lock_guard lock(reported_mu_);
+      if (reported_.insert(tool.tool.name).second && warn_) {
+        warn_(fmt::format("MCP tool {} of server {} is left out: its input schema: {}", tool.server_tool, tool.server,
+                          compiled.error().message));
       }
       continue;
     }
@@ -187,11 +179,13 @@ std::vector<Tool> usable_tools(const std::vector<mcp::McpTool>& tools) {
 McpToolsBinding::McpToolsBinding(std::shared_ptr<McpServers> servers, AgentHarness& harness, std::vector<Tool> own)
     : servers_(std::move(servers)) {
   if (!servers_) return;
-  auto keep = [&harness, own = std::move(own)](const std::vector<mcp::McpTool>& tools) {
+  // The binding holds the servers, and removes this listener before it lets
+  // go of them: the listener may use them by plain pointer.
+  auto keep = [&harness, servers = servers_.get(), own = std::move(own)](const std::vector<mcp::McpTool>& tools) {
     std::vector<Tool> all = own;
-    for (auto& tool : usable_tools(tools)) all.push_back(std::move(tool));
-    if (auto set = harness.set_tools(std::move(all)); !set) {
-      fmt::print(stderr, "cairn: warning: the MCP servers' new tools are not used: {}\n", set.error().message);
+    for (auto& tool : servers->usable_tools(tools)) all.push_back(std::move(tool));
+    if (auto set = harness.set_tools(std::move(all)); !set && servers->warn()) {
+      servers->warn()(fmt::format("the MCP servers' new tools are not used: {}", set.error().message));
     }
   };
   id_ = servers_->add_listener(keep);
@@ -205,17 +199,4 @@ void McpToolsBinding::reset() {
   id_ = 0;
 }
 
-Outcome<std::shared_ptr<McpServers>> process_mcp_servers(const std::vector<std::string>& extra_files,
-                                                         const std::filesystem::path& cwd,
-                                                         std::function<bool(std::string_view)> withhold) {
-  static std::mutex mu;
-  static std::optional<std::shared_ptr<McpServers>> started;
-  std::lock_guard lock(mu);
-  if (started) return *started;
-  auto servers = McpServers::start(extra_files, cwd, std::chrono::seconds(10), std::move(withhold));
-  if (!servers) return servers;
-  started = *servers;
-  return *servers;
-}
-
-}  // namespace cairn::cli
+}  // namespace cairn::agent

@@ -9,7 +9,7 @@
 
 #include "cairn/json.hpp"
 
-namespace cairn::cli {
+namespace cairn::agent {
 namespace {
 
 // The rules of one settings file, deny first: a file that both allows and
@@ -126,4 +126,4 @@ Result<ApprovalPolicy> make_approval_policy(std::string_view mode, const std::fi
   return policy;
 }
 
-}  // namespace cairn::cli
+}  // namespace cairn::agent

@@ -22,7 +22,7 @@
 #include "cairn/error.hpp"
 #include "cairn/harness/approval.hpp"
 
-namespace cairn::cli {
+namespace cairn::agent {
 
 inline constexpr std::string_view kApprovalModes[] = {"ask", "auto-edit", "never-ask"};
 
@@ -39,4 +39,4 @@ std::string always_rule(std::string_view tool_name, const std::optional<std::str
 // `cwd`, symlinks resolved as far as they exist.
 bool inside_directory(const std::filesystem::path& cwd, std::string_view path);
 
-}  // namespace cairn::cli
+}  // namespace cairn::agent

@@ -1,0 +1,42 @@
+// The coding agent's options: what shapes its harness (the model, the tools
+// and their environment, the approval policy, the system prompt, the MCP
+// servers). Plain values: the `cairn` command fills them from its flags
+// (named beside each field), a program that embeds the agent sets them.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cairn::agent {
+
+// Told of what goes wrong without stopping anything: an agent definition
+// skipped, an MCP server not started yet, an MCP tool left out, a tool's
+// processes that outlived it.
+using Warn = std::function<void(const std::string& message)>;
+
+// Empty strings and nullopt mean "not given".
+struct AgentOptions {
+  std::string model;                  // --model PROVIDER/ID (an ID alone when unambiguous; with --api: the endpoint's ID)
+  std::string thinking;               // --thinking off|minimal|low|medium|high|xhigh
+  std::string api;                    // --api KIND (an ad-hoc endpoint, with --base-url and --model)
+  std::string base_url;               // --base-url URL
+  std::optional<std::string> api_key; // --api-key KEY
+  std::string models_file;            // --models-file FILE
+  std::optional<std::string> system_prompt;         // --system-prompt TEXT|FILE
+  std::optional<std::string> append_system_prompt;  // --append-system-prompt TEXT|FILE
+  std::optional<std::string> tools;   // --tools LIST: comma-separated coding tool names
+  bool no_tools = false;              // --no-tools
+  std::string tool_env = "filtered";  // --tool-env filtered|inherit
+  std::vector<std::string> tool_env_allow;  // --tool-env-allow NAME,...: let through the filter
+  std::string approval = "ask";       // --approval ask|auto-edit|never-ask
+  std::vector<std::string> mcp_configs;     // --mcp-config FILE, repeatable, after the user's and the project's
+  // Values no record, event or tool output may hold, beside the provider
+  // keys (cairn serve's bearer tokens): redacted as the keys are.
+  std::vector<std::string> secrets;
+  // Empty: nobody is told (the cairn command prints "cairn: warning: ...").
+  Warn warn;
+};
+
+}  // namespace cairn::agent
