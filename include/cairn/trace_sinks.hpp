@@ -68,8 +68,14 @@ struct OtlpOptions {
   std::chrono::milliseconds schedule_delay{1000};    // a partial batch waits at most this long
   std::chrono::milliseconds export_timeout{10000};   // one request, connect to last byte
   std::chrono::milliseconds flush_timeout{5000};     // what the destructor waits, at most
+  // What it waits when the collector is down (its last request reached no
+  // collector: refused, unreachable, unanswered), at most.
+  std::chrono::milliseconds down_flush_timeout{500};
   std::chrono::milliseconds metrics_interval{10000}; // between metric exports
-  int max_attempts = 5;  // per batch, on 429, 502, 503, 504 or no answer
+  // Per batch, on 429, 502, 503, 504 or no answer. A refused connection
+  // is not tried again for that batch: nothing listens there, and waiting
+  // would only hold up the process (the next batch tries again).
+  int max_attempts = 5;
   // The wait before the first retry, doubling for each further one (with
   // jitter, at most 30 s); a Retry-After of the collector's wins.
   std::chrono::milliseconds retry_backoff{1000};
@@ -90,7 +96,8 @@ struct OtlpOptions {
 class OtlpExporter {
  public:
   explicit OtlpExporter(OtlpOptions options);
-  // Sends what is queued, waiting at most flush_timeout, then stops.
+  // Sends what is queued, waiting at most flush_timeout (down_flush_timeout
+  // when the collector is down), then stops.
   ~OtlpExporter();
   OtlpExporter(const OtlpExporter&) = delete;
   OtlpExporter& operator=(const OtlpExporter&) = delete;

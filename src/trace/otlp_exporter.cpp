@@ -2,9 +2,12 @@
 // harness's threads must never wait on a collector. Everything else —
 // pairing starts with ends, batching, HTTP with retries, the metrics —
 // happens on the exporter's own thread. The destructor gives that thread
-// flush_timeout to send what is left, then stops it, cutting any request
-// under way: a collector that hangs never holds up the process's exit.
+// flush_timeout to send what is left (down_flush_timeout when the last
+// request reached no collector), then stops it, cutting any request under
+// way: a collector that hangs, or is not there, never holds up the
+// process's exit for long.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <condition_variable>
 #include <cstdint>
@@ -166,6 +169,10 @@ struct OtlpExporter::Impl {
   const HttpHeaders traces_headers, metrics_headers;
   const std::string traces_shown, metrics_shown;
   HttpClient http;
+
+  // Whether the last request reached no collector (refused, unreachable,
+  // no answer): then the destructor waits down_flush_timeout at most.
+  std::atomic<bool> collector_down{false};
 
   // The worker's alone.
   OtlpSpanAssembler assembler;
@@ -365,6 +372,7 @@ OtlpSendOutcome OtlpExporter::Impl::send(const std::string& url, const HttpHeade
         },
         cut.get_token());
     if (stop.stop_requested()) return {.accepted = false, .cancelled = true, .failure = "stopped"};
+    collector_down.store(result.status == 0);
     if (result.status >= 200 && result.status < 300) return {.accepted = true, .answer = std::move(answer)};
 
     {
@@ -379,7 +387,10 @@ OtlpSendOutcome OtlpExporter::Impl::send(const std::string& url, const HttpHeade
     } else {
       failure = fmt::format("{} ({})", to_string(result.failure), result.message);
     }
-    const bool retryable = result.status == 0 || otlp_retryable_status(result.status);
+    // A refused connection is not retried: nothing listens there (the
+    // common case of a variable set in a shell with no collector running).
+    const bool refused = result.status == 0 && result.failure == HttpFailure::connect_failed;
+    const bool retryable = !refused && (result.status == 0 || otlp_retryable_status(result.status));
     if (!retryable || attempt >= options.max_attempts) {
       return {.accepted = false, .cancelled = false, .failure = std::move(failure)};
     }
@@ -414,7 +425,9 @@ OtlpExporter::~OtlpExporter() {
   Impl& impl = *impl_;
   // No event arrives after this; a listener call under way has returned.
   impl.subscription.reset();
-  (void)impl.flush_until(OtlpClock::now() + impl.options.flush_timeout);  // what was not sent is counted as dropped
+  const auto budget = impl.collector_down.load() ? std::min(impl.options.flush_timeout, impl.options.down_flush_timeout)
+                                                 : impl.options.flush_timeout;
+  (void)impl.flush_until(OtlpClock::now() + budget);  // what was not sent is counted as dropped
   impl.worker.request_stop();
   impl.worker.join();
   const Stats totals = stats();

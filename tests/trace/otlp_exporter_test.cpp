@@ -443,6 +443,37 @@ TEST(OtlpExporter, AFailingCollectorNeverBlocksTheEmitterOrTheDestructor) {
   otlp_expect_never_blocks(server.url("/v1/traces"));
 }
 
+// Nothing listening where the collector should be (a shell's variable, no
+// collector running): each batch is tried once, not retried, and the exit
+// does not wait for it. Before, a refused batch was retried for the whole
+// flush timeout.
+TEST(OtlpExporter, ARefusedConnectionIsNotRetriedAndHoldsUpNoExit) {
+  OtlpReports reports;
+  OtlpOptions options;
+  options.traces_url = fmt::format("http://127.0.0.1:{}/v1/traces", HttpTestServer::closed_port());
+  options.schedule_delay = 5ms;
+  options.retry_backoff = 1s;   // a retry would show in the flush's time
+  options.flush_timeout = 10s;  // and in the destructor's
+  options.report = reports.sink();
+  auto exporter = std::make_unique<OtlpExporter>(options);
+  otlp_emit_tool("bash", false);
+  const auto flush_start = OtlpTestClock::now();
+  EXPECT_FALSE(exporter->flush(5s));
+  const auto flushed = OtlpTestClock::now() - flush_start;
+  EXPECT_LT(flushed, 900ms) << "the flush took " << flushed / 1ms << " ms: the refused batch was retried";
+  otlp_expect_stats(*exporter, 0u, 1u, 1u);  // one request, its span dropped
+
+  otlp_emit_tool("read", false);
+  const auto destroy_start = OtlpTestClock::now();
+  exporter.reset();
+  const auto destroyed = OtlpTestClock::now() - destroy_start;
+  EXPECT_LT(destroyed, options.down_flush_timeout + 400ms) << "the destructor took " << destroyed / 1ms << " ms";
+  EXPECT_EQ(otlp_dropped_in_all(reports.all()).value_or(-1), 2);
+  const std::vector<std::string> messages = reports.all();
+  ASSERT_EQ(messages.size(), 2u);  // the first trouble, and the destructor's total
+  EXPECT_NE(messages[0].find("connect_failed"), std::string::npos) << messages[0];
+}
+
 TEST(OtlpExporter, PastTheQueueBoundEventsAreDroppedCountedAndReportedOnce) {
   ScriptedResponse silent = otlp_answer(200);
   silent.stall_before_response = true;
