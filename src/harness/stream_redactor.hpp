@@ -1,12 +1,13 @@
 // Secrets kept out of a streamed response's deltas. A secret may arrive
 // split over several deltas, and a reader that joins them (a terminal, a
-// --json consumer) would put it back together: so the end of a delta that
-// could be the start of a secret is held back until the next delta shows
-// whether it is one, or the block ends.
+// --json consumer) would put it back together: so each content block's
+// deltas go through a SecretStream (log/secret_stream.hpp), which holds
+// back the end of a delta that could be the start of a secret until the
+// next delta shows whether it is one, or the block ends.
 //
 // Scanning the whole partial message at every chunk would make a long
-// stream quadratic; only the held bytes and the new delta are scanned, and
-// the partial message is redacted whole only once a secret has shown up.
+// stream quadratic; the partial message is redacted whole only once a
+// secret has shown up.
 #pragma once
 
 #include <map>
@@ -14,6 +15,7 @@
 #include <string_view>
 
 #include "cairn/secrets.hpp"
+#include "log/secret_stream.hpp"
 
 namespace cairn {
 
@@ -37,7 +39,7 @@ class StreamRedactor {
 
  private:
   const Secrets& secrets_;
-  std::map<int, std::string> held_;  // per content block
+  std::map<int, SecretStream> blocks_;  // per content block
   bool revealed_ = false;
 };
 

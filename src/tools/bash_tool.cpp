@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "process.hpp"
-#include "stream_redactor.hpp"
+#include "log/secret_stream.hpp"
 #include "tool_call_processes.hpp"
 #include "tool_environment.hpp"
 #include "tool_support.hpp"
@@ -199,7 +199,7 @@ Tool make_bash_tool(const CodingToolsOptions& options) {
       context.update(partial);
     };
 
-    StreamRedactor redactor(secrets);
+    SecretStream redactor(secrets);
     ProcessSpec spec;
     spec.argv = {"bash", "-c", *command};
     spec.cwd = cwd;

@@ -5,46 +5,46 @@
 
 #include <random>
 
-#include "tools/stream_redactor.hpp"
+#include "log/secret_stream.hpp"
 
-namespace cairn::tools {
+namespace cairn {
 namespace {
 
 std::string stream(const Secrets& secrets, const std::vector<std::string>& pieces) {
-  StreamRedactor redactor(secrets);
+  SecretStream redactor(secrets);
   std::string out;
   for (const auto& piece : pieces) out += redactor.feed(piece);
   return out + redactor.finish();
 }
 
-TEST(ToolsStreamRedactor, ASecretSplitAcrossPiecesIsRedacted) {
+TEST(SecretStream, ASecretSplitAcrossPiecesIsRedacted) {
   const Secrets secrets({"sk-test-secret-value"});
   EXPECT_EQ(stream(secrets, {"key: sk-te", "st-secret-", "value.\n"}), "key: [redacted].\n");
   EXPECT_EQ(stream(secrets, {"s", "k", "-test-secret-value", "sk-test-secret-value"}), "[redacted][redacted]");
 }
 
-TEST(ToolsStreamRedactor, WhatMayBeginASecretIsHeldBackUntilItIsDecided) {
+TEST(SecretStream, WhatMayBeginASecretIsHeldBackUntilItIsDecided) {
   const Secrets secrets({"sk-test-secret-value"});
-  StreamRedactor redactor(secrets);
+  SecretStream redactor(secrets);
   EXPECT_EQ(redactor.feed("value sk-te"), "value ");
   EXPECT_EQ(redactor.feed("rrible"), "sk-terrible");  // not a secret after all
   EXPECT_EQ(redactor.feed(" and sk-test-secret"), " and ");
   EXPECT_EQ(redactor.finish(), "sk-test-secret");  // the output ended: it never became one
 }
 
-TEST(ToolsStreamRedactor, ASecretThatExtendsAnotherGoesWhole) {
+TEST(SecretStream, ASecretThatExtendsAnotherGoesWhole) {
   const Secrets secrets({"token-abcdefgh", "token-abcdefgh-longer"});
   EXPECT_EQ(stream(secrets, {"a token-abcdefgh", "-longer b token-abcdefgh", ". c"}), "a [redacted] b [redacted]. c");
 }
 
-TEST(ToolsStreamRedactor, WithoutSecretsEverythingPassesAtOnce) {
+TEST(SecretStream, WithoutSecretsEverythingPassesAtOnce) {
   const Secrets none;
-  StreamRedactor redactor(none);
+  SecretStream redactor(none);
   EXPECT_EQ(redactor.feed("sk-anything"), "sk-anything");
   EXPECT_EQ(redactor.finish(), "");
 }
 
-TEST(ToolsStreamRedactor, AnySplitGivesWhatRedactingTheWholeGives) {
+TEST(SecretStream, AnySplitGivesWhatRedactingTheWholeGives) {
   const Secrets secrets({"alpha-secret-1", "BETA_SECRET_22", "gamma.key.333"});
   const std::vector<std::string> parts = {"alpha-secret-1", "BETA_SECRET_22", "gamma.key.333", "alpha-sec", "BETA_",
                                           "gamma.k", "x", "yz ", "\n", "a", "-", "1"};
@@ -64,4 +64,4 @@ TEST(ToolsStreamRedactor, AnySplitGivesWhatRedactingTheWholeGives) {
 }
 
 }  // namespace
-}  // namespace cairn::tools
+}  // namespace cairn

@@ -1,8 +1,8 @@
-#include "stream_redactor.hpp"
+#include "log/secret_stream.hpp"
 
 #include <algorithm>
 
-namespace cairn::tools {
+namespace cairn {
 
 namespace {
 
@@ -15,7 +15,7 @@ bool may_begin_secret(const Secrets& secrets, std::string_view tail) {
 
 }  // namespace
 
-std::string StreamRedactor::feed(std::string_view piece) {
+std::string SecretStream::feed(std::string_view piece) {
   if (secrets_.empty()) return std::string(piece);
   pending_.append(piece);
   const std::string_view data = pending_;
@@ -37,6 +37,7 @@ std::string StreamRedactor::feed(std::string_view piece) {
     if (may_begin_secret(secrets_, data.substr(found))) break;
     out.append(data.substr(at, found - at));
     out.append(Secrets::kMark);
+    revealed_ = true;
     at = found + length;
   }
   // Hold back the longest tail that could begin a secret; from an earliest
@@ -54,10 +55,11 @@ std::string StreamRedactor::feed(std::string_view piece) {
   return out;
 }
 
-std::string StreamRedactor::finish() {
-  std::string rest = secrets_.redact(std::move(pending_));
+std::string SecretStream::finish() {
+  std::string rest = secrets_.redact(pending_);
+  if (rest != pending_) revealed_ = true;
   pending_.clear();
   return rest;
 }
 
-}  // namespace cairn::tools
+}  // namespace cairn
