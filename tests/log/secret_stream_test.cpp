@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "harness/stream_redactor.hpp"
 #include "log/secret_stream.hpp"
 
 namespace cairn {
@@ -62,6 +63,23 @@ TEST(SecretStream, AnySplitGivesWhatRedactingTheWholeGives) {
     ASSERT_EQ(stream(secrets, pieces), secrets.redact(text)) << "text: " << text;
   }
 }
+
+// The harness's deltas, a SecretStream per content block: a block that ends
+// while what it holds is a whole secret that a longer one extends releases
+// it redacted (a copy of this logic once released it as it was).
+TEST(SecretStream, ABlockEndingOnAWholeSecretReleasesItRedacted) {
+  const Secrets secrets({"token-abcdefgh", "token-abcdefgh-longer"});
+  StreamRedactor redactor(secrets);
+  EXPECT_EQ(redactor.pass(0, "a token-abcdefgh"), "a ");
+  EXPECT_EQ(redactor.pass(1, "other block"), "other block");
+  EXPECT_EQ(redactor.release(0), "[redacted]");
+  EXPECT_TRUE(redactor.revealed());
+  EXPECT_EQ(redactor.pass(2, "b token-abcdefgh"), "b ");
+  const auto rest = redactor.release_all();
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest.at(2), "[redacted]");
+}
+
 
 }  // namespace
 }  // namespace cairn
