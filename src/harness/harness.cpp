@@ -376,7 +376,7 @@ Result<AgentRef> AgentHarness::create_ref(std::string name, std::optional<std::s
                        .body = RefCreated{.name = name, .at = at}};
   auto appended = core_->session->append(Record{.body = record});
   if (!appended) {
-    if (appended.error().code == "ref_exists") return std::unexpected(appended.error());
+    if (appended.error().is(Errc::ref_exists)) return std::unexpected(appended.error());
     core_->enter_fault(appended.error());
     return std::unexpected(appended.error());
   }

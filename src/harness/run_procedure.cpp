@@ -184,7 +184,7 @@ bool RunProcedure::auto_compact(const std::string& reason) {
                                            {"outcome", "failed"},
                                            {"fromHook", false},
                                            {"error", {{"code", failure.error.code}, {"message", failure.error.message}}}}));
-    if (failure.error.code == "nothing_to_compact" || failure.error.code == "would_split_tool_call") {
+    if (failure.error.is(Errc::nothing_to_compact) || failure.error.is(Errc::would_split_tool_call)) {
       threshold_refused_ = true;
       return false;
     }

@@ -36,7 +36,8 @@ A2aError from_error(const Error& error) {
     return unsupported(error.message);
   }
   if (error.code == to_string(HttpErrc::unavailable) || error.is(Errc::closed)) return unavailable(error.message);
-  if (error.code.starts_with("invalid") || error.code.starts_with("unknown")) return invalid_params(error.message);
+  // What the client named wrongly or named what is not there.
+  if (const int status = http_status(error); status == 400 || status == 404) return invalid_params(error.message);
   return internal(fmt::format("{}: {}", error.code, error.message));
 }
 

@@ -256,7 +256,7 @@ Result<JsonlContents> read_jsonl_session(const std::string& path) {
         contents.report.detail = fmt::format("{}: torn tail: {}", where, status.error().message);
         return Step::stop;
       }
-      if (status.error().code == "unknown_type") {
+      if (status.error().is(Errc::unknown_type)) {
         return fail(Errc::unknown_type, fmt::format("{}: {}", where, status.error().message));
       }
       return fail(Errc::corrupt_log, fmt::format("{}: {}; the session is refused until `cairn repair` replaces the "

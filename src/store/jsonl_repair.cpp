@@ -77,7 +77,7 @@ Result<RepairReport> repair_jsonl_session(const std::string& path, std::string_v
   std::string header_line;
   if (!lines.empty() && lines[0].terminated) {
     auto parsed = parse_jsonl_header(path, lines[0].text);
-    if (!parsed && parsed.error().code == "newer_version") {
+    if (!parsed && parsed.error().is(Errc::newer_version)) {
       return fail(Errc::newer_version, parsed.error().message + "; repair changes nothing in it");
     }
     if (parsed && parsed->id == id) {

@@ -143,7 +143,7 @@ class JsonlStore final : public Store {
     }
     if (auto written = file->write(buffer); !written) return std::unexpected(written.error());
     if (auto published = file->publish(); !published) {
-      if (published.error().code == "already_exists") {
+      if (published.error().is(Errc::already_exists)) {
         return fail(Errc::already_exists, fmt::format("session {} already exists in {}", header.id, dir_));
       }
       return std::unexpected(published.error());

@@ -323,7 +323,7 @@ Result<std::vector<Json>> read_pi_entries(const std::string& path, Json* header_
     }
 
     auto decoded = decode_record(entry, /*require_seq=*/false);
-    if (!decoded && decoded.error().code == "unknown_type") {
+    if (!decoded && decoded.error().is(Errc::unknown_type)) {
       notes.push_back(fmt::format("line {}: skipped: entry type '{}' is unknown to cairn (pi ignores it in the "
                                   "context)",
                                   line.line_number, type_name(entry)));

@@ -198,7 +198,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session(const CreateOptions
   if (!medium) return std::unexpected(medium.error());
   if (auto created = (*medium)->create(header, header_json); !created) {
     // Unless another creator won the race, no session owns the lock file.
-    if (created.error().code != "already_exists") (*medium)->lock().remove_file();
+    if (!created.error().is(Errc::already_exists)) (*medium)->lock().remove_file();
     return std::unexpected(created.error());
   }
   return std::make_shared<Session>(std::move(header), SessionIndex(), std::move(*medium), OpenReport{});
@@ -272,7 +272,7 @@ Result<std::shared_ptr<Session>> SqliteStore::open_session(const std::string& id
     auto opened = SqliteMedium::open(file_, id, std::move(*lock), options_.sync);
     if (!opened) return std::unexpected(opened.error());
     if (auto claimed = (*opened)->claim(); !claimed) {
-      if (claimed.error().code == "not_found") (*opened)->lock().remove_file();  // removed meanwhile
+      if (claimed.error().is(Errc::not_found)) (*opened)->lock().remove_file();  // removed meanwhile
       return std::unexpected(claimed.error());
     }
     medium = std::move(*opened);
@@ -463,7 +463,7 @@ Result<RepairReport> SqliteStore::repair_session(const std::string& id) {
   std::optional<SessionHeader> rebuilt;
   auto header = read_header(id);
   if (!header) {
-    if (header.error().code != "corrupt_log") {
+    if (!header.error().is(Errc::corrupt_log)) {
       return fail(header.error(), header.error().message + "; repair changes nothing in it");
     }
     auto columns = db_.prepare("SELECT timestamp, cwd, parent_session FROM sessions WHERE id = ?1");

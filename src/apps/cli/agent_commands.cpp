@@ -27,7 +27,7 @@ std::string ref_flag(const AgentRef& ref) { return ref.name() == "main" ? "" : "
 // A rejected resume, in the user's words.
 int report_rejected(const AgentSetup& setup, const RunResult& result) {
   const Error& error = *result.error;
-  if (error.code == "missing_identities") {
+  if (error.is(Errc::missing_identities)) {
     return report(kUsage, fmt::format("{}; name what it used with --model, or --api, --base-url and --model",
                                       error.message));
   }

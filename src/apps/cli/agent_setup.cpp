@@ -40,7 +40,7 @@ Outcome<std::shared_ptr<Session>> create_session(Store& store, const std::filesy
   create.cwd = cwd.string();
   auto session = store.create(create);
   if (!session) {
-    if (session.error().code == "already_exists" || session.error().code == "invalid_argument") {
+    if (session.error().is(Errc::already_exists) || session.error().is(Errc::invalid_argument)) {
       return std::unexpected(report(kUsage, session.error().message));
     }
     return std::unexpected(report(session.error()));
@@ -75,7 +75,7 @@ Outcome<OpenedSession> choose_session(Store& store, const AgentCommandOptions& o
       exact->reset();
       return open(options.session);  // for writing, through open_session and its warnings
     }
-    if (exact.error().code != "not_found") return std::unexpected(report(kFailure, exact.error().message));
+    if (!exact.error().is(Errc::not_found)) return std::unexpected(report(kFailure, exact.error().message));
     auto created = create_session(store, cwd, options.session);
     if (!created) return std::unexpected(created.error());
     return OpenedSession{std::move(*created), true};

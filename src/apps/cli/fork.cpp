@@ -46,7 +46,7 @@ int run_fork(const ForkCommandOptions& options) {
 
   auto forked = (*store)->fork(source_id, fork);
   if (!forked) {
-    if (forked.error().code == "already_exists") return report(kUsage, forked.error().message);
+    if (forked.error().is(Errc::already_exists)) return report(kUsage, forked.error().message);
     return report(forked.error());
   }
   for (const std::string& line : forked->left_out) {

@@ -18,7 +18,7 @@ int run_import_pi(const ImportOptions& options) {
   auto imported = import_pi_session(**store, options.file);
   if (!imported) {
     // A missing or unreadable file is the caller's to fix.
-    if (imported.error().code == "not_found") return report(kUsage, imported.error().message);
+    if (imported.error().is(Errc::not_found)) return report(kUsage, imported.error().message);
     return report(imported.error());
   }
   for (const auto& note : imported->notes) fmt::print(stderr, "cairn: note: {}\n", note);

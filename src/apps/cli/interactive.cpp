@@ -256,7 +256,7 @@ void InteractiveApp::submit(const std::string& line, bool alt) {
     case Kind::follow_up: {
       const bool steer = action.kind == Kind::steer;
       QueueResult queued = steer ? setup_.ref.steer(action.text) : setup_.ref.follow_up(action.text);
-      if (!queued.ok() && queued.error && queued.error->code == "no_active_run") {
+      if (!queued.ok() && queued.error && queued.error->is(Errc::no_active_run)) {
         // The run ended between the key and the call; its end has not
         // reached this thread yet. The line becomes the next prompt.
         pending_prompt_ = action.text;

@@ -306,7 +306,7 @@ void InteractiveApp::cmd_resume(const std::string& args) {
   const auto open = [this](const std::string& id_or_prefix) {
     auto id = setup_.store->resolve_id(id_or_prefix);
     if (!id) {
-      warn(id.error().code == "not_found" ? fmt::format("no session matches '{}'", id_or_prefix) : id.error().message);
+      warn(id.error().is(Errc::not_found) ? fmt::format("no session matches '{}'", id_or_prefix) : id.error().message);
       return;
     }
     if (*id == setup_.session->id()) {

@@ -18,8 +18,8 @@ int report(int code, std::string_view message) {
 void print_warning(const std::string& message) { fmt::print(stderr, "cairn: warning: {}\n", message); }
 
 int exit_code_for(const Error& error) {
-  if (error.code == "not_found" || error.code == "ambiguous_id" || error.code == "invalid_argument" ||
-      error.code == "unknown_ref" || error.code == "unknown_model" || error.code == "ambiguous_model") {
+  if (error.is(Errc::not_found) || error.is(Errc::ambiguous_id) || error.is(Errc::invalid_argument) ||
+      error.is(Errc::unknown_ref) || error.is(Errc::unknown_model) || error.is(Errc::ambiguous_model)) {
     return kUsage;
   }
   return kFailure;
@@ -85,7 +85,7 @@ Outcome<std::unique_ptr<Store>> open_store_for(const std::string& option) {
 Outcome<std::shared_ptr<Session>> open_session(Store& store, std::string_view id_or_prefix, bool read_only) {
   auto id = store.resolve_id(id_or_prefix);
   if (!id) {
-    if (id.error().code == "not_found") {
+    if (id.error().is(Errc::not_found)) {
       return std::unexpected(report(kUsage, fmt::format("no session matches '{}'", id_or_prefix)));
     }
     return std::unexpected(report(id.error()));

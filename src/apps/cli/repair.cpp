@@ -23,10 +23,10 @@ int run_repair(const RepairOptions& options) {
   // A session whose header is too damaged to be listed is still found by its
   // whole id, which its file or rows carry too.
   auto id = (*store)->resolve_id(options.session);
-  if (!id && id.error().code == "not_found") id = options.session;
+  if (!id && id.error().is(Errc::not_found)) id = options.session;
   if (!id) return report(id.error());
   auto repaired = (*store)->repair(*id);
-  if (!repaired && repaired.error().code == "not_found") {
+  if (!repaired && repaired.error().is(Errc::not_found)) {
     return report(kUsage, fmt::format("no session matches '{}'", options.session));
   }
   if (!repaired) return report(repaired.error());

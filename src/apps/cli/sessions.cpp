@@ -112,7 +112,7 @@ int run_new(const NewOptions& options) {
   }
   auto session = (*store)->create(create);
   if (!session) {
-    if (session.error().code == "already_exists") return report(kUsage, session.error().message);
+    if (session.error().is(Errc::already_exists)) return report(kUsage, session.error().message);
     return report(session.error());
   }
   fmt::print("{}\n", (*session)->id());

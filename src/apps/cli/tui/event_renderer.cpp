@@ -283,7 +283,7 @@ std::string EventRenderer::render_end(const Event& event) {
       out += style_.dim(fmt::format("(compacted: {} tokens summarised)", before)) + "\n";
     } else if (outcome == "aborted" || outcome == "cancelled") {
       out += style_.dim("(compaction aborted)") + "\n";
-    } else if (automatic && (code == "nothing_to_compact" || code == "would_split_tool_call")) {
+    } else if (automatic && (code == to_string(Errc::nothing_to_compact) || code == to_string(Errc::would_split_tool_call))) {
       // The run goes on uncompacted: a note, not a failure.
       out += style_.dim(truncate_to_width("(compaction skipped: " + collapse_whitespace(message) + ")", options_.width)) + "\n";
     } else {
