@@ -303,9 +303,18 @@ TEST_F(AgentCliTest, AgentCliHelpDocumentsEveryOption) {
     EXPECT_NE(top.out.find(option), std::string::npos) << option;
   }
   EXPECT_EQ(top.out.find("demo-agent"), std::string::npos);  // hidden
+  // Every tool --tools takes is in its help's list, task and ask_user too.
+  const auto tools_at = top.out.find("--tools LIST");
+  ASSERT_NE(tools_at, std::string::npos) << top.out;
+  const auto open = top.out.find('(', tools_at), close = top.out.find(')', tools_at);
+  ASSERT_LT(open, close) << top.out.substr(tools_at, 200);
+  const std::string listed = "," + top.out.substr(open + 1, close - open - 1) + ",";
+  for (const char* tool : {"read", "bash", "edit", "write", "grep", "find", "ls", "ask_user", "task"}) {
+    EXPECT_NE(listed.find(fmt::format(",{},", tool)), std::string::npos) << tool << " is not in --tools' help: " << listed;
+  }
   Finished resume = cairn({"resume", "--help"});
   EXPECT_EQ(resume.status, 0);
-  for (const char* option : {"SESSION", "--ref", "--model", "--api", "--base-url", "--json", "--store"}) {
+  for (const char* option : {"SESSION", "--ref", "--model", "--api", "--base-url", "--json", "--store", "postgres://"}) {
     EXPECT_NE(resume.out.find(option), std::string::npos) << option;
   }
 }

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "agent/chosen_tools.hpp"
 #include "agent/environment_policy.hpp"
@@ -152,8 +153,11 @@ void add_agent_options(CLI::App* app, AgentCommandOptions& options, unsigned gro
     app->add_option("--append-system-prompt", options.append_system_prompt,
                     "Append TEXT (or a file's content) to the system prompt")
         ->type_name("TEXT");
+    // The names from the list the option is checked against: --help cannot
+    // leave one out (it once left out task).
     app->add_option("--tools", options.tools,
-                    "Only these coding tools, comma-separated (read,bash,edit,write,grep,find,ls). Default: all")
+                    fmt::format("Only these tools, comma-separated ({}). Default: all",
+                                fmt::join(agent::agent_tool_names(), ",")))
         ->type_name("LIST");
     app->add_flag("--no-tools", options.no_tools, "No tools at all: the model only talks");
     app->add_option("--tool-env", options.tool_env,

@@ -37,7 +37,7 @@ void add_store_option(CLI::App* command, std::string& uri) {
       [](std::string& value) { return value.empty() ? std::string("an empty value names no store") : std::string(); },
       "", "non-empty");
   command->add_option("--store", uri,
-                      "Where sessions live: memory:, jsonl:DIR or sqlite:FILE. Default: $CAIRN_STORE, else "
+                      "Where sessions live: memory:, jsonl:DIR, sqlite:FILE or postgres://… (postgresql://…). Default: $CAIRN_STORE, else "
                       "sqlite:$XDG_DATA_HOME/cairn/sessions.db ($XDG_DATA_HOME defaults to ~/.local/share)")
       ->type_name("URI")
       ->check(named);
