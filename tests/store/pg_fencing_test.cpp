@@ -41,15 +41,17 @@ std::int64_t fencing_clock_ns() {
   return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
 }
 
-// A lease child and what it has said.
+// A lease child and what it has said (its standard error goes to
+// `errors`, to be told when it exits: a child that died is not one that hung).
 class LeaseChild {
  public:
-  LeaseChild(const std::vector<std::string>& args) {
+  LeaseChild(const std::vector<std::string>& args, std::string errors) : errors_(std::move(errors)) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     std::vector<char*> argv;
     for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
@@ -70,6 +72,14 @@ class LeaseChild {
   int epoch() const { return epoch_; }
   int fenced() const { return fenced_; }
   void signal(int signo) const { ::kill(pid_, signo); }
+  // "running", or that it exited and what it wrote to its standard error.
+  std::string state() const {
+    if (!exited_) return "running";
+    std::ifstream in(errors_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return fmt::format("exited, saying: {}", text.str().empty() ? std::string("nothing") : text.str());
+  }
 
   // Reads what the child said within `ms`; false when it has exited.
   bool pump(int ms) {
@@ -77,7 +87,10 @@ class LeaseChild {
     if (::poll(&p, 1, ms) <= 0) return true;
     char buffer[4096];
     const ssize_t n = ::read(out_, buffer, sizeof buffer);
-    if (n <= 0) return false;
+    if (n <= 0) {
+      exited_ = true;
+      return false;
+    }
     pending_.append(buffer, static_cast<std::size_t>(n));
     for (std::size_t end; (end = pending_.find('\n')) != std::string::npos; pending_.erase(0, end + 1)) {
       std::istringstream line(pending_.substr(0, end));
@@ -98,7 +111,9 @@ class LeaseChild {
  private:
   pid_t pid_ = -1;
   int out_ = -1;
+  std::string errors_;
   std::string pending_;
+  bool exited_ = false;
   bool holding_ = false;
   int epoch_ = 0;
   int fenced_ = 0;
@@ -131,8 +146,10 @@ FencingOutcome run_session(const std::string& uri, const std::string& id, const 
     std::vector<std::unique_ptr<LeaseChild>> children;
     for (int c = 0; c < 2; ++c) {
       children.push_back(std::make_unique<LeaseChild>(
-          std::vector<std::string>{CAIRN_LEASE_CHILD_PATH, uri, id, std::to_string(ttl.count()), markers}));
+          std::vector<std::string>{CAIRN_LEASE_CHILD_PATH, uri, id, std::to_string(ttl.count()), markers},
+          fmt::format("{}.child{}.err", markers, c)));
     }
+    auto states = [&] { return fmt::format(" (children: {}; {})", children[0]->state(), children[1]->state()); };
     auto pump_all = [&] {
       for (auto& child : children) {
         if (!child->pump(1)) return false;
@@ -150,7 +167,7 @@ FencingOutcome run_session(const std::string& uri, const std::string& id, const 
     for (int t = 0; t < trials; ++t) {
       // Exactly one holder (a takeover's loser may not have noticed yet).
       if (!wait_for([&] { return children[0]->holding() != children[1]->holding(); }, std::chrono::seconds(30))) {
-        outcome.failure = fmt::format("trial {}: no single holder", t);
+        outcome.failure = fmt::format("trial {}: no single holder", t) + states();
         break;
       }
       LeaseChild& holder = children[0]->holding() ? *children[0] : *children[1];
@@ -159,7 +176,7 @@ FencingOutcome run_session(const std::string& uri, const std::string& id, const 
       holder.signal(SIGSTOP);
       std::this_thread::sleep_for(ttl + random_ms(static_cast<int>(ttl.count())));
       if (!wait_for([&] { return waiter.holding(); }, std::chrono::seconds(30))) {
-        outcome.failure = fmt::format("trial {}: nobody took over from a stopped holder", t);
+        outcome.failure = fmt::format("trial {}: nobody took over from a stopped holder", t) + states();
         holder.signal(SIGCONT);
         break;
       }
@@ -168,7 +185,7 @@ FencingOutcome run_session(const std::string& uri, const std::string& id, const 
       const FencingTrial trial{holder.pid(), holder.epoch(), fencing_clock_ns()};
       holder.signal(SIGCONT);
       if (!wait_for([&] { return holder.fenced() > fenced_before; }, std::chrono::seconds(30))) {
-        outcome.failure = fmt::format("trial {}: the continued holder never found itself fenced", t);
+        outcome.failure = fmt::format("trial {}: the continued holder never found itself fenced", t) + states();
         break;
       }
       done.push_back(trial);
