@@ -350,6 +350,7 @@ RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
 AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
   AbortResult result;
   bool suspended_op = false;
+  bool already_cancelled = false;
   std::int64_t seq = -1;
   std::optional<Error> fold_error;
   {
@@ -360,47 +361,57 @@ AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
       if (faulted) return AbortResult{.outcome = Outcome::faulted, .error = Error(Errc::faulted, "the harness is faulted: appends stopped working")};
       if (!rt->op || rt->finishing) return result;  // idle: nothing to abort
       result.run_id = rt->op->id;
-      if (rt->op->cancelled) return result;  // already cancelling
       run_id = rt->op->id;
       suspended_op = !rt->active;
+      // Cancelling here already: its run ends it.
+      if (rt->op->cancelled && !suspended_op) return result;
       if (suspended_op) {
         if (closed) return AbortResult{.outcome = Outcome::rejected, .error = Error(Errc::closed, "the harness is closed")};
         rt->active = true;
         rt->suspended.reset();
       }
+      // Cancelled before its process died (a crash during an abort): the
+      // operation_cancelled is in the log; what is left is to finish it.
+      if (rt->op->cancelled) {
+        rt->status = OperationStatus::cancelling;
+        rt->child_inputs.clear();
+        already_cancelled = true;
+      }
     }
-    HarnessRecord record{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
-                         .body = OperationCancelled{.run_id = run_id, .reason = "user"}};
-    auto appended = session->append(Record{.body = record});
-    if (!appended) {
-      enter_fault(appended.error());
+    if (!already_cancelled) {
+      HarnessRecord record{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
+                           .body = OperationCancelled{.run_id = run_id, .reason = "user"}};
+      auto appended = session->append(Record{.body = record});
+      if (!appended) {
+        enter_fault(appended.error());
+        std::lock_guard lock(mu);
+        if (suspended_op) rt->active = false;
+        return AbortResult{.outcome = Outcome::faulted, .run_id = run_id, .error = appended.error()};
+      }
+      seq = appended->first_seq;
       std::lock_guard lock(mu);
-      if (suspended_op) rt->active = false;
-      return AbortResult{.outcome = Outcome::faulted, .run_id = run_id, .error = appended.error()};
+      fold_error = fold_own(*rt, Record{.seq = seq, .body = record});
+      rt->status = OperationStatus::cancelling;
+      rt->child_inputs.clear();  // the cancellation path aborts the children (Tool::settle)
+      result.cleared_steer = messages_of(rt->op->pending_steer);
+      result.cleared_follow_up = messages_of(rt->op->pending_follow_up);
+      if (!fold_error) {
+        Json cleared_steer = Json::array(), cleared_follow_up = Json::array();
+        for (const auto& m : result.cleared_steer) cleared_steer.push_back(encode(m));
+        for (const auto& m : result.cleared_follow_up) cleared_follow_up.push_back(encode(m));
+        // Queued before the stop is requested: what the stopped tools and
+        // steps publish next comes after it, as their records come after its.
+        bus.enqueue(Event{EventType::run_cancel, rt->name, result.run_id, seq,
+                          {{"clearedSteer", cleared_steer}, {"clearedFollowUp", cleared_follow_up}}});
+      }
+      rt->cancel.request_stop();
     }
-    seq = appended->first_seq;
-    std::lock_guard lock(mu);
-    fold_error = fold_own(*rt, Record{.seq = seq, .body = record});
-    rt->status = OperationStatus::cancelling;
-    rt->child_inputs.clear();  // the cancellation path aborts the children (Tool::settle)
-    result.cleared_steer = messages_of(rt->op->pending_steer);
-    result.cleared_follow_up = messages_of(rt->op->pending_follow_up);
-    if (!fold_error) {
-      Json cleared_steer = Json::array(), cleared_follow_up = Json::array();
-      for (const auto& m : result.cleared_steer) cleared_steer.push_back(encode(m));
-      for (const auto& m : result.cleared_follow_up) cleared_follow_up.push_back(encode(m));
-      // Queued before the stop is requested: what the stopped tools and
-      // steps publish next comes after it, as their records come after its.
-      bus.enqueue(Event{EventType::run_cancel, rt->name, result.run_id, seq,
-                        {{"clearedSteer", cleared_steer}, {"clearedFollowUp", cleared_follow_up}}});
-    }
-    rt->cancel.request_stop();
   }
   if (fold_error) {
     enter_fault(*fold_error);
     return AbortResult{.outcome = Outcome::faulted, .run_id = result.run_id, .error = std::move(fold_error)};
   }
-  bus.deliver();
+  if (!already_cancelled) bus.deliver();
   if (suspended_op) {
     // Nobody runs a suspended operation: finish its cancellation here.
     {

@@ -197,7 +197,9 @@ bool RunProcedure::auto_compact(const std::string& reason) {
 // Answers, in source order, every call of the batch with no result: one
 // that never started is "aborted"; one that started and has no result can
 // only have been running when its process died (a live batch lets what
-// started end before it is cancelled), so it is settled and "interrupted".
+// started end before it is cancelled), so it is settled and "interrupted" —
+// except a call that runs a child session, whose child is ended and whose
+// result says how (ended_child_result).
 // Then the pending writes, and the aborted closure the transcript ends with.
 RunResult RunProcedure::cancellation_path() {
   const auto [batch, writes, damaged] = with_op([](const OpState& op) {
@@ -226,6 +228,7 @@ RunResult RunProcedure::cancellation_path() {
 }
 
 ToolResult RunProcedure::cancelled_call_result(const ToolCallState& call, bool damaged) {
+  if (call.started && replay_of(*call.started) == Replay::resume) return ended_child_result(call);
   if (call.started) return interrupted_result("and the run was then aborted", settle(call));
   // Where the log was damaged, a call without a tool_started may have lost
   // it: nobody can say it did not run.

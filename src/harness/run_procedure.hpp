@@ -93,7 +93,11 @@ class RunProcedure final : public Operation {
   ToolResult execute(PendingCall& p, std::stop_token cancel, const std::string& step_id);
   ToolResult execute_tool(PendingCall& p, std::stop_token cancel, const std::string& step_id);
   void end_call(PendingCall& p, const std::string& step_id, BatchResults& results);
+  ToolContext recovery_context(const ToolCallState& call);
+  template <typename Step>
+  std::optional<std::string> on_behalf_of(const ToolCallState& call, std::string_view what, Step&& step);
   std::optional<std::string> settle(const ToolCallState& call);
+  ToolResult ended_child_result(const ToolCallState& call);
   static ToolResult interrupted_result(std::string_view why, const std::optional<std::string>& unsettled);
   ToolResult after_tool(const PendingCall& p, ToolResult result);
 

@@ -398,20 +398,23 @@ void RunProcedure::end_call(PendingCall& p, const std::string& step_id, BatchRes
   append_if_missing(message_entry(std::move(message), p.result_id), /*after_cancel=*/true);
 }
 
-// For a call that began before its process died: ends whatever of it may
-// still run (Tool::settle) before anything is recorded for it. Returns why
-// that failed, if it did.
-std::optional<std::string> RunProcedure::settle(const ToolCallState& call) {
-  const Tool* tool = config_.find_tool(call.name);
-  if (!tool || !tool->settle) return std::nullopt;
-  const auto& make_context = config_.tool_context;
+// The context of a call that began before its process died, for what is
+// asked of its tool on its behalf (settle, end_child).
+ToolContext RunProcedure::recovery_context(const ToolCallState& call) {
   ToolContext context{.ref = rt_->name, .run_id = run_id_, .tool_call_id = call.call_id, .update = [](const ToolResult&) {},
                       .session_id = core_.session->header().id,
                       .child_session = call.started ? call.started->child_session : std::nullopt, .recovery = true};
+  if (config_.tool_context) context.app = config_.tool_context();
+  return context;
+}
+
+// Runs `step` for a call's tool; returns why it failed, if it did (reported
+// as the tool's handler error, secrets hidden).
+template <typename Step>
+std::optional<std::string> RunProcedure::on_behalf_of(const ToolCallState& call, std::string_view what, Step&& step) {
   std::string failure;
   try {
-    if (make_context) context.app = make_context();
-    tool->settle(context);
+    step(recovery_context(call));
     return std::nullopt;
   } catch (const std::exception& e) {
     failure = e.what();
@@ -419,8 +422,36 @@ std::optional<std::string> RunProcedure::settle(const ToolCallState& call) {
     failure = "an unknown error";
   }
   failure = sanitize_text(std::move(failure), secrets());
-  core_.report_handler_error(rt_->name, run_id_, "tool", call.name, fmt::format("settle failed: {}", failure));
+  core_.report_handler_error(rt_->name, run_id_, "tool", call.name, fmt::format("{} failed: {}", what, failure));
   return failure;
+}
+
+// For a call that began before its process died: ends whatever of it may
+// still run (Tool::settle) before anything is recorded for it. Returns why
+// that failed, if it did.
+std::optional<std::string> RunProcedure::settle(const ToolCallState& call) {
+  const Tool* tool = config_.find_tool(call.name);
+  if (!tool || !tool->settle) return std::nullopt;
+  return on_behalf_of(call, "settle", [&](const ToolContext& context) { tool->settle(context); });
+}
+
+// A call that runs a child session, ended by its run's abort: its tool ends
+// the child's run and answers with how it ended (Tool::end_child). A call
+// whose tool cannot is "interrupted", still naming its child.
+ToolResult RunProcedure::ended_child_result(const ToolCallState& call) {
+  const Tool* tool = config_.find_tool(call.name);
+  std::optional<ToolResult> ended;
+  std::optional<std::string> failure;
+  if (tool && tool->end_child) {
+    failure = on_behalf_of(call, "ending its child session",
+                           [&](const ToolContext& context) { ended = tool->end_child(context); });
+  } else {
+    failure = settle(call);
+  }
+  if (ended) return std::move(*ended);
+  ToolResult result = interrupted_result("and the run was then aborted", failure);
+  if (call.started && call.started->child_session) (*result.details)["childSession"] = *call.started->child_session;
+  return result;
 }
 
 // The synthetic result of a call that began before its process died and is

@@ -86,6 +86,59 @@ Outcome outcome_of(std::string_view logged) {
   return Outcome::failed;
 }
 
+// How the child's last run on main ended, with its answer, if it ended.
+std::optional<RunResult> how_it_ended(const Session& session) {
+  auto finished = finished_run(session);
+  if (!finished) return std::nullopt;
+  return RunResult{.outcome = outcome_of(finished->outcome), .run_id = finished->run_id,
+                   .final_message = last_answer(session), .error = finished->error};
+}
+
+// The call's result: the child's answer, or how its run ended without one,
+// with the child's session, outcome and spend in the details.
+ToolResult child_result(const Session& session, const std::string& child_session, const RunResult& result) {
+  const Usage spend = logged_spend(session);
+  Json details = {{"childSession", child_session},
+                  {"outcome", to_string(result.outcome)},
+                  {"runId", result.run_id},
+                  {"spend", spend_json(spend)}};
+  if (result.error) details["error"] = Json{{"code", result.error->code}, {"message", result.error->message}};
+  ToolResult out;
+  out.details = std::move(details);
+  out.spend = spend;
+  switch (result.outcome) {
+    case Outcome::ok: {
+      std::string text = result.final_message ? text_of(*result.final_message) : std::string();
+      if (text.empty()) text = "(the subagent finished without a text answer)";
+      out.content = {TextContent{.text = std::move(text)}};
+      return out;
+    }
+    case Outcome::aborted:
+    case Outcome::cancelled:
+      out.content = {TextContent{.text = fmt::format("The subagent (session {}) was aborted before it finished.",
+                                                     child_session)}};
+      break;
+    case Outcome::awaiting_input:
+      out.content = {TextContent{.text = fmt::format(
+                         "The subagent (session {}) stopped to wait for a human's answer, which it cannot get "
+                         "here; its session keeps the question.",
+                         child_session)}};
+      break;
+    case Outcome::faulted:
+      out.content = {TextContent{.text = fmt::format(
+                         "The subagent (session {}) stopped: its log could not be written ({}).", child_session,
+                         result.error ? result.error->message : std::string("no cause given"))}};
+      break;
+    case Outcome::failed:
+    case Outcome::rejected:
+      out.content = {TextContent{.text = fmt::format("The subagent (session {}) failed: {}", child_session,
+                                                     result.error ? result.error->message : std::string("no cause given"))}};
+      break;
+  }
+  out.is_error = true;
+  return out;
+}
+
 class ChildCall {
  public:
   ChildCall(const ChildSessionToolOptions& options, const Json& args, const ToolContext& context)
@@ -132,7 +185,7 @@ class ChildCall {
       }
       throw ToolAwaitingInput{std::move(result.awaiting_input)};
     }
-    return answer(**session, spawn, result);
+    return child_result(**session, spawn.child_session, result);
   }
 
  private:
@@ -173,57 +226,11 @@ class ChildCall {
     const bool has_suspended = std::any_of(suspended.begin(), suspended.end(),
                                            [](const SuspendedOperation& s) { return s.ref == "main"; });
     if (has_suspended) return main.resume();
-    if (auto finished = finished_run(*harness.session())) {
-      return RunResult{.outcome = outcome_of(finished->outcome), .run_id = finished->run_id,
-                       .final_message = last_answer(*harness.session()), .error = finished->error};
-    }
+    if (auto ended = how_it_ended(*harness.session())) return *ended;
     if (context_.cancel.stop_requested()) {
       return RunResult{.outcome = Outcome::aborted, .error = Error(Errc::closed, "the parent's run was aborted first")};
     }
     return main.prompt(prompt);
-  }
-
-  ToolResult answer(const Session& session, const ChildSpawn& spawn, const RunResult& result) {
-    const Usage spend = logged_spend(session);
-    Json details = {{"childSession", spawn.child_session},
-                    {"outcome", to_string(result.outcome)},
-                    {"runId", result.run_id},
-                    {"spend", spend_json(spend)}};
-    if (result.error) details["error"] = Json{{"code", result.error->code}, {"message", result.error->message}};
-    ToolResult out;
-    out.details = std::move(details);
-    out.spend = spend;
-    switch (result.outcome) {
-      case Outcome::ok: {
-        std::string text = result.final_message ? text_of(*result.final_message) : std::string();
-        if (text.empty()) text = "(the subagent finished without a text answer)";
-        out.content = {TextContent{.text = std::move(text)}};
-        return out;
-      }
-      case Outcome::aborted:
-      case Outcome::cancelled:
-        out.content = {TextContent{.text = fmt::format("The subagent (session {}) was aborted before it finished.",
-                                                       spawn.child_session)}};
-        break;
-      case Outcome::awaiting_input:
-        out.content = {TextContent{.text = fmt::format(
-                           "The subagent (session {}) stopped to wait for a human's answer, which it cannot get "
-                           "here; its session keeps the question.",
-                           spawn.child_session)}};
-        break;
-      case Outcome::faulted:
-        out.content = {TextContent{.text = fmt::format(
-                           "The subagent (session {}) stopped: its log could not be written ({}).", spawn.child_session,
-                           result.error ? result.error->message : std::string("no cause given"))}};
-        break;
-      case Outcome::failed:
-      case Outcome::rejected:
-        out.content = {TextContent{.text = fmt::format("The subagent (session {}) failed: {}", spawn.child_session,
-                                                       result.error ? result.error->message : std::string("no cause given"))}};
-        break;
-    }
-    out.is_error = true;
-    return out;
   }
 
   const ChildSessionToolOptions& options_;
@@ -278,20 +285,37 @@ InputResult respond_in_child(const ChildSessionToolOptions& options, const ToolC
   return result;
 }
 
-// After a crash, the parent's abort ends the child's suspended run too.
-void abort_suspended_child(const ChildSessionToolOptions& options, const ToolContext& context) {
+// The parent's run is aborted while this call has no result (its process
+// died, perhaps while it aborted): the child's run is ended — its abort
+// finished, or made — and the result says how it ended. A child that was
+// never created ran nothing.
+ToolResult end_child(const ChildSessionToolOptions& options, const ToolContext& context) {
+  const std::string child = context.child_session.value_or("?");
   auto created = open_child(options, context);
   if (!created) {
-    if (created.error().is(Errc::not_found)) return;  // it was never created
-    throw std::runtime_error(fmt::format("child session {}: {}", context.child_session.value_or("?"), created.error().message));
+    if (!created.error().is(Errc::not_found)) {
+      throw std::runtime_error(fmt::format("child session {}: {}", child, created.error().message));
+    }
+    ToolResult never = ToolResult::text(
+        fmt::format("The subagent (session {}) never started: its parent's run was aborted first.", child), true);
+    never.details = Json{{"childSession", child}, {"outcome", to_string(Outcome::aborted)}};
+    return never;
   }
+  AgentHarness& harness = created->harness;
   for (const auto& op : created->suspended) {
     if (op.ref != "main") continue;
-    AbortResult aborted = created->harness.main().abort();
-    if (!aborted.ok()) throw std::runtime_error(aborted.error ? aborted.error->message : "abort failed");
-    created->harness.main().wait_for_idle();
+    AbortResult aborted = harness.main().abort();
+    harness.main().wait_for_idle();
+    if (!aborted.ok()) {
+      throw std::runtime_error(fmt::format("child session {}: {}", child,
+                                           aborted.error ? aborted.error->message : "its abort failed"));
+    }
   }
-  created->harness.close();
+  const std::shared_ptr<Session> session = harness.session();
+  RunResult result = how_it_ended(*session).value_or(
+      RunResult{.outcome = Outcome::aborted, .error = Error(Errc::closed, "the parent's run was aborted first")});
+  harness.close();
+  return child_result(*session, child, result);
 }
 
 }  // namespace
@@ -307,7 +331,7 @@ Tool make_child_session_tool(ChildSessionToolOptions options) {
   tool.execute = [shared](const Json& args, const ToolContext& context) {
     return ChildCall(*shared, args, context).run();
   };
-  tool.settle = [shared](const ToolContext& context) { abort_suspended_child(*shared, context); };
+  tool.end_child = [shared](const ToolContext& context) { return end_child(*shared, context); };
   tool.child_inputs = [shared](const ToolContext& context) { return child_pending_inputs(*shared, context); };
   tool.respond_child = [shared](const ToolContext& context, const std::string& request_id, InputResponse response) {
     return respond_in_child(*shared, context, request_id, std::move(response));

@@ -6,50 +6,17 @@
 #include <mutex>
 #include <set>
 
-#include "apps/agent_cli_fixture.hpp"
+#include "apps/subagent_fixture.hpp"
 #include "support/openai_script.hpp"
 
 namespace cairn::cli_testing {
 namespace {
 
-using testing::openai_chunk;
-using testing::openai_stream;
 using testing::openai_text_reply;
 using testing::openai_tool_reply;
 using testing::ReceivedRequest;
 
-bool has_tool_result(const Json& body) {
-  for (const auto& message : body.value("messages", Json::array())) {
-    if (message.value("role", "") == "tool") return true;
-  }
-  return false;
-}
-
-// Two task calls in one response.
-ScriptedResponse two_tasks(const Json& first, const Json& second) {
-  Json calls = Json::array();
-  int index = 0;
-  for (const auto& [id, args] : {std::pair{"t_a", first}, std::pair{"t_b", second}}) {
-    calls.push_back({{"index", index++}, {"id", id}, {"type", "function"},
-                     {"function", {{"name", "task"}, {"arguments", args.dump()}}}});
-  }
-  return openai_stream({openai_chunk({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}}),
-                        openai_chunk(Json::object(), "tool_calls")});
-}
-
-// The result text of call `id` in `cairn log --json` output.
-std::string result_text(const std::string& log, const std::string& id) {
-  for (const auto& entry : log_of(log, "message")) {
-    const Json& message = entry["message"];
-    if (message.value("role", "") != "toolResult" || message.value("toolCallId", "") != id) continue;
-    std::string text;
-    for (const auto& block : message["content"]) text += block.value("text", "");
-    return text;
-  }
-  return "(no result)";
-}
-
-class SubagentCliTest : public AgentCliTest {
+class SubagentCliTest : public SubagentTest {
  protected:
   std::filesystem::path marker() const { return path("work") / "marker"; }
 
@@ -69,17 +36,6 @@ class SubagentCliTest : public AgentCliTest {
       return two_tasks(Json{{"prompt", "child A: run the command"}, {"description", "run the command"}},
                        Json{{"prompt", "child B: say hello"}, {"description", "say hello"}});
     };
-  }
-
-  std::vector<std::string> children_of(const std::string& parent) {
-    Finished listed = cairn({"sessions", "--json"});
-    EXPECT_EQ(listed.status, 0) << listed.err;
-    std::vector<std::string> ids;
-    for (const auto& line : lines_of(listed.out)) {
-      Json header = Json::parse(line);
-      if (header.value("parentSession", "") == parent && header.contains("child")) ids.push_back(header["id"]);
-    }
-    return ids;
   }
 };
 

@@ -173,6 +173,32 @@ TEST_F(HarnessTest, AbortOfASuspendedRunCompletesTheCancellation) {
   EXPECT_EQ(effects_->count("echo", "e2"), 0);
 }
 
+// The process dies again while it aborts (after its operation_cancelled):
+// abort, asked once more, finishes that cancellation — it does not take the
+// operation for "already cancelling" and leave it open for ever.
+TEST_F(HarnessTest, AbortOfARunCancelledBeforeItsProcessDiedFinishesTheCancellation) {
+  auto& harness = make_harness();
+  faux_->push(FauxResponse::tool_call("call-1", "effect", args("x1")).then_tool_call("call-2", "echo", args("e2")));
+  memory_store_fail_after(*store_, 5);
+  EXPECT_EQ(harness.main().prompt("go").outcome, Outcome::faulted);
+  reopen();
+  auto& aborting = make_harness();
+  memory_store_fail_after(*store_, 1);  // the operation_cancelled, then nothing
+  EXPECT_EQ(aborting.main().abort().outcome, Outcome::faulted);
+  reopen();
+  auto& again = make_harness();
+  ASSERT_EQ(suspended_.size(), 1u);
+  ASSERT_TRUE(suspended_[0].cancelled);
+  auto aborted = again.main().abort();
+  ASSERT_TRUE(aborted.ok()) << (aborted.error ? aborted.error->message : "");
+  EXPECT_EQ(record_types(), (Types{"operation_started", "message:user", "generation_started", "message:assistant",
+                                   "tool_started", "operation_cancelled", "message:toolResult", "message:toolResult",
+                                   "message:assistant", "operation_finished"}));
+  EXPECT_EQ(std::get<OperationFinished>(std::get<HarnessRecord>(records().back().body).body).outcome, "aborted");
+  EXPECT_TRUE(again.refs()[0].run == std::nullopt);
+  EXPECT_EQ(effects_->count("echo", "e2"), 0);
+}
+
 TEST_F(HarnessTest, ResumeWithMissingIdentitiesIsRejected) {
   auto& harness = make_harness();
   faux_->push(FauxResponse::tool_call("call-1", "echo", args("e1")));

@@ -87,6 +87,13 @@ struct Tool {
   // as interrupted, so that an "interrupted" result never stands beside a
   // command that is still going. Empty: the tool leaves nothing running.
   std::function<void(const ToolContext& context)> settle;
+  // Replay "resume": for a call whose run is aborted while the call has a
+  // tool_started and no result (its process died, or died while aborting):
+  // ends the child's run — finishing an abort the crash interrupted, or
+  // aborting it — and returns the call's result, which names the child
+  // session and how its run ended. The harness calls it instead of settle
+  // on the cancellation path. Empty: the call is settled and "interrupted".
+  std::function<ToolResult(const ToolContext& context)> end_child;
   // The argument an approval rule's pattern is matched against ("command"
   // for bash, "path" for edit and write): `bash(git status)` matches a bash
   // call whose `command` is "git status". Empty: rules match the name only.

@@ -9,6 +9,7 @@
 
 #include "cairn/error.hpp"
 #include "cairn/store/session.hpp"
+#include "cairn/store/store.hpp"
 
 namespace cairn {
 
@@ -32,5 +33,11 @@ struct [[nodiscard]] VerifyReport {
 
 // Fails only when the log cannot be read at all (a damaged store).
 Result<VerifyReport> verify(const Session& session);
+
+// Check 21, which needs the store beside the log: every subagent session a
+// finished operation of `session` started (named in its tool_started) has no
+// open operation. Reads each child read-only; fails only when `session`'s
+// own log cannot be read.
+Result<VerifyCheck> verify_children(Store& store, const Session& session);
 
 }  // namespace cairn

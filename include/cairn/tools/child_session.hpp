@@ -14,7 +14,9 @@
 // spawning ref, run and tool call, its depth and its agent's name. Its events
 // reach the parent's observers as child_session_event. Aborting the parent's
 // run aborts the child durably (operation_cancelled in the child's log),
-// and a parent aborted after a crash aborts its suspended child (settle).
+// and a parent aborted after a crash ends its child's run first — aborting
+// it, or finishing the abort a crash interrupted (Tool::end_child) — so that
+// the call's result always names the child and how its run ended.
 #pragma once
 
 #include <functional>

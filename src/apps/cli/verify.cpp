@@ -22,6 +22,9 @@ int run_verify(const VerifyOptions& options) {
   if (!opened) return opened.error();
   auto verified = verify(**opened);
   if (!verified) return report(verified.error());
+  auto children = verify_children(**store, **opened);
+  if (!children) return report(children.error());
+  verified->checks.push_back(std::move(*children));
   for (const VerifyCheck& check : verified->checks) {
     std::string notes;
     for (const auto& note : check.notes) notes += (notes.empty() ? " (" : "; ") + note;
