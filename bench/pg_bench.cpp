@@ -24,6 +24,7 @@
 
 #include "cairn/store/store.hpp"
 #include "store/pg_conn.hpp"
+#include "store/lease_holder.hpp"
 #include "store/pg_medium.hpp"
 #include "support/crash_record.hpp"
 #include "support/pg_cluster.hpp"

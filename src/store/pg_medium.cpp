@@ -28,12 +28,15 @@
 // an append made after the lease could have passed to another writer.
 #include "pg_medium.hpp"
 
+#include "lease_holder.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <random>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -162,25 +165,6 @@ PgResult<std::int64_t> create_schema(Connection& connection) {
 
 bool is_child(const SessionHeader& header) { return header.extra.is_object() && header.extra.contains("child"); }
 
-const std::string& this_owner() {
-  static const std::string owner = [] {
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    std::random_device random;
-    const std::uint64_t nonce = (static_cast<std::uint64_t>(random()) << 32) ^ random();
-    return fmt::format("{} pid {} #{:016x}", host[0] ? host : "unknown-host", ::getpid(), nonce);
-  }();
-  return owner;
-}
-
-std::string describe_owner(std::string_view owner) {
-  // "HOST pid PID #NONCE" -> "pid PID on HOST"
-  const auto pid = owner.find(" pid ");
-  const auto nonce = owner.rfind(" #");
-  if (pid == std::string_view::npos || nonce == std::string_view::npos || nonce < pid) return std::string(owner);
-  return fmt::format("pid {} on {}", owner.substr(pid + 5, nonce - pid - 5), owner.substr(0, pid));
-}
-
 // ---- taking, renewing and letting go of a lease ---------------------------------
 
 PgMedium::PgMedium(Key, Settings settings, Connection connection, std::int64_t generation, std::int64_t head,
@@ -198,14 +182,20 @@ Result<std::unique_ptr<PgMedium>> PgMedium::acquire(Settings settings, const Ope
   if (!connection) return std::unexpected(db_error(settings.where, "cannot take the lease", connection.error()));
   const auto start = Clock::now();
   const auto timeout = std::max(options.lock_timeout, std::chrono::milliseconds(0));
+  // A holder seen to have died on this machine: its lease is taken at once,
+  // from it alone (by owner and generation: another writer may be taking it
+  // too), as its expiry would let it be.
+  std::optional<std::pair<std::string, std::string>> gone;
   for (;;) {
     const auto sent = Clock::now();
-    const std::array<Param, 4> params{settings.session_id, this_owner(), ttl_ms(settings.ttl),
-                                      options.break_lock ? "true" : "false"};
+    const std::array<Param, 6> params{settings.session_id, this_owner(), ttl_ms(settings.ttl),
+                                      options.break_lock ? "true" : "false", gone ? Param(gone->first) : Param(),
+                                      gone ? Param(gone->second) : Param()};
     auto taken = connection->exec(
         "UPDATE cairn_sessions SET generation = generation + 1, owner = $2, "
         "lease_expires = now() + $3::bigint * interval '1 millisecond' "
-        "WHERE id = $1 AND (owner IS NULL OR lease_expires IS NULL OR lease_expires <= now() OR $4::boolean) "
+        "WHERE id = $1 AND (owner IS NULL OR lease_expires IS NULL OR lease_expires <= now() OR $4::boolean "
+        "OR (owner = $5 AND generation = $6::bigint)) "
         "RETURNING generation, head_seq",
         params);
     if (!taken) return std::unexpected(db_error(settings.where, "cannot take the lease", taken.error()));
@@ -222,6 +212,13 @@ Result<std::unique_ptr<PgMedium>> PgMedium::acquire(Settings settings, const Ope
         id);
     if (!holder) return std::unexpected(db_error(settings.where, "cannot read the lease", holder.error()));
     if (holder->size() == 0) return fail(Errc::not_found, fmt::format("{}: no such session", settings.where));
+    if (holder_is_gone(holder->text(0, 0))) {
+      const std::pair<std::string, std::string> dead{std::string(holder->text(0, 0)), std::to_string(holder->int64(0, 1))};
+      if (gone != dead) {
+        gone = dead;
+        continue;
+      }
+    }
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     if (waited >= timeout) {
       std::string message = fmt::format("{} is held by {} (generation {}; its lease expires in {} ms unless renewed)",

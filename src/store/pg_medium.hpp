@@ -42,12 +42,6 @@ bool is_child(const SessionHeader& header);
 // six per record: seq, id, type, ref, run id, stored line.
 std::string append_statement(std::size_t count);
 
-// This process as a lease owner: "HOST pid PID #NONCE".
-const std::string& this_owner();
-
-// What a lease's owner column says, for a person: "pid 12 on host-a".
-std::string describe_owner(std::string_view owner);
-
 // The store's settings a medium needs.
 struct Settings {
   std::string conninfo;  // with the password, for libpq only

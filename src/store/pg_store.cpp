@@ -21,6 +21,7 @@
 #include "pg_medium.hpp"
 #include "pg_notify.hpp"
 #include "guarded.hpp"
+#include "lease_holder.hpp"
 #include "repair.hpp"
 #include "session_ids.hpp"
 

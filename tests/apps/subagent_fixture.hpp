@@ -11,12 +11,7 @@
 
 namespace cairn::cli_testing {
 
-inline bool has_tool_result(const Json& body) {
-  for (const auto& message : body.value("messages", Json::array())) {
-    if (message.value("role", "") == "tool") return true;
-  }
-  return false;
-}
+inline bool has_tool_result(const Json& body) { return testing::openai_tool_results(body) > 0; }
 
 // Two task calls in one response.
 inline ScriptedResponse two_tasks(const Json& first, const Json& second) {

@@ -17,12 +17,6 @@ using testing::openai_text_reply;
 using testing::openai_tool_reply;
 using testing::ReceivedRequest;
 
-int tool_results_in(const Json& body) {
-  int count = 0;
-  for (const auto& message : body.value("messages", Json::array())) count += message.value("role", "") == "tool";
-  return count;
-}
-
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -61,7 +55,7 @@ class WorkerTest : public AgentCliTest {
     return [this](const ReceivedRequest& request) {
       const Json body = Json::parse(request.body);
       const std::string task = testing::openai_first_user_text(body);
-      const int done = tool_results_in(body);
+      const int done = testing::openai_tool_results(body);
       if (done >= 2) return openai_text_reply(task + " is done");
       // "quick" tasks' second command ends at once.
       const bool long_command = done == 0 || !task.starts_with("quick");

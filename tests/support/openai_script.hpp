@@ -61,4 +61,12 @@ inline std::string openai_first_user_text(const Json& body) {
   return {};
 }
 
+// How many tool results an openai-completions request body carries: how far
+// along its conversation a scripted server is.
+inline int openai_tool_results(const Json& body) {
+  int count = 0;
+  for (const auto& message : body.value("messages", Json::array())) count += message.value("role", "") == "tool";
+  return count;
+}
+
 }  // namespace cairn::testing
