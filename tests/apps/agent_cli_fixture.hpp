@@ -97,7 +97,8 @@ class AgentCliTest : public ::testing::Test {
     posix_spawn_file_actions_addopen(&actions, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-    std::vector<std::string> argv_strings{CAIRN_CLI_PATH};
+    std::vector<std::string> argv_strings = launcher_;
+    argv_strings.push_back(CAIRN_CLI_PATH);
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& arg : argv_strings) argv.push_back(arg.data());
@@ -107,7 +108,7 @@ class AgentCliTest : public ::testing::Test {
     for (auto& variable : env_strings) envp.push_back(variable.data());
     envp.push_back(nullptr);
     pid_t pid = -1;
-    const int spawned = posix_spawn(&pid, CAIRN_CLI_PATH, &actions, nullptr, argv.data(), envp.data());
+    const int spawned = posix_spawn(&pid, argv_strings[0].c_str(), &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     EXPECT_EQ(spawned, 0);
     return spawned == 0 ? pid : -1;
@@ -203,6 +204,7 @@ class AgentCliTest : public ::testing::Test {
   int runs_ = 0;
   std::filesystem::path out_, err_;
   std::vector<std::string> extra_env_;  // NAME=VALUE given to cairn besides environment()'s
+  std::vector<std::string> launcher_;   // a program (absolute path) and its arguments that run cairn
 };
 
 inline std::string session_line_id(const std::string& err) {

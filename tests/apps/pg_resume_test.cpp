@@ -3,6 +3,8 @@
 // dead process's lease is taken at once (its holder is seen to be gone), not
 // waited out for its 15 s. Round after round: resume is never refused as
 // locked, no step runs twice, every tool call has one result, verify passes.
+// A holder in another PID and UTS namespace (another "machine") cannot be
+// seen to be gone: resume waits for its lease, says so once, and goes on.
 #include <random>
 #include <set>
 
@@ -95,6 +97,50 @@ TEST_F(PgResumeTest, AKilledRunResumesAtOnceOnTheSameMachineRunningNoStepTwice) 
   std::printf("[ figures  ] %d SIGKILLs on PostgreSQL, each resumed at once: %d resumed to the end, %d had nothing "
               "left to resume\n",
               rounds, completed, nothing_left);
+}
+
+TEST_F(PgResumeTest, AKilledRunOfAnotherMachineIsWaitedForThenResumed) {
+  const std::vector<std::string> unshare = {"/usr/bin/unshare", "--pid", "--uts", "--fork", "--kill-child=SIGKILL"};
+  {
+    launcher_ = unshare;
+    const Finished probe = finish(start({"--version"}, path("work")));
+    launcher_.clear();
+    if (probe.status != 0) GTEST_SKIP() << "no PID namespace can be made here: " << probe.err;
+  }
+  extra_env_.push_back("CAIRN_LEASE_TTL=1");
+  HttpTestServer server([this](const ReceivedRequest& request) {
+    const Json body = Json::parse(request.body);
+    if (testing::openai_tool_results(body) > 0) return openai_text_reply("resumed");
+    const std::string command = fmt::format("echo ran >> {}; sleep 30", markers("elsewhere").string());
+    return openai_tool_reply("slow", "bash", Json{{"command", command}});
+  });
+  launcher_ = unshare;
+  const pid_t pid = start(with({"-p", "elsewhere", "--session", "elsewhere"}, server), path("work"));
+  launcher_.clear();
+  ASSERT_GT(pid, 0);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (read_file(markers("elsewhere")).empty()) {
+    if (std::chrono::steady_clock::now() > deadline || ::waitpid(pid, nullptr, WNOHANG) == pid) {
+      ::kill(pid, SIGKILL);
+      FAIL() << "the command never ran:\n" << read_file(err_);
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  ::kill(pid, SIGKILL);  // unshare, and with it the cairn it started
+  (void)finish(pid);
+
+  const auto resumed_at = std::chrono::steady_clock::now();
+  Finished resumed = finish(start(with({"resume", "elsewhere"}, server), path("work")));
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - resumed_at);
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_EQ(count_of(resumed.err, "waiting up to 6.0 s for it"), 1) << resumed.err;
+  EXPECT_NE(resumed.err.find("is held by pid"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.out.find("resumed"), std::string::npos) << resumed.out;
+  EXPECT_EQ(count_of(read_file(markers("elsewhere")), "ran"), 1);
+  std::printf("[ figures  ] resume of a run killed in another PID namespace (lease 1 s): %lld ms\n",
+              static_cast<long long>(took.count()));
+  Finished verified = finish(start({"verify", "elsewhere", "--store", uri_}, path("work")));
+  EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
 }
 
 }  // namespace

@@ -62,21 +62,42 @@ Outcome<std::string> store_uri(const std::string& option) {
   return "sqlite:" + (dir / "sessions.db").string();
 }
 
+// The environment variable `name`, a decimal number of seconds from `min`
+// to 86400; nullopt when it is not set.
+Outcome<std::optional<std::chrono::milliseconds>> seconds_setting(const char* name, double min) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return std::nullopt;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(seconds >= min) || seconds > 86400) {
+    return std::unexpected(
+        report(kUsage, fmt::format("{}='{}' is not a number of seconds between {} and 86400", name, text, min)));
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+// How long opening a session for writing waits for a lease another
+// machine's process holds: CAIRN_LOCK_WAIT, else the lease's lifetime and
+// 5 s (a holder that died lets its lease expire within one lifetime).
+// Stores one process writes are never waited for: their holder is alive.
+Outcome<std::chrono::milliseconds> lock_wait(const Store& store) {
+  if (!store.uri().starts_with("postgres")) return std::chrono::milliseconds(0);
+  auto wait = seconds_setting("CAIRN_LOCK_WAIT", 0);
+  if (!wait) return std::unexpected(wait.error());
+  if (*wait) return **wait;
+  auto ttl = seconds_setting("CAIRN_LEASE_TTL", 0.05);
+  if (!ttl) return std::unexpected(ttl.error());
+  return ttl->value_or(StoreOptions{}.lease_ttl) + std::chrono::seconds(5);
+}
+
 Outcome<std::unique_ptr<Store>> open_store_for(const std::string& option) {
   auto uri = store_uri(option);
   if (!uri) return std::unexpected(uri.error());
   StoreOptions store_options;
-  if (const char* ttl = std::getenv("CAIRN_LEASE_TTL"); ttl && *ttl) {
-    // Seconds, as a decimal: how long a PostgreSQL writer's lease lasts.
-    char* end = nullptr;
-    const double seconds = std::strtod(ttl, &end);
-    if (end == ttl || *end != '\0' || !(seconds >= 0.05) || seconds > 86400) {
-      return std::unexpected(report(kUsage, fmt::format("CAIRN_LEASE_TTL='{}' is not a number of seconds between 0.05 "
-                                                        "and 86400",
-                                                        ttl)));
-    }
-    store_options.lease_ttl = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
-  }
+  // How long a PostgreSQL writer's lease lasts.
+  auto ttl = seconds_setting("CAIRN_LEASE_TTL", 0.05);
+  if (!ttl) return std::unexpected(ttl.error());
+  if (*ttl) store_options.lease_ttl = **ttl;
   auto store = open_store(*uri, store_options);
   if (!store) return std::unexpected(report(exit_code_for(store.error()), store.error().message));
   return std::move(*store);
@@ -93,6 +114,18 @@ Outcome<std::shared_ptr<Session>> open_session(Store& store, std::string_view id
   OpenOptions options;
   options.read_only = read_only;
   auto session = store.open(*id, options);
+  if (!session && session.error().is(Errc::locked)) {
+    // Held by a process of another machine, which may have died: its lease
+    // is waited out, said once.
+    auto wait = lock_wait(store);
+    if (!wait) return std::unexpected(wait.error());
+    if (wait->count() > 0) {
+      fmt::print(stderr, "cairn: {}; waiting up to {:.1f} s for it\n", session.error().message,
+                 static_cast<double>(wait->count()) / 1000);
+      options.lock_timeout = *wait;
+      session = store.open(*id, options);
+    }
+  }
   // The id resolved a moment ago, so a failure here is about the session
   // itself (damaged, locked, newer): a failure, not a usage error.
   if (!session) return std::unexpected(report(kFailure, session.error().message));
