@@ -9,6 +9,7 @@
 #include "followed_session.hpp"
 #include "http_types.hpp"
 #include "stream_hub.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::serve {
 
@@ -358,12 +359,14 @@ void SessionPool::run_detached(const std::shared_ptr<SessionHost>& host, std::fu
   }).detach();
 }
 
+// What these say on stderr names refs a client chose (a name may hold a C1
+// control) and quotes errors: untrusted text (util/untrusted_text.hpp).
 void SessionPool::resume_suspended() {
   std::vector<std::string> ids;
   {
     auto headers = store_->list();
     if (!headers) {
-      fmt::print(stderr, "cairn serve: cannot list the store's sessions: {}\n", headers.error().message);
+      print_untrusted(stderr, "cairn serve: cannot list the store's sessions: {}\n", headers.error().message);
       return;
     }
     for (const auto& header : *headers) {
@@ -384,23 +387,24 @@ void SessionPool::resume_suspended() {
   for (const auto& id : ids) {
     auto host = get(id);
     if (!host) {
-      fmt::print(stderr, "cairn serve: session {} not resumed: {}\n", id, host.error().message);
+      print_untrusted(stderr, "cairn serve: session {} not resumed: {}\n", id, host.error().message);
       continue;
     }
     for (const auto& operation : (*host)->suspended_at_open) {
       if (!operation.awaiting_input.empty()) {
-        fmt::print(stderr, "cairn serve: session {} ref {}: {} waits for {} answer(s)\n", id, operation.ref,
-                   operation.kind, operation.awaiting_input.size());
+        print_untrusted(stderr, "cairn serve: session {} ref {}: {} waits for {} answer(s)\n", id, operation.ref,
+                        operation.kind, operation.awaiting_input.size());
         continue;
       }
       if (operation.damaged) {
-        fmt::print(stderr, "cairn serve: session {} ref {}: {} is damaged; abort it\n", id, operation.ref, operation.kind);
+        print_untrusted(stderr, "cairn serve: session {} ref {}: {} is damaged; abort it\n", id, operation.ref,
+                        operation.kind);
         continue;
       }
       auto ref = (*host)->harness->ref(operation.ref);
       if (!ref) continue;
-      fmt::print(stderr, "cairn serve: session {} ref {}: resuming {} {}\n", id, operation.ref, operation.kind,
-                 operation.id);
+      print_untrusted(stderr, "cairn serve: session {} ref {}: resuming {} {}\n", id, operation.ref, operation.kind,
+                      operation.id);
       run_detached(*host, [ref = *ref]() mutable { (void)ref.resume(); });
     }
   }
@@ -415,14 +419,14 @@ bool SessionPool::claim_suspended(const ClaimOptions& options) {
       auto claimed = store_->claim(options);
       if (!claimed) {
         if (claimed.error().is(Errc::invalid_argument)) return false;
-        fmt::print(stderr, "cairn serve: {}\n", claimed.error().message);
+        print_untrusted(stderr, "cairn serve: {}\n", claimed.error().message);
         return true;
       }
       if (!*claimed) return true;
       id = (**claimed)->id();
       auto made = host_for(std::move(**claimed));
       if (!made) {
-        fmt::print(stderr, "cairn serve: claimed session {} not resumed: {}\n", id, made.error().message);
+        print_untrusted(stderr, "cairn serve: claimed session {} not resumed: {}\n", id, made.error().message);
         (void)store_->end_claim(id, ClaimEnd::failed, made.error().message);
         continue;  // the session is let go with `made`'s error
       }
@@ -461,8 +465,8 @@ bool SessionPool::claim_suspended(const ClaimOptions& options) {
         continue;
       }
       if (auto ref = host->harness->ref(operation.ref)) {
-        fmt::print(stderr, "cairn serve: claimed session {} ref {}: resuming {} {}\n", id, operation.ref, operation.kind,
-                   operation.id);
+        print_untrusted(stderr, "cairn serve: claimed session {} ref {}: resuming {} {}\n", id, operation.ref,
+                        operation.kind, operation.id);
         refs.push_back(*ref);
       }
     }

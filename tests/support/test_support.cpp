@@ -332,6 +332,14 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+std::vector<char*> exec_strings(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  pointers.reserve(strings.size() + 1);
+  for (auto& text : strings) pointers.push_back(text.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
 double test_scale() {
   const char* text = std::getenv("CAIRN_TEST_SCALE");
   if (!text || !*text) return 1.0;

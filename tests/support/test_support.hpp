@@ -69,6 +69,10 @@ Json snapshot_reads(const Session& session);
 // The lines of `text`, without their newlines.
 std::vector<std::string> lines_of(const std::string& text);
 
+// The argv or envp of an exec: a pointer to each of `strings` (which must
+// outlive it), then a null pointer.
+std::vector<char*> exec_strings(std::vector<std::string>& strings);
+
 // The share of their repetitions the long randomised and real-process tests
 // run: CAIRN_TEST_SCALE, a fraction in (0, 1], 1 when unset. scripts/test
 // lowers it under the sanitizers, where each repetition costs several times

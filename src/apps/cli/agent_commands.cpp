@@ -10,6 +10,7 @@
 #include "approval_cli.hpp"
 #include "cli.hpp"
 #include "tui/utf8_check.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -71,7 +72,7 @@ int run_resume(const OperationOptions& options) {
       auto setup = setup_agent(options.agent, mode);
       if (!setup) return setup.error();
       const SuspendedOperation* waiting = setup->suspended_here();
-      if (first) fmt::print(stderr, "cairn: {}\n", describe_suspended(*waiting));
+      if (first) print_untrusted(stderr, "cairn: {}\n", describe_suspended(*waiting));
 
       AgentRef ref = setup->ref;
       RunResult result;
@@ -135,7 +136,7 @@ int run_abort(const OperationOptions& options) {
     // Cancelled before the crash: resuming completes that abort.
     RunResult result = ref.resume();
     if (result.outcome == cairn::Outcome::aborted || result.outcome == cairn::Outcome::ok || result.outcome == cairn::Outcome::cancelled) {
-      fmt::print(stderr, "cairn: ended {}\n", what);
+      print_untrusted(stderr, "cairn: ended {}\n", what);
       return kOk;
     }
     if (result.outcome == cairn::Outcome::rejected) return report_rejected(*setup, result);
@@ -144,7 +145,7 @@ int run_abort(const OperationOptions& options) {
   AbortResult result = ref.abort();
   ref.wait_for_idle();
   if (!result.ok()) return report(kFailure, result.error ? result.error->message : "the abort failed");
-  fmt::print(stderr, "cairn: aborted {}\n", what);
+  print_untrusted(stderr, "cairn: aborted {}\n", what);
   return kOk;
 }
 
@@ -173,7 +174,7 @@ int run_compact(const OperationOptions& options) {
   if (result.ok()) {
     if (!options.json && result.entry) {
       if (const auto* compaction = std::get_if<Compaction>(&result.entry->body)) {
-        fmt::print("{}\n", compaction->summary);
+        print_untrusted(stdout, "{}\n", compaction->summary);
       }
     }
     return kOk;

@@ -29,6 +29,7 @@
 #include "cairn/tools/coding_tools.hpp"
 #include "cli.hpp"
 #include "text.hpp"
+#include "util/untrusted_text.hpp"
 
 
 namespace cairn::cli {
@@ -180,10 +181,11 @@ int wait_status(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// Lines of `text`, each indented, for quoting another process's output.
+// Lines of `text`, each indented, for quoting another process's output
+// (written to a file, so byte for byte: shown here as untrusted text).
 void quote(const std::string& text, std::string_view indent = "    | ") {
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) fmt::print("{}{}\n", indent, line);
+  for (std::string line; std::getline(in, line);) print_untrusted(stdout, "{}{}\n", indent, line);
 }
 
 int run_demo(const DemoOptions& options) {
@@ -213,9 +215,10 @@ int run_demo(const DemoOptions& options) {
     id = (*session)->id();
   }  // let go of it: the agent process opens it next
   const std::string cli = fmt::format("--store {}", store_uri);
-  fmt::print("cairn demo: a run killed in the middle of a command, then resumed from its log.\n"
-             "  directory: {}\n  session:   {} ({})\n\n",
-             dir.string(), id, cli);
+  print_untrusted(stdout,
+                  "cairn demo: a run killed in the middle of a command, then resumed from its log.\n"
+                  "  directory: {}\n  session:   {} ({})\n\n",
+                  dir.string(), id, cli);
 
   // 1. The agent runs in its own process.
   fmt::print("1. The agent gets the prompt \"{}\"\n   Its process (output quoted):\n", kPrompt);
@@ -243,9 +246,10 @@ int run_demo(const DemoOptions& options) {
   wait_status(agent);
   kill_orphans();
   quote(read_file(agent_log));
-  fmt::print("\n2. While bash ran `{}`, the agent's process was killed with SIGKILL (pid {}):\n"
-             "   no shutdown, no cleanup — as in a crash or a power cut. demo.log holds: {}\n\n",
-             kSlowCommand, agent, one_line(read_file(dir / "demo.log"), 60));
+  print_untrusted(stdout,
+                  "\n2. While bash ran `{}`, the agent's process was killed with SIGKILL (pid {}):\n"
+                  "   no shutdown, no cleanup — as in a crash or a power cut. demo.log holds: {}\n\n",
+                  kSlowCommand, agent, one_line(read_file(dir / "demo.log"), 60));
 
   // 3. Reopen: the log says a run is suspended.
   auto session = open_session(**store, id, false);
@@ -253,8 +257,10 @@ int run_demo(const DemoOptions& options) {
   auto created = demo_harness(*session, dir);
   if (!created) return report(kFailure, created.error().message);
   if (created->suspended.empty()) return report(kFailure, "the reopened session shows no suspended run");
-  fmt::print("3. Reopened, the session shows {}.\n   The log ends with bash's tool_started and no result for it.\n\n",
-             describe_suspended(created->suspended.front()));
+  print_untrusted(stdout,
+                  "3. Reopened, the session shows {}.\n   The log ends with bash's tool_started and no result "
+                  "for it.\n\n",
+                  describe_suspended(created->suspended.front()));
 
   // 4. Resume it.
   fmt::print("4. cairn resume: the run goes on from its log.\n");
@@ -312,7 +318,8 @@ int run_demo(const DemoOptions& options) {
   ::close(verify_fd);
   const int verified = wait_status(verifier);
 
-  fmt::print(
+  print_untrusted(
+      stdout,
       "\n5. The story, from the log ({} records):\n"
       "   accepted      the prompt was in the log (seq {}) before the first model request (seq {})\n"
       "   done          write notes.txt: started at seq {}, its result at seq {}; notes.txt is there ({})\n"
@@ -328,7 +335,7 @@ int run_demo(const DemoOptions& options) {
       one_line(bash_said, 90), bash_starts, started_lines, finished_lines, id,
       verified == 0 ? "passed" : fmt::format("FAILED (exit {})", verified));
   if (verified != 0) quote(read_file(verify_output));
-  fmt::print("\n   See it yourself: cairn log {} {}   ·   cairn tree {} {}\n", id, cli, id, cli);
+  print_untrusted(stdout, "\n   See it yourself: cairn log {} {}   ·   cairn tree {} {}\n", id, cli, id, cli);
 
   const bool told = prompt_seq >= 0 && first_request > prompt_seq && write_result > write_started && bash_result > bash_started &&
                     bash_starts == 1 && started_lines == 1 && finished_lines == 0 && verified == 0;

@@ -78,7 +78,7 @@ void EventPrinter::finish() {
   std::lock_guard lock(mu_);
   if (format_ == PrintFormat::json) return;
   if (format_ == PrintFormat::text_final && !finished_ && answer_ && !answer_->empty()) {
-    write_out(*answer_);
+    text_out_.write(*answer_);
     wrote_text_ = true;
     at_line_start_ = answer_->back() == '\n';
   }
@@ -87,6 +87,7 @@ void EventPrinter::finish() {
 }
 
 void EventPrinter::end_text_line() {
+  text_out_.finish();  // a character the text broke off in shows before what follows
   if (wrote_text_ && !at_line_start_) {
     write_out("\n");
     at_line_start_ = true;
@@ -132,7 +133,7 @@ void EventPrinter::text_event(const Event& event) {
     }
     text_open_ = true;
     wrote_text_ = true;
-    write_out(text);
+    text_out_.write(text);
     at_line_start_ = text.back() == '\n';
     return;
   }
@@ -185,7 +186,8 @@ void EventPrinter::text_event(const Event& event) {
   }
   if (line.empty()) return;
   end_text_line();  // on a line of its own
-  std::fputs(line.c_str(), progress_);
+  // Tool names, arguments, results and errors are the model's and the tools' words.
+  write_untrusted(progress_, line);
   std::fflush(progress_);
 }
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cairn/harness/harness.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 
@@ -36,7 +37,9 @@ PrintFormat text_format_for_stdout();
 // Renders one ref's events while alive: stdout as `format` says; progress
 // (tool calls with a short summary of their arguments, failed tool results,
 // retries, compaction, the run's failure) to `progress` in the text formats
-// (stderr; the demo tells everything on stdout).
+// (stderr; the demo tells everything on stdout). In the text formats what
+// the model and the tools said reaches a terminal in visible form
+// (util/untrusted_text.hpp); --json and pipes get it byte for byte.
 class EventPrinter {
  public:
   EventPrinter(AgentHarness& harness, std::string ref, PrintFormat format, std::FILE* progress = stderr);
@@ -56,6 +59,7 @@ class EventPrinter {
 
   std::string ref_;
   PrintFormat format_;
+  UntrustedWriter text_out_{stdout};  // the answer's text
   std::FILE* progress_;
   std::mutex mu_;
   std::optional<std::string> answer_;  // text_final: the last complete assistant message's text

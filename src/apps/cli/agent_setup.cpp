@@ -16,6 +16,7 @@
 #include "cairn/llm/model_catalog.hpp"
 #include "cairn/llm/models_file.hpp"
 #include "text.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -95,7 +96,7 @@ Outcome<OpenedSession> choose_session(Store& store, const AgentCommandOptions& o
     if (!latest) return std::unexpected(latest.error());
     if (*latest) return open(**latest);
     // Nothing to continue here: start afresh, as pi does.
-    fmt::print(stderr, "cairn: no earlier session in {}; starting a new one\n", cwd.string());
+    print_untrusted(stderr, "cairn: no earlier session in {}; starting a new one\n", cwd.string());
   }
   auto created = create_session(store, cwd, std::nullopt);
   if (!created) return std::unexpected(created.error());
@@ -244,7 +245,7 @@ Outcome<AgentSetup> setup_agent(const AgentCommandOptions& options, const SetupM
   if (mode.need_model && !*named && registry->available().empty() && !mode.existing_session) {
     // Nothing could be called, whatever the session's branch names: say how
     // to configure a model before creating a session for nothing.
-    fmt::print(stderr, "{}", no_model_help(*registry));
+    print_untrusted(stderr, "{}", no_model_help(*registry));
     return std::unexpected(kUsage);
   }
 
@@ -275,13 +276,13 @@ Outcome<AgentSetup> setup_agent(const AgentCommandOptions& options, const SetupM
     } else if (mode.need_model) {
       // An ad-hoc endpoint or a model whose key is gone: say so, then fall
       // back like a fresh session would.
-      fmt::print(stderr, "cairn: the branch's model {} is not available here{}\n", spec,
-                 registry->available().empty() ? "" : "; using another (pass --model to choose)");
+      print_untrusted(stderr, "cairn: the branch's model {} is not available here{}\n", spec,
+                      registry->available().empty() ? "" : "; using another (pass --model to choose)");
     }
   }
   if (!model && !registry->available().empty()) model = *registry->available().front();
   if (!model && mode.need_model) {
-    fmt::print(stderr, "{}", no_model_help(*registry));
+    print_untrusted(stderr, "{}", no_model_help(*registry));
     return std::unexpected(kUsage);
   }
 
@@ -307,7 +308,7 @@ Outcome<AgentSetup> setup_agent(const AgentCommandOptions& options, const SetupM
   if (!ref_exists) {
     auto made = harness->create_ref(options.ref, session->leaf("main"));
     if (!made) return std::unexpected(report(made.error()));
-    fmt::print(stderr, "cairn: created ref {} at main's leaf\n", options.ref);
+    print_untrusted(stderr, "cairn: created ref {} at main's leaf\n", options.ref);
   }
   AgentRef ref = *harness->ref(options.ref);
   const bool suspended_here = std::any_of(created->suspended.begin(), created->suspended.end(),
@@ -316,7 +317,7 @@ Outcome<AgentSetup> setup_agent(const AgentCommandOptions& options, const SetupM
     return std::unexpected(report(
         kUsage, fmt::format("nothing is suspended on ref {} of session {}", options.ref, session->id())));
   }
-  if (mode.announce_session) fmt::print(stderr, "cairn: session {}\n", session->id());
+  if (mode.announce_session) print_untrusted(stderr, "cairn: session {}\n", session->id());
 
   // The choice goes on the branch, so that the next resume or continue uses
   // it without flags. Not under a suspended operation: its resume decides.

@@ -11,6 +11,7 @@
 #include "cli.hpp"
 #include "text.hpp"
 #include "tui/utf8_check.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 
@@ -53,19 +54,21 @@ std::optional<std::string> input_subject(const PendingInput& input) {
 int report_awaiting_input(const std::string& session_id, const std::string& ref,
                           const std::vector<PendingInput>& pending) {
   const std::string ref_flag = ref == "main" ? "" : " --ref " + ref;
-  fmt::print(stderr, "cairn: session {} waits for input:\n", session_id);
+  // The question, the call's arguments, its id and the ref are the model's
+  // or a client's words: every line goes out as untrusted text.
+  print_untrusted(stderr, "cairn: session {} waits for input:\n", session_id);
   for (const auto& input : pending) {
-    fmt::print(stderr, "  {}\n", describe_input(input));
+    print_untrusted(stderr, "  {}\n", describe_input(input));
     const std::string call = pending.size() > 1 ? " --call " + input.tool_call_id : "";
     if (input.kind == "question") {
-      fmt::print(stderr, "    answer:   cairn answer {}{}{} TEXT\n", session_id, ref_flag, call);
-      fmt::print(stderr, "    decline:  cairn deny {}{}{} [--reason TEXT]\n", session_id, ref_flag, call);
+      print_untrusted(stderr, "    answer:   cairn answer {}{}{} TEXT\n", session_id, ref_flag, call);
+      print_untrusted(stderr, "    decline:  cairn deny {}{}{} [--reason TEXT]\n", session_id, ref_flag, call);
     } else {
-      fmt::print(stderr, "    allow:    cairn approve {}{}{} [--always]\n", session_id, ref_flag, call);
-      fmt::print(stderr, "    deny:     cairn deny {}{}{} [--reason TEXT]\n", session_id, ref_flag, call);
+      print_untrusted(stderr, "    allow:    cairn approve {}{}{} [--always]\n", session_id, ref_flag, call);
+      print_untrusted(stderr, "    deny:     cairn deny {}{}{} [--reason TEXT]\n", session_id, ref_flag, call);
     }
   }
-  fmt::print(stderr, "  then:       cairn resume {}{}\n", session_id, ref_flag);
+  print_untrusted(stderr, "  then:       cairn resume {}{}\n", session_id, ref_flag);
   return kAwaitingInput;
 }
 
@@ -160,8 +163,9 @@ int run_answer_verb(const AnswerOptions& options, Verb verb) {
   }
   const std::string ref_flag = setup->ref.name() == "main" ? "" : " --ref " + setup->ref.name();
   const char* done = verb == Verb::approve ? "allowed" : verb == Verb::deny ? (question ? "declined" : "denied") : "answered";
-  fmt::print(stderr, "cairn: {} {}{}; `cairn resume {}{}` continues the run\n", done, describe_input(*input),
-             remembered ? fmt::format(" (and from now on: {})", *remembered) : "", setup->session->id(), ref_flag);
+  print_untrusted(stderr, "cairn: {} {}{}; `cairn resume {}{}` continues the run\n", done, describe_input(*input),
+                  remembered ? fmt::format(" (and from now on: {})", *remembered) : "", setup->session->id(),
+                  ref_flag);
   return kOk;
 }
 

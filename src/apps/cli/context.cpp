@@ -6,6 +6,7 @@
 
 #include "cli.hpp"
 #include "text.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -58,7 +59,13 @@ int run_context(const ContextOptions& options) {
   std::string out;
   const auto drain = [&](std::size_t above) {
     if (out.size() <= above) return;
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    // The transcript's text is the model's and the tools': visible on a
+    // terminal; --json is exact.
+    if (options.json) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+    } else {
+      write_untrusted(stdout, out);
+    }
     out.clear();
   };
   constexpr std::size_t kFlushAt = 1 << 20;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -112,7 +113,7 @@ int run_log_demo(const LogDemoOptions& options) {
     (void)(*store)->remove(id);
     return report(kFailure, fmt::format("demo session: {}", appended.error().message));
   }
-  fmt::print("{}\n", id);
+  print_untrusted(stdout, "{}\n", id);
   return kOk;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -50,9 +51,9 @@ int run_fork(const ForkCommandOptions& options) {
     return report(forked.error());
   }
   for (const std::string& line : forked->left_out) {
-    fmt::print(stderr, "cairn fork: only closed history was copied: {}\n", line);
+    print_untrusted(stderr, "cairn fork: only closed history was copied: {}\n", line);
   }
-  fmt::print("{}\n", forked->session->id());
+  print_untrusted(stdout, "{}\n", forked->session->id());
   return kOk;
 }
 

@@ -3,6 +3,7 @@
 
 #include "cairn/store/pi_import.hpp"
 #include "cli.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -21,9 +22,9 @@ int run_import_pi(const ImportOptions& options) {
     if (imported.error().is(Errc::not_found)) return report(kUsage, imported.error().message);
     return report(imported.error());
   }
-  for (const auto& note : imported->notes) fmt::print(stderr, "cairn: note: {}\n", note);
+  for (const auto& note : imported->notes) print_untrusted(stderr, "cairn: note: {}\n", note);
   fmt::print(stderr, "cairn: imported {} entries from a pi v{} session\n", imported->imported, imported->version);
-  fmt::print("{}\n", imported->session->id());
+  print_untrusted(stdout, "{}\n", imported->session->id());
   return kOk;
 }
 

@@ -19,6 +19,7 @@
 
 #include "interactive_app.hpp"
 #include "tui/utf8_check.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 
@@ -101,9 +102,12 @@ std::string InteractiveApp::prompt_text() const {
   return busy_ ? "steer> " : "> ";
 }
 
-void InteractiveApp::say(const std::string& text) { terminal_.print(text + "\n"); }
+// What is said quotes names, ids, prompts and errors from the log, the
+// model and the store: shown visibly (the interactive mode's output is a
+// terminal), styled after that.
+void InteractiveApp::say(const std::string& text) { terminal_.print(visible_text(text) + "\n"); }
 
-void InteractiveApp::warn(const std::string& text) { terminal_.print(style_.red(text) + "\n"); }
+void InteractiveApp::warn(const std::string& text) { terminal_.print(style_.red(visible_text(text)) + "\n"); }
 
 void InteractiveApp::refresh() {
   terminal_.set_prompt(prompt_text());
@@ -201,7 +205,7 @@ void InteractiveApp::ask_resume_or_abort() {
 }
 
 void InteractiveApp::ask(std::string prompt, std::function<void(const std::string&)> on_answer) {
-  question_ = Question{std::move(prompt), std::move(on_answer)};
+  question_ = Question{visible_text(prompt), std::move(on_answer)};  // it may quote a command
   refresh();
 }
 
@@ -269,7 +273,7 @@ void InteractiveApp::submit(const std::string& line, bool alt) {
       }
       terminal_.print(style_.dim(tui::truncate_to_width(
                           fmt::format("(queued {}: {})", steer ? "to steer" : "as a follow-up",
-                                      tui::collapse_whitespace(action.text)),
+                                      visible_text(tui::collapse_whitespace(action.text))),
                           terminal_.width() - 1)) +
                       "\n");
       return;
@@ -420,7 +424,7 @@ int InteractiveApp::run() {
   show_transcript();
   terminal_.set_status(tui::format_status(status_.state(), terminal_.width() - 1));
   terminal_.start(prompt_text());
-  say(style_.dim("cairn interactive: /help lists commands and keys; Ctrl+D exits"));
+  terminal_.print(style_.dim("cairn interactive: /help lists commands and keys; Ctrl+D exits") + "\n");
   subscribe();
   offer_resume();
 
@@ -450,7 +454,7 @@ int InteractiveApp::run() {
   }
   subscription_.reset();
   terminal_.stop();
-  fmt::print(stderr, "cairn: session {}\n", setup_.session->id());
+  print_untrusted(stderr, "cairn: session {}\n", setup_.session->id());
   return kOk;
 }
 

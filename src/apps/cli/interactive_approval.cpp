@@ -17,6 +17,7 @@
 #include "approval_cli.hpp"
 #include "interactive_app.hpp"
 #include "tui/terminal_text.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -115,8 +116,11 @@ void InteractiveApp::ask_input(std::vector<PendingInput> pending) {
   };
   asking_input_ = true;
   if (input.kind == "question") {
-    std::string shown = style_.bold(fmt::format("? {}", input.question.value_or(""))) + "\n";
-    for (std::size_t i = 0; i < input.choices.size(); ++i) shown += fmt::format("  {}. {}\n", i + 1, input.choices[i]);
+    // The question and its choices are the model's words.
+    std::string shown = style_.bold(visible_text(fmt::format("? {}", input.question.value_or("")))) + "\n";
+    for (std::size_t i = 0; i < input.choices.size(); ++i) {
+      shown += visible_text(fmt::format("  {}. {}\n", i + 1, input.choices[i]));
+    }
     terminal_.print(shown);
     ask("answer (Enter declines): ", [this, input, answer](const std::string& reply) {
       const std::string text = tui::trim(reply);
@@ -131,8 +135,11 @@ void InteractiveApp::ask_input(std::vector<PendingInput> pending) {
     });
     return;
   }
-  terminal_.print(style_.bold(fmt::format("{} wants to run (rule {}):", input.tool_name, input.rule.value_or("default"))) +
-                  "\n" + call_preview(input));
+  // The call as the model asked for it: shown visibly, so that what is
+  // approved is what can be read.
+  terminal_.print(style_.bold(visible_text(
+                      fmt::format("{} wants to run (rule {}):", input.tool_name, input.rule.value_or("default")))) +
+                  "\n" + visible_text(call_preview(input)));
   ask("allow? [y]es [n]o [a]lways [e]dit ", [this, input, answer, pending](const std::string& reply) {
     const std::string choice = tui::trim(reply);
     if (choice == "y" || choice == "yes") return answer(InputResponse{.decision = InputResponse::Decision::allow});

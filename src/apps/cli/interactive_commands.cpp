@@ -9,6 +9,7 @@
 
 #include "interactive_app.hpp"
 #include "interactive_picker.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -98,7 +99,7 @@ void InteractiveApp::cmd_model(const std::string& args) {
     }
     std::string out = "Models (/model PROVIDER/ID switches this branch):\n";
     for (const auto& line : lines) out += line + "\n";
-    terminal_.print(out);
+    terminal_.print(visible_text(out));  // a branch's model is the log's word
     return;
   }
   std::string provider, id;
@@ -264,7 +265,7 @@ void InteractiveApp::cmd_session() {
   const tui::StatusState& state = status_.state();
   out += fmt::format("spent    {} tokens in, {} out, {}\n", state.input_tokens, state.output_tokens,
                      tui::format_cost(state.cost));
-  terminal_.print(out);
+  terminal_.print(visible_text(out));  // the cwd, the name and the refs are the log's words
 }
 
 void InteractiveApp::cmd_sessions() {
@@ -279,7 +280,7 @@ void InteractiveApp::cmd_sessions() {
                        header.cwd);
   }
   if (out.empty()) out = "(no sessions)\n";
-  terminal_.print(out);
+  terminal_.print(visible_text(out));
 }
 
 AgentCommandOptions InteractiveApp::options_for_switch() const {
@@ -339,13 +340,13 @@ void InteractiveApp::cmd_resume(const std::string& args) {
     ids.push_back(header.id);
     out += fmt::format("{:>2}{} {}  {}  {}\n", ids.size(), header.id == setup_.session->id() ? '*' : ' ',
                        header.id, header.timestamp.substr(0, 19),
-                       tui::truncate_to_width(session_gist(*setup_.store, header.id), 60));
+                       tui::truncate_to_width(visible_text(session_gist(*setup_.store, header.id)), 60));
   }
   if (ids.empty()) {
     say("(no sessions in this directory; /sessions lists the store's)");
     return;
   }
-  terminal_.print(out);
+  terminal_.print(visible_text(out));
   ask("session number (or id; Enter cancels): ", [ids, open](const std::string& answer) {
     const std::string choice = tui::trim(answer);
     if (choice.empty()) return;
@@ -366,7 +367,7 @@ void InteractiveApp::cmd_ref(const std::string& args) {
       out += fmt::format("{} {}{}\n", ref.name == setup_.ref.name() ? '*' : ' ', ref.name,
                          ref.leaf_id ? " at " + ref.leaf_id->substr(0, 8) : std::string(" (empty)"));
     }
-    terminal_.print(out + "(/ref NAME switches, creating it at this ref's leaf)\n");
+    terminal_.print(visible_text(out) + "(/ref NAME switches, creating it at this ref's leaf)\n");
     return;
   }
   if (refuse_while_busy("/ref")) return;

@@ -14,6 +14,7 @@
 #include "tui/slash_commands.hpp"
 #include "tui/terminal_text.hpp"
 #include "tui/tree_view.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 std::string session_gist(Store& store, const std::string& id) {
@@ -42,8 +43,10 @@ Outcome<std::string> pick_session(Store& store) {
     if (header.cwd.empty() || std::filesystem::path(header.cwd).lexically_normal() != here) continue;
     if (ids.size() == 20) break;
     ids.push_back(header.id);
-    fmt::print(stderr, "{:>2}  {}  {}  {}\n", ids.size(), header.id, header.timestamp.substr(0, 19),
-               tui::truncate_to_width(session_gist(store, header.id), 60));
+    // The gist (a session's name or first prompt) in the form it is shown
+    // in, before it is cut to its width.
+    print_untrusted(stderr, "{:>2}  {}  {}  {}\n", ids.size(), header.id, header.timestamp.substr(0, 19),
+                    tui::truncate_to_width(text_for(stderr, session_gist(store, header.id)), 60));
   }
   if (ids.empty()) return std::unexpected(report(kUsage, fmt::format("no sessions in {} to resume", here.string())));
   if (!::isatty(STDIN_FILENO)) return std::unexpected(report(kUsage, "-r without an id needs a terminal to pick on"));
@@ -60,7 +63,7 @@ Outcome<std::string> pick_session(Store& store) {
     }
     auto id = store.resolve_id(choice);
     if (id) return *id;
-    fmt::print(stderr, "no session matches '{}'\n", choice);
+    print_untrusted(stderr, "no session matches '{}'\n", choice);
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include "cli.hpp"
 #include "text.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -41,6 +42,17 @@ std::string summary_line(const LogLine& line) {
                      ignorable.value("id", std::string()), "", ignorable.value("type", std::string("?")));
 }
 
+// --json is the log's own bytes; the summary lines quote what the records
+// say, visible on a terminal. Empties `out`.
+void write_lines(const LogOptions& options, std::string& out) {
+  if (options.json) {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  } else {
+    write_untrusted(stdout, out);
+  }
+  out.clear();
+}
+
 int run_log(const LogOptions& options) {
   auto store = open_store_for(options.store);
   if (!store) return store.error();
@@ -58,13 +70,10 @@ int run_log(const LogOptions& options) {
     for (const LogLine& line : *page) {
       out += options.json ? line.json : summary_line(line);
       out += '\n';
-      if (out.size() >= (1 << 20)) {
-        std::fwrite(out.data(), 1, out.size(), stdout);
-        out.clear();
-      }
+      if (out.size() >= (1 << 20)) write_lines(options, out);
     }
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  write_lines(options, out);
   return kOk;
 }
 

@@ -19,6 +19,7 @@
 #include "interactive_picker.hpp"
 #include "print_mode.hpp"
 #include "tracing.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace {
 
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& error) {
-    fmt::print(stderr, "cairn: {}\n", error.what());
+    cairn::print_untrusted(stderr, "cairn: {}\n", error.what());
   } catch (...) {
     fmt::print(stderr, "cairn: unexpected error\n");
   }

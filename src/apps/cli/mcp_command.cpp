@@ -8,6 +8,7 @@
 #include "cairn/json.hpp"
 #include "cairn/llm/models_file.hpp"
 #include "cli.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 
@@ -94,14 +95,15 @@ int run_mcp_list(const McpListOptions& options) {
       fmt::print("{}\n", line.dump());
       continue;
     }
-    fmt::print("{}  {}  ({}; from {})\n", server.name, mcp::to_string(state), transport_of(server, secrets),
-               server.source.string());
-    if (!message.empty()) fmt::print("  {}\n", message);
-    if (state == mcp::ServerState::ready) fmt::print("  protocol {}\n", client->protocol_version());
+    // A server's message, protocol version and tool names are its own words.
+    print_untrusted(stdout, "{}  {}  ({}; from {})\n", server.name, mcp::to_string(state),
+                    transport_of(server, secrets), server.source.string());
+    if (!message.empty()) print_untrusted(stdout, "  {}\n", message);
+    if (state == mcp::ServerState::ready) print_untrusted(stdout, "  protocol {}\n", client->protocol_version());
     for (const auto& tool : tools) {
       if (tool.server != server.name) continue;
-      fmt::print("  {}  replay {}, approval {}  [{}]\n", tool.tool.name, to_string(tool.tool.replay),
-                 to_string(tool.approval), hints_of(tool.annotations));
+      print_untrusted(stdout, "  {}  replay {}, approval {}  [{}]\n", tool.tool.name, to_string(tool.tool.replay),
+                      to_string(tool.approval), hints_of(tool.annotations));
     }
   }
   return kOk;

@@ -6,6 +6,7 @@
 #include "cairn/llm/model_catalog.hpp"
 #include "cairn/llm/model_registry.hpp"
 #include "cli.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -89,7 +90,7 @@ void print_table(const std::vector<const ConfiguredModel*>& models) {
         line += fmt::format("{:<{}}  ", row[i], widths[i]);
       }
     }
-    fmt::print("{}\n", line);
+    print_untrusted(stdout, "{}\n", line);  // ids and names from models.json
   }
 }
 
@@ -97,13 +98,14 @@ void print_table(const std::vector<const ConfiguredModel*>& models) {
 void print_setup_hint(const ModelRegistry& registry) {
   std::vector<std::string> variables;
   for (const auto& provider : builtin_providers()) variables.push_back(provider.api_key_env);
-  fmt::print(stderr,
-             "cairn: no model is available. Set one of {},\n"
-             "  or describe a provider or a local server (Ollama, llama.cpp, vLLM, LM Studio) in {},\n"
-             "  or name an endpoint with --api KIND --base-url URL --model ID. `cairn models --all` lists every "
-             "known model.\n",
-             joined_words(variables, ", "),
-             registry.models_file() ? registry.models_file()->string() : std::string("~/.config/cairn/models.json"));
+  print_untrusted(
+      stderr,
+      "cairn: no model is available. Set one of {},\n"
+      "  or describe a provider or a local server (Ollama, llama.cpp, vLLM, LM Studio) in {},\n"
+      "  or name an endpoint with --api KIND --base-url URL --model ID. `cairn models --all` lists every "
+      "known model.\n",
+      joined_words(variables, ", "),
+      registry.models_file() ? registry.models_file()->string() : std::string("~/.config/cairn/models.json"));
 }
 
 int run_models(const ModelsOptions& options) {

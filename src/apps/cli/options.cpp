@@ -7,15 +7,17 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 
+// Messages quote names, ids and errors from logs, models and servers.
 int report(int code, std::string_view message) {
-  fmt::print(stderr, "cairn: {}\n", message);
+  print_untrusted(stderr, "cairn: {}\n", message);
   return code;
 }
 
-void print_warning(const std::string& message) { fmt::print(stderr, "cairn: warning: {}\n", message); }
+void print_warning(const std::string& message) { print_untrusted(stderr, "cairn: warning: {}\n", message); }
 
 int exit_code_for(const Error& error) {
   if (error.is(Errc::not_found) || error.is(Errc::ambiguous_id) || error.is(Errc::invalid_argument) ||
@@ -131,9 +133,9 @@ Outcome<std::shared_ptr<Session>> open_session(Store& store, std::string_view id
   if (!session) return std::unexpected(report(kFailure, session.error().message));
   const OpenReport& opened = (*session)->open_report();
   if (opened.tail_cut) {
-    fmt::print(stderr, "cairn: warning: {} a torn tail of {} bytes after seq {}{}{}\n",
-               read_only ? "ignored" : "cut", opened.bytes_cut, opened.last_good_seq,
-               opened.detail.empty() ? "" : ": ", opened.detail);
+    print_untrusted(stderr, "cairn: warning: {} a torn tail of {} bytes after seq {}{}{}\n",
+                    read_only ? "ignored" : "cut", opened.bytes_cut, opened.last_good_seq,
+                    opened.detail.empty() ? "" : ": ", opened.detail);
   }
   return std::move(*session);
 }

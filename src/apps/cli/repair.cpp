@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -31,15 +32,15 @@ int run_repair(const RepairOptions& options) {
   }
   if (!repaired) return report(repaired.error());
   if (!repaired->changed()) {
-    fmt::print("{}: nothing to repair ({} records, every one intact)\n", *id, repaired->records);
+    print_untrusted(stdout, "{}: nothing to repair ({} records, every one intact)\n", *id, repaired->records);
     return kOk;
   }
-  fmt::print("{}: repaired {}\n", *id, repaired->location);
-  if (repaired->backup) fmt::print("  the original bytes are in {}\n", *repaired->backup);
+  print_untrusted(stdout, "{}: repaired {}\n", *id, repaired->location);
+  if (repaired->backup) print_untrusted(stdout, "  the original bytes are in {}\n", *repaired->backup);
   fmt::print("  {} records: {} intact and unchanged, {} replaced by placeholders\n", repaired->records,
              repaired->intact, repaired->replaced.size());
-  for (const auto& line : repaired->replaced) fmt::print("  replaced {}\n", line);
-  for (const auto& line : repaired->fixed) fmt::print("  fixed {}\n", line);
+  for (const auto& line : repaired->replaced) print_untrusted(stdout, "  replaced {}\n", line);
+  for (const auto& line : repaired->fixed) print_untrusted(stdout, "  fixed {}\n", line);
 
   // Which of the operations that held damage are still open, and on which ref.
   if (!repaired->abort_only_runs.empty()) {
@@ -49,9 +50,10 @@ int run_repair(const RepairOptions& options) {
       if (!ref.open_operation) continue;
       const auto& runs = repaired->abort_only_runs;
       if (std::find(runs.begin(), runs.end(), *ref.open_operation) == runs.end()) continue;
-      fmt::print("  run {} on ref {} may have started a tool in the damaged region: it will not be resumed, so no such "
-                 "tool runs again; end it with `cairn abort {} --ref {}`\n",
-                 *ref.open_operation, ref.name, *id, ref.name);
+      print_untrusted(stdout,
+                      "  run {} on ref {} may have started a tool in the damaged region: it will not be resumed, "
+                      "so no such tool runs again; end it with `cairn abort {} --ref {}`\n",
+                      *ref.open_operation, ref.name, *id, ref.name);
     }
   }
   return kOk;

@@ -24,6 +24,7 @@
 #include "cairn/serve/server.hpp"
 #include "cli.hpp"
 #include "tracing.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -113,7 +114,7 @@ int run_serve(const ServeOptions& options) {
   bool created = false;
   auto tokens = serve::load_tokens(token_file, created);
   if (!tokens) return report(kUsage, tokens.error().message);
-  if (created) fmt::print(stderr, "cairn serve: created {} with a new token (mode 0600)\n", token_file.string());
+  if (created) print_untrusted(stderr, "cairn serve: created {} with a new token (mode 0600)\n", token_file.string());
   server.tokens = *tokens;
 
   // The agent: as the CLI would set it up, once for every session.
@@ -169,7 +170,7 @@ int run_serve(const ServeOptions& options) {
     if (stop_asked) running->stop();
   }
   const std::string shown_host = server.host.find(':') != std::string::npos ? "[" + server.host + "]" : server.host;
-  fmt::print(stderr, "cairn serve: listening on http://{}:{}\n", shown_host, (*started)->port());
+  print_untrusted(stderr, "cairn serve: listening on http://{}:{}\n", shown_host, (*started)->port());
   std::fflush(stderr);
   (*started)->wait();
   fmt::print(stderr, "cairn serve: stopped\n");

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -85,8 +86,8 @@ int run_sessions(const SessionsOptions& options) {
       origin += fmt::format("  (imported from {})", it->value("format", std::string("?")));
     }
     if (waiting > 0) origin += fmt::format("  (waits for input: {}; see cairn resume {})", waiting, header.id);
-    fmt::print("{}{}  {}  {}{}\n", std::string(2 * static_cast<std::size_t>(depth), ' '), header.id, header.timestamp,
-               header.cwd, origin);
+    print_untrusted(stdout, "{}{}  {}  {}{}\n", std::string(2 * static_cast<std::size_t>(depth), ' '), header.id,
+                    header.timestamp, header.cwd, origin);
   }
   return kOk;
 }
@@ -115,7 +116,7 @@ int run_new(const NewOptions& options) {
     if (session.error().is(Errc::already_exists)) return report(kUsage, session.error().message);
     return report(session.error());
   }
-  fmt::print("{}\n", (*session)->id());
+  print_untrusted(stdout, "{}\n", (*session)->id());
   return kOk;
 }
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "util/untrusted_text.hpp"
+
 namespace cairn::cli {
 namespace {
 
@@ -14,6 +16,12 @@ bool truthy(const char* value) {
 }
 
 const Tracing* active_tracing = nullptr;  // set and cleared on the main thread only
+
+// A sink's reports quote a collector's answers and file names: untrusted
+// text, said as the sinks' own default says it.
+trace::Report report_as(std::string prefix) {
+  return [prefix = std::move(prefix)](const std::string& message) { print_untrusted(stderr, "{}{}\n", prefix, message); };
+}
 
 }  // namespace
 
@@ -57,13 +65,16 @@ Outcome<Tracing> start_tracing(std::vector<std::string>& args) {
   Tracing tracing;
   trace::set_capture_content(content);
   if (!file.empty()) {
-    auto sink = trace::JsonLinesSink::open(file);
+    auto sink = trace::JsonLinesSink::open(file, {.report = report_as("cairn: trace: ")});
     if (!sink) return std::unexpected(report(kFailure, sink.error().message));
     tracing.file = std::move(*sink);
   }
   auto otlp = trace::OtlpOptions::from_environment();
   if (!otlp) return std::unexpected(report(kUsage, otlp.error().message));
-  if (*otlp) tracing.otlp = std::make_unique<trace::OtlpExporter>(std::move(**otlp));
+  if (*otlp) {
+    (*otlp)->report = report_as("cairn: trace export: ");
+    tracing.otlp = std::make_unique<trace::OtlpExporter>(std::move(**otlp));
+  }
   return tracing;
 }
 

@@ -10,6 +10,7 @@
 #include "util/parallel.hpp"
 #include "cli.hpp"
 #include "text.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -174,13 +175,15 @@ int run_tree(const TreeOptions& options) {
 
   // A subagent's session says whose it is.
   if (auto child = session.header().extra.find("child"); child != session.header().extra.end() && child->is_object()) {
-    fmt::print("subagent of session {} (call {}, depth {})\n", session.header().parent_session.value_or("?"),
-               child->value("toolCallId", std::string("?")), child->value("depth", 1));
+    print_untrusted(stdout, "subagent of session {} (call {}, depth {})\n",
+                    session.header().parent_session.value_or("?"), child->value("toolCallId", std::string("?")),
+                    child->value("depth", 1));
   }
-  // Written out a MiB at a time.
+  // Written out a MiB at a time. Every line holds what a log says (ids,
+  // labels, previews, ref names): visible on a terminal, exact elsewhere.
   std::string out;
   const auto flush = [&] {
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    write_untrusted(stdout, out);
     out.clear();
   };
   // Depth-first, children in seq order (pi's indentation rules).
@@ -233,7 +236,7 @@ int run_tree(const TreeOptions& options) {
     }
   }
   flush();
-  for (const auto& ref : empty_refs) fmt::print("(empty)  ← {}\n", ref);
+  for (const auto& ref : empty_refs) print_untrusted(stdout, "(empty)  ← {}\n", ref);
   return kOk;
 }
 

@@ -6,6 +6,7 @@
 
 #include "cairn/store/verify.hpp"
 #include "cli.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -30,14 +31,14 @@ int run_verify(const VerifyOptions& options) {
     for (const auto& note : check.notes) notes += (notes.empty() ? " (" : "; ") + note;
     if (!notes.empty()) notes += ")";
     if (check.ok()) {
-      fmt::print("ok    {}{}\n", check.name, notes);
+      print_untrusted(stdout, "ok    {}{}\n", check.name, notes);
       continue;
     }
     std::string more = check.failures.size() > 1 ? fmt::format(" (and {} more)", check.failures.size() - 1) : "";
-    fmt::print("FAIL  {}: {}{}{}\n", check.name, check.failures.front(), more, notes);
+    print_untrusted(stdout, "FAIL  {}: {}{}{}\n", check.name, check.failures.front(), more, notes);
   }
-  fmt::print("{}: {} records, {}\n", (*opened)->id(), verified->records,
-             verified->ok() ? "all checks hold" : "checks FAILED");
+  print_untrusted(stdout, "{}: {} records, {}\n", (*opened)->id(), verified->records,
+                  verified->ok() ? "all checks hold" : "checks FAILED");
   return verified->ok() ? kOk : kFailure;
 }
 

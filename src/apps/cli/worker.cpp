@@ -17,6 +17,7 @@
 #include "agent_run.hpp"
 #include "agent_setup.hpp"
 #include "cli.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -47,7 +48,7 @@ void work_on(Store& store, std::shared_ptr<Session> session, const WorkerOptions
   const std::string id = session->id();
   auto end = [&](ClaimEnd how, const std::string& detail) {
     if (auto ended = store.end_claim(id, how, detail); !ended) {
-      fmt::print(stderr, "cairn worker: session {}: {}\n", id, ended.error().message);
+      print_untrusted(stderr, "cairn worker: session {}: {}\n", id, ended.error().message);
     }
   };
   // The tools work where the session was started.
@@ -55,7 +56,7 @@ void work_on(Store& store, std::shared_ptr<Session> session, const WorkerOptions
   std::error_code ec;
   if (cwd.empty() || !std::filesystem::is_directory(cwd, ec)) {
     const std::string why = fmt::format("its directory '{}' is not on this machine", cwd.string());
-    fmt::print(stderr, "cairn worker: session {}: {}; left for another worker\n", id, why);
+    print_untrusted(stderr, "cairn worker: session {}: {}; left for another worker\n", id, why);
     end(ClaimEnd::failed, why);
     return;
   }
@@ -70,8 +71,8 @@ void work_on(Store& store, std::shared_ptr<Session> session, const WorkerOptions
   ClaimEnd how = ClaimEnd::finished;
   std::string detail;
   const std::vector<SuspendedOperation> suspended = setup->suspended;
-  fmt::print(stderr, "cairn worker: session {}: resuming {} operation{}\n", id, suspended.size(),
-             suspended.size() == 1 ? "" : "s");
+  print_untrusted(stderr, "cairn worker: session {}: resuming {} operation{}\n", id, suspended.size(),
+                  suspended.size() == 1 ? "" : "s");
   for (const SuspendedOperation& operation : suspended) {
     auto ref = setup->harness->ref(operation.ref);
     if (!ref) continue;
@@ -79,7 +80,7 @@ void work_on(Store& store, std::shared_ptr<Session> session, const WorkerOptions
     std::string line = fmt::format("cairn worker: session {} ref {}: {} {}", id, operation.ref, operation.kind,
                                    outcome_name(result.outcome));
     if (result.error) line += ": " + result.error->message;
-    fmt::print(stderr, "{}\n", line);
+    print_untrusted(stderr, "{}\n", line);  // the ref's name, the run's error
     switch (result.outcome) {
       case cairn::Outcome::ok:
       case cairn::Outcome::aborted:
@@ -112,13 +113,14 @@ int run_worker(const WorkerOptions& options) {
     if (++signals >= 2) std::_Exit(130);
     fmt::print(stderr, "cairn worker: stopping after the session in hand (again to leave at once)\n");
   });
-  fmt::print(stderr, "cairn worker: claiming the suspended runs of {} every {} s\n", (*store)->uri(), options.poll);
+  print_untrusted(stderr, "cairn worker: claiming the suspended runs of {} every {} s\n", (*store)->uri(),
+                  options.poll);
   const auto pause = std::chrono::duration<double>(options.poll);
   while (signals == 0) {
     auto claimed = (*store)->claim(ClaimOptions{.max_claims = options.max_claims});
     if (!claimed) {
       if (claimed.error().is(Errc::invalid_argument)) return report(kUsage, claimed.error().message);
-      fmt::print(stderr, "cairn worker: {}\n", claimed.error().message);
+      print_untrusted(stderr, "cairn worker: {}\n", claimed.error().message);
     } else if (*claimed) {
       work_on(**store, std::move(**claimed), options);
       continue;

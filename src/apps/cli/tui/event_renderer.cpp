@@ -5,14 +5,16 @@
 #include <variant>
 
 #include "cairn/overloaded.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli::tui {
 namespace {
 
 
 // Tabs as spaces (a terminal's tab stops would break the width arithmetic),
-// carriage returns dropped.
-std::string clean(std::string_view text) {
+// carriage returns dropped (a line ends where its newline is; nothing
+// overwrites it).
+std::string tabs_and_returns(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
@@ -24,6 +26,15 @@ std::string clean(std::string_view text) {
   }
   return out;
 }
+
+// Everything the transcript shows comes from the model, the tools, the user
+// or the log: as tabs_and_returns leaves it, with every other control
+// character visible (util/untrusted_text.hpp). Done before the width
+// arithmetic, so that what is measured is what is shown.
+std::string clean(std::string_view text) { return visible_text(tabs_and_returns(text)); }
+
+// clean() for one line: whitespace runs, newlines included, as one space.
+std::string shown_line(std::string_view text) { return visible_text(collapse_whitespace(text)); }
 
 std::string blocks_text(const std::vector<UserBlock>& blocks) {
   std::string text;
@@ -69,15 +80,16 @@ std::string EventRenderer::styled(std::string_view text, Kind kind) const {
 
 std::string EventRenderer::append_live(std::string_view fragment, Kind kind) {
   std::string out;
-  if (kind != live_kind_ && !live_.empty()) out += take_complete_lines(true);
+  if (kind != live_kind_) out += take_complete_lines(true);
   live_kind_ = kind;
-  live_ += clean(fragment);
+  live_ += live_visible_.next(tabs_and_returns(fragment));
   out += take_complete_lines(false);
   return out;
 }
 
 std::string EventRenderer::take_complete_lines(bool force) {
   std::string out;
+  if (force) live_ += live_visible_.finish();  // a character a fragment broke off in
   for (;;) {
     const std::size_t newline = live_.find('\n');
     const std::string_view head = std::string_view(live_).substr(0, newline);
@@ -105,12 +117,12 @@ std::string EventRenderer::live_line() const { return styled(live_, live_kind_);
 std::string EventRenderer::flush() { return take_complete_lines(true); }
 
 std::string EventRenderer::thinking_line(std::string_view thinking) const {
-  return style_.dim(truncate_to_width("~ thinking: " + collapse_whitespace(thinking), options_.width)) + "\n";
+  return style_.dim(truncate_to_width("~ thinking: " + shown_line(thinking), options_.width)) + "\n";
 }
 
 std::string EventRenderer::tool_call_line(const ToolCall& call) const {
   const std::string args = call.arguments.is_object() && call.arguments.empty() ? "" : " " + call.arguments.dump();
-  return style_.cyan(truncate_to_width(fmt::format("-> {}{}", call.name, args), options_.width)) + "\n";
+  return style_.cyan(truncate_to_width(visible_text(fmt::format("-> {}{}", call.name, args)), options_.width)) + "\n";
 }
 
 std::string EventRenderer::tool_result_lines(const ToolResultMessage& result) const {
@@ -178,7 +190,7 @@ std::string EventRenderer::render_message(const AgentMessage& message) {
                          m.content[i]);
             }
             if (m.stop_reason == StopReason::error) {
-              last_error_ = collapse_whitespace(m.error_message.value_or("the model failed"));
+              last_error_ = shown_line(m.error_message.value_or("the model failed"));
               out += style_.red(truncate_to_width("! " + last_error_, options_.width)) + "\n";
             }
             streamed_text_ = false;
@@ -189,17 +201,17 @@ std::string EventRenderer::render_message(const AgentMessage& message) {
           [&](const ToolResultMessage& m) { return tool_result_lines(m); },
           [&](const CustomMessage& m) {
             if (!m.display) return std::string();
-            return style_.dim(truncate_to_width(fmt::format("[{}] {}", m.custom_type, collapse_whitespace(content_text(m.content))),
+            return style_.dim(truncate_to_width(shown_line(fmt::format("[{}] {}", m.custom_type, content_text(m.content))),
                                                 options_.width)) + "\n";
           },
           [&](const BranchSummaryMessage& m) {
-            return style_.dim(truncate_to_width("(branch summary) " + collapse_whitespace(m.summary), options_.width)) + "\n";
+            return style_.dim(truncate_to_width("(branch summary) " + shown_line(m.summary), options_.width)) + "\n";
           },
           [&](const CompactionSummaryMessage& m) {
-            return style_.dim(truncate_to_width("(compaction summary) " + collapse_whitespace(m.summary), options_.width)) + "\n";
+            return style_.dim(truncate_to_width("(compaction summary) " + shown_line(m.summary), options_.width)) + "\n";
           },
           [&](const BashExecutionMessage& m) {
-            std::string out = style_.bold(truncate_to_width("$ " + m.command, options_.width)) + "\n";
+            std::string out = style_.bold(truncate_to_width("$ " + shown_line(m.command), options_.width)) + "\n";
             ToolResultMessage as_result;
             as_result.content = {TextContent{.text = m.output}};
             as_result.is_error = m.exit_code && *m.exit_code != 0;
@@ -255,11 +267,11 @@ std::string EventRenderer::render_end(const Event& event) {
   const std::string_view outcome = text_of(event.data, "outcome");
   const bool ok = outcome == "completed" || outcome == "ok";
   const Json* error = event.data.contains("error") ? &event.data["error"] : nullptr;
-  const std::string message = error ? std::string(text_of(*error, "message")) : std::string();
+  const std::string message = error ? shown_line(text_of(*error, "message")) : std::string();
   std::string out = take_complete_lines(true);
   const auto failure = [&](std::string_view what) {
     // The failed response's error was just shown: name the code only.
-    const std::string said = collapse_whitespace(message);
+    const std::string& said = message;
     const std::string text = !said.empty() && said == last_error_
                                  ? fmt::format("! {} {} ({})", what, outcome, error ? text_of(*error, "code") : "")
                                  : fmt::format("! {} {}: {}", what, outcome, said);
@@ -285,14 +297,14 @@ std::string EventRenderer::render_end(const Event& event) {
       out += style_.dim("(compaction aborted)") + "\n";
     } else if (automatic && (code == to_string(Errc::nothing_to_compact) || code == to_string(Errc::would_split_tool_call))) {
       // The run goes on uncompacted: a note, not a failure.
-      out += style_.dim(truncate_to_width("(compaction skipped: " + collapse_whitespace(message) + ")", options_.width)) + "\n";
+      out += style_.dim(truncate_to_width("(compaction skipped: " + message + ")", options_.width)) + "\n";
     } else {
       failure("compaction");
     }
   } else if (event.type == EventType::navigation_end) {
     if (ok) {
       const std::string_view leaf = text_of(event.data, "newLeafId");
-      std::string text = leaf.empty() ? "(moved to the start of the session" : fmt::format("(moved to {}", leaf.substr(0, 8));
+      std::string text = leaf.empty() ? "(moved to the start of the session" : fmt::format("(moved to {}", shown_line(leaf.substr(0, 8)));
       if (event.data.contains("summaryEntry")) text += ", the branch left behind summarised";
       out += style_.dim(text + ")") + "\n";
     } else if (outcome == "aborted" || outcome == "cancelled") {
@@ -336,18 +348,18 @@ std::string EventRenderer::render(const Event& event) {
            style_.dim(truncate_to_width(
                fmt::format("(attempt {}/{} failed, retrying in {:.1f}s: {})", event.data.value("attempt", 0),
                            event.data.value("maxAttempts", 0), static_cast<double>(delay_ms) / 1000.0,
-                           collapse_whitespace(text_of(event.data, "errorMessage"))),
+                           shown_line(text_of(event.data, "errorMessage"))),
                options_.width)) +
            "\n";
   }
   if (type == EventType::fault) {
     return take_complete_lines(true) +
-           style_.red(truncate_to_width(fmt::format("! the session stopped writing: {}", text_of(event.data, "message")),
+           style_.red(truncate_to_width(fmt::format("! the session stopped writing: {}", shown_line(text_of(event.data, "message"))),
                                         options_.width)) +
            "\n";
   }
   if (type == EventType::handler_error) {
-    return style_.dim(truncate_to_width(fmt::format("(a {} failed: {})", text_of(event.data, "kind"), text_of(event.data, "error")), options_.width)) + "\n";
+    return style_.dim(truncate_to_width(shown_line(fmt::format("(a {} failed: {})", text_of(event.data, "kind"), text_of(event.data, "error"))), options_.width)) + "\n";
   }
   return {};
 }

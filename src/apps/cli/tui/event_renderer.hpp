@@ -16,6 +16,10 @@
 //      | ... N more lines     how many were left out ("!" for an error)
 //   (run aborted) etc.        operations' ends, retries, compactions
 //
+// Every piece of text that is not the renderer's own (the model's, a
+// tool's, the user's, the log's) is shown with its control characters
+// visible (util/untrusted_text.hpp), before it is styled.
+//
 // Pure: no terminal, no clock; the tests feed it events.
 #pragma once
 
@@ -25,6 +29,7 @@
 
 #include "cairn/harness/events.hpp"
 #include "terminal_text.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli::tui {
 
@@ -69,7 +74,8 @@ class EventRenderer {
 
   RenderOptions options_;
   Style style_;
-  std::string live_;
+  std::string live_;  // in visible form (util/untrusted_text.hpp)
+  VisibleStream live_visible_;
   Kind live_kind_ = Kind::text;
   // The assistant message being streamed: what has been shown of it, so
   // message_end prints only what streaming did not (a resumed run's message,

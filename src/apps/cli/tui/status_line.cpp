@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "terminal_text.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli::tui {
 
@@ -38,10 +39,12 @@ std::string format_status(const StatusState& state, std::size_t width) {
     if (state.queued_follow_up) queued += fmt::format("{}{} follow-up", queued.empty() ? "" : ", ", state.queued_follow_up);
     text += " | queued " + queued;
   }
-  text = truncate_to_width(text, width);
+  // The model's id, the ref's name, a tool's name and a subagent's label
+  // come from the log, the model or a client: visible before measured.
+  text = truncate_to_width(visible_text(text), width);
   for (const auto& subagent : state.subagents) {
     text += '\n';
-    text += truncate_to_width(fmt::format("↳ {}: {}", subagent.label, subagent.activity), width);
+    text += truncate_to_width(visible_text(fmt::format("↳ {}: {}", subagent.label, subagent.activity)), width);
   }
   return text;
 }

@@ -9,6 +9,7 @@
 
 #include "slash_commands.hpp"
 #include "terminal_text.hpp"
+#include "util/untrusted_text.hpp"
 
 namespace cairn::cli::tui {
 namespace {
@@ -164,16 +165,18 @@ TreeView build_tree_view(const std::vector<TreeEntry>& entries,
     const TreeEntry& entry = entries[frame.index];
     view.ids.push_back(entry.id);
     const bool is_current = current && *current == entry.id;
+    // Ids, labels, ref names and summaries are the log's words: visible
+    // (util/untrusted_text.hpp) before they are measured.
     std::string text = fmt::format("{:>{}} {} {}{}{} ", view.ids.size(), number_width, is_current ? '*' : ' ',
-                                   frame.indent, frame.branch_child ? "+- " : "", entry.id.substr(0, 8));
-    if (auto it = labels.find(entry.id); it != labels.end()) text += fmt::format("[{}] ", it->second);
+                                   frame.indent, frame.branch_child ? "+- " : "", visible_text(entry.id.substr(0, 8)));
+    if (auto it = labels.find(entry.id); it != labels.end()) text += fmt::format("[{}] ", visible_text(it->second));
     std::string suffix;
     if (auto it = refs_shown.find(entry.id); it != refs_shown.end()) {
-      for (const auto& ref : it->second) suffix += " <- " + ref;
+      for (const auto& ref : it->second) suffix += " <- " + visible_text(ref);
     }
     const std::size_t used = display_width(text) + display_width(suffix);
     const std::size_t room = width > used + 8 ? width - used : 8;
-    text += truncate_to_width(entry_summary(entry), room) + suffix;
+    text += truncate_to_width(visible_text(entry_summary(entry)), room) + suffix;
     view.lines.push_back(std::move(text));
 
     const auto& kids = children[frame.index];
