@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cairn/utf8.hpp"
 #include "http_types.hpp"
 
 namespace cairn::serve {
@@ -10,10 +11,19 @@ Status check_name(std::string_view name, std::string_view what) {
   if (name.empty() || name.size() > kMaxNameBytes || name == "." || name == "..") {
     return fail(Errc::invalid_argument, fmt::format("bad {} id: empty, longer than {} bytes, or . or ..", what, kMaxNameBytes));
   }
-  for (unsigned char c : name) {
-    if (c < 0x20 || c == 0x7f || c == '/' || c == '\\') {
+  // A name is shown on terminals and pages: no control character of either
+  // set (C0 and DEL, and C1: U+0080-U+009F, ESC's one-character forms), and
+  // nothing that is not UTF-8.
+  for (std::size_t at = 0; at < name.size();) {
+    std::size_t length = 0;
+    const char32_t c = utf8_decode(name, at, length);
+    if (utf8_sequence_length(name, at) == 0) {
+      return fail(Errc::invalid_argument, fmt::format("bad {} id: it is not UTF-8", what));
+    }
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == '/' || c == '\\') {
       return fail(Errc::invalid_argument, fmt::format("bad {} id: it holds a separator or control character", what));
     }
+    at += length;
   }
   return {};
 }

@@ -2,7 +2,8 @@
 // request, in a path or inside a body (an A2A context id): the same rules
 // everywhere, so that nothing one route accepts is a name another route
 // cannot address. At most 256 bytes, not "." or "..", and no separator or
-// control character (no newline, NUL or terminal escape).
+// control character of either set (no newline, NUL, ESC, DEL, nor a C1
+// control such as U+009B, a one-character CSI), and UTF-8 throughout.
 #pragma once
 
 #include <string>

@@ -122,8 +122,8 @@ Outcome<std::shared_ptr<Session>> open_session(Store& store, std::string_view id
     auto wait = lock_wait(store);
     if (!wait) return std::unexpected(wait.error());
     if (wait->count() > 0) {
-      fmt::print(stderr, "cairn: {}; waiting up to {:.1f} s for it\n", session.error().message,
-                 static_cast<double>(wait->count()) / 1000);
+      print_untrusted(stderr, "cairn: {}; waiting up to {:.1f} s for it\n", session.error().message,
+                      static_cast<double>(wait->count()) / 1000);
       options.lock_timeout = *wait;
       session = store.open(*id, options);
     }
