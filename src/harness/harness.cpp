@@ -155,7 +155,7 @@ Result<SuspendedOperation> HarnessCore::restore_operation(RefRuntime& rt, const 
   if (std::holds_alternative<Damaged>(started.body)) damaged = SuspendedOperation::Damaged{{*seq}};
   if (auto folded = fold_tail(rt.name, *seq, op, damaged); !folded) return std::unexpected(folded.error());
 
-  SuspendedOperation s{.ref = rt.name, .kind = std::string(to_string(op.kind)), .id = op.id, .started_at = op.started_at};
+  SuspendedOperation s{.ref = rt.name, .kind = op.kind, .id = op.id, .started_at = op.started_at};
   op.damaged = damaged.has_value();
   s.damaged = std::move(damaged);
   if (const auto* intent = std::get_if<RunIntent>(&op.intent)) {
@@ -295,7 +295,7 @@ Status HarnessCore::restore_next_run(RefRuntime& rt) {
   if (!queued) return std::unexpected(queued.error());
   for (const auto& record : queued->items) {
     const auto& item = std::get<QueueEnqueued>(record.body);
-    if (item.queue == queue_name(QueueKind::next_run) && !session->seq_of(item.target.id)) rt.next_run.push_back(item.target);
+    if (item.queue == QueueKind::next_run && !session->seq_of(item.target.id)) rt.next_run.push_back(item.target);
   }
   return {};
 }
@@ -426,7 +426,7 @@ std::vector<RefStatus> AgentHarness::refs() const {
     std::lock_guard lock(core_->mu);
     for (const auto& [name, rt] : core_->refs) {
       RefStatus status{.name = name};
-      if (rt->op) status.run = RefStatus::Run{rt->op->id, std::string(to_string(rt->op->kind)), rt->active ? rt->status : idle_status(*rt)};
+      if (rt->op) status.run = RefStatus::Run{rt->op->id, rt->op->kind, rt->active ? rt->status : idle_status(*rt)};
       out.push_back(std::move(status));
     }
   }

@@ -182,9 +182,7 @@ class Operation {
   template <class T>
   using AttemptOutcome = std::variant<T, AttemptFailed, AttemptAgain>;
 
-  enum class Purpose { step, compaction, branch_summary };
-  // The log's spelling (generation_started's purpose, retry events).
-  static std::string_view purpose_name(Purpose purpose);
+  using Purpose = GenerationPurpose;
 
   // One request cycle (requestAssistant's and generateBounded's loop):
   // counts attempts from the log, refuses past the policy's maximum,

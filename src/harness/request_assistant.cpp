@@ -79,7 +79,7 @@ const LlmContext& RunProcedure::build_request(LlmContext& scratch) {
 StreamOptions RunProcedure::before_request(const Attempt& attempt) {
   StreamOptions options = attempt.config->stream_options;
   each_hook("before_request", core_.hooks.handlers(&Hooks::Lists::before_request), [&](const auto& hook) {
-    if (auto out = hook(hook_context(), BeforeRequestEvent{attempt.config->branch.model, "step", attempt.number, options})) {
+    if (auto out = hook(hook_context(), BeforeRequestEvent{attempt.config->branch.model, Purpose::step, attempt.number, options})) {
       options = *out;
     }
   });

@@ -147,12 +147,8 @@ Reply answer_input(RouteCall& call) {
   auto decision = body->required_string("decision");
   if (!decision) return error_reply(decision.error());
   InputResponse response;
-  if (*decision == "allow") {
-    response.decision = InputResponse::Decision::allow;
-  } else if (*decision == "deny") {
-    response.decision = InputResponse::Decision::deny;
-  } else if (*decision == "answer") {
-    response.decision = InputResponse::Decision::answer;
+  if (auto parsed = parse_input_decision(*decision)) {
+    response.decision = *parsed;
   } else {
     return error_reply(Error{Errc::invalid_argument, "field 'decision' must be allow, deny or answer"});
   }

@@ -172,6 +172,9 @@ using LlmMessage = std::variant<UserMessage, AssistantMessage, ToolResultMessage
 
 std::string_view to_string(StopReason reason);
 std::optional<StopReason> parse_stop_reason(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<StopReason> = true;
+
 std::string_view role_of(const AgentMessage& message);
 
 // Codec. Decoding checks the shape (JSON types, required keys) and names the

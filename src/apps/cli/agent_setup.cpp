@@ -218,7 +218,7 @@ std::string describe_suspended(const SuspendedOperation& operation) {
     if (const auto* text = std::get_if<TextContent>(&block)) prompt += text->text;
   }
   std::string what = fmt::format("{} {} on ref {}, started {}", operation.cancelled ? "a cancelled" : "a suspended",
-                                 operation.kind, operation.ref, operation.started_at);
+                                 to_string(operation.kind), operation.ref, operation.started_at);
   if (!prompt.empty()) what += fmt::format(" (\"{}\")", one_line(prompt, 50));
   if (!operation.awaiting_input.empty()) {
     what += fmt::format(", waiting for {} answer{} (cairn approve, deny or answer)", operation.awaiting_input.size(),

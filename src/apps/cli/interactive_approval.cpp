@@ -114,7 +114,7 @@ void InteractiveApp::ask_input(std::vector<PendingInput> pending) {
     ask_input(pending);
   };
   asking_input_ = true;
-  if (input.kind == "question") {
+  if (input.kind == InputKind::question) {
     std::string shown = style_.bold(fmt::format("? {}", input.question.value_or(""))) + "\n";
     for (std::size_t i = 0; i < input.choices.size(); ++i) shown += fmt::format("  {}. {}\n", i + 1, input.choices[i]);
     terminal_.print(shown);

@@ -255,7 +255,7 @@ void InteractiveApp::cmd_session() {
     if (!refs.empty()) refs += ", ";
     refs += ref.name == setup_.ref.name() ? "*" + ref.name : ref.name;
     refs += ref.leaf_id ? " at " + ref.leaf_id->substr(0, 8) : " (empty)";
-    if (ref.run) refs += fmt::format(" ({} {})", ref.run->kind, to_string(ref.run->status));
+    if (ref.run) refs += fmt::format(" ({} {})", to_string(ref.run->kind), to_string(ref.run->status));
   }
   out += fmt::format("refs     {}\n", refs);
   if (auto stats = session.stats()) {
