@@ -615,9 +615,9 @@ Model AgentRef::model() const {
   return config->model;
 }
 
-std::string AgentRef::thinking_level() const {
+ThinkingLevel AgentRef::thinking_level() const {
   auto config = core_->branch_config(name_);
-  return config ? config->thinking_level : "off";
+  return config ? config->thinking_level : ThinkingLevel::off;
 }
 
 std::vector<std::string> AgentRef::active_tools() const {
@@ -645,14 +645,10 @@ Result<std::string> AgentRef::set_model(const std::string& provider, const std::
   return written;
 }
 
-Result<std::string> AgentRef::set_thinking_level(std::string level) {
-  static const std::vector<std::string> levels = {"off", "minimal", "low", "medium", "high", "xhigh"};
-  if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
-    return fail(Errc::invalid_argument, fmt::format("unknown thinking level '{}'", level));
-  }
+Result<std::string> AgentRef::set_thinking_level(ThinkingLevel level) {
   auto rt = core_->find_ref(name_);
   if (!rt) return fail(Errc::unknown_ref, fmt::format("ref '{}' does not exist", name_));
-  const std::string previous = thinking_level();
+  const ThinkingLevel previous = thinking_level();
   auto written = core_->write(rt, TreeEntry{.body = ThinkingLevelChange{level}});
   if (written) {
     core_->publish(Event{EventType::config_update, name_, std::nullopt, std::nullopt,

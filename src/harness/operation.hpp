@@ -216,7 +216,7 @@ class Operation {
   // summary) and appends the compaction entry as `entry_id`. A refusal or a
   // failed summary throws RunFailed with its cause; the log then holds no
   // compaction entry and the context is unchanged.
-  Compacted compact_branch(const std::string& reason, const std::optional<std::string>& instructions,
+  Compacted compact_branch(CompactionReason reason, const std::optional<std::string>& instructions,
                            const std::string& entry_id);
 
   // ---- the end ---------------------------------------------------------------

@@ -198,7 +198,7 @@ Operation::AttemptOutcome<AssistantMessage> RunProcedure::handle_response(Provid
     // compacted and the step tried once more.
     if (response.context_overflow && !overflow_compacted_ && config_.compaction.enabled) {
       overflow_compacted_ = true;
-      if (auto_compact("overflow")) return AttemptAgain{};
+      if (auto_compact(CompactionReason::overflow)) return AttemptAgain{};
     }
     const std::string what = message.error_message.value_or("the provider failed");
     const Errc code = response.retryable          ? Errc::retries_exhausted

@@ -25,6 +25,9 @@ using detail::parse_name;
 std::string_view to_string(StopReason reason) { return name_of(reason); }
 std::optional<StopReason> parse_stop_reason(std::string_view text) { return parse_name<StopReason>(text); }
 
+std::string_view to_string(ThinkingLevel level) { return name_of(level); }
+std::optional<ThinkingLevel> parse_thinking_level(std::string_view text) { return parse_name<ThinkingLevel>(text); }
+
 std::string_view to_string(OperationKind kind) { return name_of(kind); }
 std::optional<OperationKind> parse_operation_kind(std::string_view text) { return parse_name<OperationKind>(text); }
 

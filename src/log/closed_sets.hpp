@@ -19,6 +19,9 @@ namespace cairn::detail {
 constexpr std::array<std::string_view, 5> names_of(StopReason) {
   return {"stop", "length", "toolUse", "error", "aborted"};
 }
+constexpr std::array<std::string_view, 6> names_of(ThinkingLevel) {
+  return {"off", "minimal", "low", "medium", "high", "xhigh"};
+}
 constexpr std::array<std::string_view, 3> names_of(OperationKind) { return {"run", "compaction", "navigation"}; }
 constexpr std::array<std::string_view, 2> names_of(CancelReason) { return {"user", "shutdown"}; }
 constexpr std::array<std::string_view, 4> names_of(OperationOutcome) {

@@ -263,7 +263,7 @@ TEST_F(CompactionOpTest, BeforeCompactionMayCancelOrSupplyTheSummary) {
   bool cancel = true;
   Subscription hook = h.hooks().before_compaction(
       [&](const HookContext&, const BeforeCompactionEvent& e) -> std::optional<BeforeCompactionResult> {
-        EXPECT_EQ(e.reason, "manual");
+        EXPECT_EQ(e.reason, CompactionReason::manual);
         EXPECT_FALSE(e.preparation.messages_to_summarize.empty());
         if (cancel) return BeforeCompactionResult{.cancel = true};
         return BeforeCompactionResult{.compaction = SuppliedSummary{.summary = "FROM THE HOOK", .details = Json{{"x", 1}}}};

@@ -382,12 +382,12 @@ TEST_F(HarnessTest, WrongStateCallsAreRejectedWithTheirCodes) {
 
 TEST_F(HarnessTest, ConfigIsBranchAnchoredAndDeferredWhileRunning) {
   auto& harness = make_harness();
-  ASSERT_TRUE(harness.main().set_thinking_level("high").has_value());
+  ASSERT_TRUE(harness.main().set_thinking_level(ThinkingLevel::high).has_value());
   ASSERT_TRUE(harness.main().set_active_tools({"echo"}).has_value());
-  EXPECT_EQ(harness.main().thinking_level(), "high");
+  EXPECT_EQ(harness.main().thinking_level(), ThinkingLevel::high);
   EXPECT_EQ(harness.main().active_tools(), std::vector<std::string>{"echo"});
   ASSERT_TRUE(harness.create_ref("other", std::nullopt).has_value());
-  EXPECT_EQ(harness.ref("other")->thinking_level(), "off");  // its branch has no config entries
+  EXPECT_EQ(harness.ref("other")->thinking_level(), ThinkingLevel::off);  // its branch has no config entries
   EXPECT_EQ(harness.ref("other")->active_tools().size(), 4u);
 
   faux_->push(FauxResponse::tool_call("call-1", "effect", args("x1")));  // not active on main

@@ -761,6 +761,12 @@ TEST(ClosedSets, KeepTheLogsSpelling) {
   expect_spelling(parse_input_decision, {{InputDecision::allow, "allow"},
                                          {InputDecision::deny, "deny"},
                                          {InputDecision::answer, "answer"}});
+  expect_spelling(parse_thinking_level, {{ThinkingLevel::off, "off"},
+                                         {ThinkingLevel::minimal, "minimal"},
+                                         {ThinkingLevel::low, "low"},
+                                         {ThinkingLevel::medium, "medium"},
+                                         {ThinkingLevel::high, "high"},
+                                         {ThinkingLevel::xhigh, "xhigh"}});
   expect_spelling(parse_stop_reason, {{StopReason::stop, "stop"},
                                       {StopReason::length, "length"},
                                       {StopReason::tool_use, "toolUse"},
@@ -782,6 +788,17 @@ void expect_unknown_value_refused(std::string_view valid, const char* pointer, s
 }
 
 TEST(ClosedSets, DecodingRefusesAnUnknownValueNamingTheField) {
+  expect_unknown_value_refused(
+      R"({"type":"thinking_level_change","seq":0,"id":"c","parentId":null,"timestamp":"t","thinkingLevel":"high"})",
+      "/thinkingLevel",
+      "thinkingLevel: unknown value 'bogus' (expected 'off', 'minimal', 'low', 'medium', 'high' or 'xhigh')");
+  expect_unknown_value_refused(
+      R"({"type":"message","seq":0,"id":"m","parentId":null,"timestamp":"t","message":{"role":"assistant",)"
+      R"("content":[],"api":"a","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,)"
+      R"("cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},)"
+      R"("stopReason":"stop","timestamp":1}})",
+      "/message/stopReason",
+      "message.stopReason: unknown value 'bogus' (expected 'stop', 'length', 'toolUse', 'error' or 'aborted')");
   expect_unknown_value_refused(
       R"({"type":"operation_started","seq":0,"id":"o","ref":"main","timestamp":"t","sourceLeafId":null,)"
       R"("intent":{"kind":"compaction","resultEntryId":"c"}})",

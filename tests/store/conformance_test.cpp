@@ -335,7 +335,7 @@ TEST_P(StoreConformance, ContextAppliesCompactionAndSummaries) {
       tree(CustomMessageBody{"note", std::string("remember"), std::nullopt, true}, "cp", "cm"),
       tree(Custom{"state", Json{{"x", 1}}}, "cm", "cs"),
       tree(BranchSummary{"u1", "tried another way", std::nullopt, std::nullopt}, "cs", "bs"),
-      tree(ThinkingLevelChange{"high"}, "bs", "tl"),
+      tree(ThinkingLevelChange{ThinkingLevel::high}, "bs", "tl"),
   }));
   auto context = session->build_context();
   ASSERT_TRUE(context) << context.error().message;
@@ -345,7 +345,7 @@ TEST_P(StoreConformance, ContextAppliesCompactionAndSummaries) {
   EXPECT_EQ(std::get<CompactionSummaryMessage>(context->messages[0]).tokens_before, 5000);
   EXPECT_TRUE(std::holds_alternative<CustomMessage>(context->messages[2]));
   EXPECT_TRUE(std::holds_alternative<BranchSummaryMessage>(context->messages[3]));
-  EXPECT_EQ(context->thinking_level, "high");
+  EXPECT_EQ(context->thinking_level, ThinkingLevel::high);
   ASSERT_TRUE(context->model);
   EXPECT_EQ(context->model->model_id, "claude-sonnet-4-5");
   auto llm = convert_to_llm(context->messages);

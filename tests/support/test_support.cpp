@@ -240,7 +240,7 @@ Record RandomLog::random_record() {
       record = tree(ModelChange{"anthropic", chance(0.5) ? "claude-sonnet-4-5" : "claude-opus-4-1"}, parent, id, ref_field);
       break;
     case 8:
-      record = tree(ThinkingLevelChange{chance(0.5) ? "high" : "off"}, parent, id, ref_field);
+      record = tree(ThinkingLevelChange{chance(0.5) ? ThinkingLevel::high : ThinkingLevel::off}, parent, id, ref_field);
       break;
     case 9:
       record = tree(ActiveToolsChange{{"read", "bash"}}, parent, id, ref_field);

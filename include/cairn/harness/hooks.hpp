@@ -93,7 +93,7 @@ struct [[nodiscard]] AfterToolResult {
 // Before a compaction summarises anything: may cancel it, or supply the
 // summary (no model request is made then).
 struct BeforeCompactionEvent {
-  std::string reason;  // manual | threshold | overflow
+  CompactionReason reason = CompactionReason::manual;
   CompactionPreparation preparation;
   std::optional<std::string> custom_instructions;
 };

@@ -27,7 +27,7 @@ struct ModelChange {
   std::string model_id;
 };
 struct ThinkingLevelChange {
-  std::string thinking_level;
+  ThinkingLevel thinking_level = ThinkingLevel::off;
 };
 struct ActiveToolsChange {
   std::vector<std::string> active_tool_names;

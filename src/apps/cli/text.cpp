@@ -113,7 +113,7 @@ std::string entry_preview(const TreeEntry& entry, std::size_t max_chars) {
       Overloaded{
           [&](const MessageBody& b) { return message_preview(b.message, max_chars); },
           [&](const ModelChange& b) { return fmt::format("{}/{}", b.provider, b.model_id); },
-          [&](const ThinkingLevelChange& b) { return b.thinking_level; },
+          [&](const ThinkingLevelChange& b) { return std::string(to_string(b.thinking_level)); },
           [&](const ActiveToolsChange& b) {
             std::string names;
             for (const auto& name : b.active_tool_names) names += (names.empty() ? "" : ",") + name;
