@@ -230,7 +230,7 @@ void fill_session(Session& session, std::int64_t records, bool compacting) {
     intent.initial_messages.push_back(prompt);
     push_harness(OperationStarted{leaf, std::move(intent)}, run);
     push_entry(std::move(prompt.body));
-    push_harness(GenerationStarted{run, "step", 1, ModelRef{"anthropic", "claude-sonnet-4-5"}});
+    push_harness(GenerationStarted{run, GenerationPurpose::step, 1, ModelRef{"anthropic", "claude-sonnet-4-5"}});
     AssistantMessage assistant;
     assistant.content.push_back(TextContent{"I'll read the file first to understand the failing test.", {}, Json::object()});
     assistant.content.push_back(ToolCall{.id = fmt::format("toolu_{}", turn), .name = "read",
@@ -244,7 +244,7 @@ void fill_session(Session& session, std::int64_t records, bool compacting) {
     push_entry(MessageBody{assistant});
     const std::string assistant_id = *leaf;
     push_harness(ToolStarted{run, assistant_id, 0, fmt::format("toolu_{}", turn), "read",
-                             Json{{"path", fmt::format("src/module_{}.cpp", turn % 97)}}, new_entry_id(), "safe"});
+                             Json{{"path", fmt::format("src/module_{}.cpp", turn % 97)}}, new_entry_id(), Replay::safe});
     ToolResultMessage result;
     result.tool_call_id = fmt::format("toolu_{}", turn);
     result.tool_name = "read";
@@ -252,11 +252,11 @@ void fill_session(Session& session, std::int64_t records, bool compacting) {
                                          Json::object()});
     result.timestamp = 1764496998000 + turn;
     push_entry(MessageBody{result});
-    push_harness(GenerationStarted{run, "step", 1, ModelRef{"anthropic", "claude-sonnet-4-5"}});
+    push_harness(GenerationStarted{run, GenerationPurpose::step, 1, ModelRef{"anthropic", "claude-sonnet-4-5"}});
     assistant.content = {TextContent{"The bug is in add(): it subtracts. I changed it to return a + b.", {}, Json::object()}};
     assistant.stop_reason = StopReason::stop;
     push_entry(MessageBody{assistant});
-    push_harness(OperationFinished{run, "completed", std::nullopt});
+    push_harness(OperationFinished{run, OperationOutcome::completed, std::nullopt});
     since_compaction += 9;
     if (compacting && since_compaction >= 2000) {
       push_entry(Compaction{"## Goal\nFix the failing tests module by module.\n## Progress\nMany modules fixed.", *leaf, 150000,

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   // The agent as `cairn --tools read,ls --approval auto-edit` would be.
   cairn::agent::AgentOptions options;
   options.tools = "read,ls";
-  options.approval = "auto-edit";
+  options.approval = cairn::agent::ApprovalMode::auto_edit;
   options.warn = [](const std::string& message) { std::cerr << "warning: " << message << '\n'; };
   auto agent = cairn::agent::CodingAgent::create(options, cwd);
   if (!agent) return report(agent.error());

@@ -12,4 +12,21 @@ using Json = nlohmann::ordered_json;
 // JSON spelling, so a record holding one could not be stored losslessly.
 bool is_lossless(const Json& value);
 
+// An enum whose JSON is its spelling, to_string(value), where nlohmann alone
+// would write its number: each closed set the log and the API name opts in
+// beside its declaration (kSpelledInJson<E> = true). Reading one back is its
+// parse_* function's job, which can refuse a value, so from_json is deleted.
+template <class E>
+inline constexpr bool kSpelledInJson = false;
+
+template <class E>
+  requires kSpelledInJson<E>
+void to_json(Json& json, E value) {
+  json = to_string(value);
+}
+
+template <class E>
+  requires kSpelledInJson<E>
+void from_json(const Json& json, E& value) = delete;
+
 }  // namespace cairn

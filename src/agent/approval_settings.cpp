@@ -84,12 +84,25 @@ std::string always_rule(std::string_view tool_name, const std::optional<std::str
   return fmt::format("{}({})", tool_name, escaped);
 }
 
-Result<ApprovalPolicy> make_approval_policy(std::string_view mode, const std::filesystem::path& cwd,
-                                            const std::optional<std::filesystem::path>& user_config_dir) {
-  const bool never_ask = mode == "never-ask";
-  if (!never_ask && mode != "ask" && mode != "auto-edit") {
-    return fail(Errc::invalid_argument, fmt::format("--approval {}: expected ask, auto-edit or never-ask", mode));
+std::string_view to_string(ApprovalMode mode) {
+  switch (mode) {
+    case ApprovalMode::ask: return "ask";
+    case ApprovalMode::auto_edit: return "auto-edit";
+    case ApprovalMode::never_ask: return "never-ask";
   }
+  return "unknown";
+}
+
+std::optional<ApprovalMode> parse_approval_mode(std::string_view text) {
+  for (auto mode : {ApprovalMode::ask, ApprovalMode::auto_edit, ApprovalMode::never_ask}) {
+    if (to_string(mode) == text) return mode;
+  }
+  return std::nullopt;
+}
+
+Result<ApprovalPolicy> make_approval_policy(ApprovalMode mode, const std::filesystem::path& cwd,
+                                            const std::optional<std::filesystem::path>& user_config_dir) {
+  const bool never_ask = mode == ApprovalMode::never_ask;
   std::vector<ApprovalRule> file_rules;
   if (user_config_dir) {
     if (auto read = read_rules(*user_config_dir / "settings.json", !never_ask, file_rules); !read) {
@@ -105,7 +118,7 @@ Result<ApprovalPolicy> make_approval_policy(std::string_view mode, const std::fi
     policy.fallback = ApprovalDecision::allow;
     return policy;
   }
-  const bool auto_edit = mode == "auto-edit";
+  const bool auto_edit = mode == ApprovalMode::auto_edit;
   // The files' rules decide first; then, in auto-edit, edits inside the
   // working directory; then the mode's rules below.
   policy.decide = [file_rules = std::move(file_rules), auto_edit, cwd](const ApprovalCall& call) -> std::optional<ApprovalVerdict> {

@@ -19,15 +19,14 @@
 #include <string>
 #include <string_view>
 
+#include "cairn/agent/options.hpp"
 #include "cairn/error.hpp"
 #include "cairn/harness/approval.hpp"
 
 namespace cairn::agent {
 
-inline constexpr std::string_view kApprovalModes[] = {"ask", "auto-edit", "never-ask"};
-
 // Fails with invalid_config naming the file and the rule that is wrong.
-Result<ApprovalPolicy> make_approval_policy(std::string_view mode, const std::filesystem::path& cwd,
+Result<ApprovalPolicy> make_approval_policy(ApprovalMode mode, const std::filesystem::path& cwd,
                                             const std::optional<std::filesystem::path>& user_config_dir);
 
 // The rule "always" remembers for a call: the tool with its subject exactly

@@ -6,9 +6,21 @@
 
 namespace cairn::agent {
 
+std::string_view to_string(ToolEnvironment environment) {
+  return environment == ToolEnvironment::inherit ? "inherit" : "filtered";
+}
+
+std::optional<ToolEnvironment> parse_tool_environment(std::string_view text) {
+  for (auto environment : {ToolEnvironment::filtered, ToolEnvironment::inherit}) {
+    if (to_string(environment) == text) return environment;
+  }
+  return std::nullopt;
+}
+
 ToolEnvironmentPolicy tool_environment_policy(const AgentOptions& options, std::vector<std::string> key_variables) {
   ToolEnvironmentPolicy policy;
-  policy.inherit = options.tool_env == "inherit" ? ToolEnvironmentPolicy::Inherit::all : ToolEnvironmentPolicy::Inherit::filtered;
+  policy.inherit = options.tool_env == ToolEnvironment::inherit ? ToolEnvironmentPolicy::Inherit::all
+                                                                : ToolEnvironmentPolicy::Inherit::filtered;
   policy.exclude = std::move(key_variables);
   for (const auto& name : options.tool_env_allow) {
     if (!name.empty()) policy.allow.push_back(name);

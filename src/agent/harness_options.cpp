@@ -40,7 +40,7 @@ Result<CodingHarnessOptions> coding_harness_options_for(const AgentOptions& opti
     }
     harness_options.model = model->model;
   }
-  if (!options.thinking.empty()) harness_options.thinking_level = options.thinking;
+  if (options.thinking) harness_options.thinking_level = *options.thinking;
   // Keys reach neither the tools' processes nor anything cairn writes.
   ProviderKeys keys = provider_keys(registry, model, process_environment());
   for (const auto& secret : options.secrets) keys.values.add(secret);
@@ -79,7 +79,7 @@ Result<CodingHarnessOptions> coding_harness_options_for(const AgentOptions& opti
   if (!policy) return std::unexpected(policy.error());
   if (mcp) {
     // After the settings files' rules (the callback), before the mode's.
-    const bool never_ask = options.approval == "never-ask";
+    const bool never_ask = options.approval == ApprovalMode::never_ask;
     policy->decide = [files = std::move(policy->decide), mcp, never_ask](const ApprovalCall& call) -> std::optional<ApprovalVerdict> {
       if (files) {
         if (auto verdict = files(call)) return verdict;

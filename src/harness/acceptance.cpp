@@ -198,9 +198,9 @@ RunIntent HarnessCore::before_run(const RefRuntime& rt, const std::vector<AgentM
 // Accepts a compaction or a navigation: operation_started with its intent,
 // then its procedure on this thread.
 RunResult HarnessCore::run_structural(const std::shared_ptr<RefRuntime>& rt, OperationIntent intent) {
-  const std::string kind(op_kind(intent));
+  const OperationKind kind = kind_of(intent);
   if (auto invalid = invalid_text(encode(HarnessRecord{.body = OperationStarted{.intent = intent}}),
-                                  fmt::format("the {}'s options", kind), Errc::invalid_message)) {
+                                  fmt::format("the {}'s options", to_string(kind)), Errc::invalid_message)) {
     return RunResult{.outcome = Outcome::rejected, .kind = kind, .error = std::move(invalid)};
   }
   if (auto refused = reserve(*rt)) return RunResult{.outcome = refused->outcome, .kind = kind, .error = std::move(refused->error)};
@@ -220,9 +220,9 @@ RunResult HarnessCore::compact(const std::shared_ptr<RefRuntime>& rt, std::optio
 RunResult HarnessCore::navigate(const std::shared_ptr<RefRuntime>& rt, const std::string& target_id,
                                 NavigateOptions options) {
   auto target = session->get_entry(target_id);
-  if (!target) return RunResult{.outcome = Outcome::faulted, .kind = "navigation", .error = target.error()};
+  if (!target) return RunResult{.outcome = Outcome::faulted, .kind = OperationKind::navigation, .error = target.error()};
   if (!*target) {
-    return RunResult{.outcome = Outcome::rejected, .kind = "navigation",
+    return RunResult{.outcome = Outcome::rejected, .kind = OperationKind::navigation,
                      .error = Error(Errc::unknown_entry, fmt::format("no entry '{}' to navigate to", target_id))};
   }
   // A user message as the target: the leaf goes to its parent, and its text
@@ -289,7 +289,7 @@ std::optional<Error> HarnessCore::unresumable(const RefRuntime& rt) const {
 // What before_resume is told of the operation. Called with mu held.
 BeforeResumeEvent HarnessCore::resume_event(const OpState& op) const {
   mu.assert_held();
-  BeforeResumeEvent event{.kind = std::string(to_string(op.kind))};
+  BeforeResumeEvent event{.kind = op.kind};
   const auto* run_intent = std::get_if<RunIntent>(&op.intent);
   if (!run_intent) return event;
   event.system_prompt_override = run_intent->system_prompt_override;
@@ -318,12 +318,12 @@ RunResult HarnessCore::resume(const std::shared_ptr<RefRuntime>& rt) {
                                           fmt::format("ref '{}' has no suspended operation", rt->name))};
     }
     if (auto refused = unresumable(*rt)) {
-      return RunResult{.outcome = Outcome::rejected, .kind = std::string(to_string(rt->op->kind)), .run_id = rt->op->id, .error = std::move(refused)};
+      return RunResult{.outcome = Outcome::rejected, .kind = rt->op->kind, .run_id = rt->op->id, .error = std::move(refused)};
     }
     if (!rt->op->cancelled) {
       // Nothing to do until a human answers: the model is not asked again.
       if (auto pending = rt->all_pending_inputs(); !pending.empty()) {
-        return RunResult{.outcome = Outcome::awaiting_input, .kind = std::string(to_string(rt->op->kind)),
+        return RunResult{.outcome = Outcome::awaiting_input, .kind = rt->op->kind,
                          .run_id = rt->op->id, .awaiting_input = std::move(pending)};
       }
     }
@@ -380,7 +380,7 @@ AbortResult HarnessCore::abort(const std::shared_ptr<RefRuntime>& rt) {
     }
     if (!already_cancelled) {
       HarnessRecord record{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
-                           .body = OperationCancelled{.run_id = run_id, .reason = "user"}};
+                           .body = OperationCancelled{.run_id = run_id, .reason = CancelReason::user}};
       auto appended = session->append(Record{.body = record});
       if (!appended) {
         enter_fault(appended.error());
@@ -467,7 +467,7 @@ QueueResult HarnessCore::enqueue(const std::shared_ptr<RefRuntime>& rt, QueueKin
       }
     }
     HarnessRecord record{.id = session->new_entry_id(), .ref = rt->name, .timestamp = now_iso8601(),
-                         .body = QueueEnqueued{.queue = std::string(queue_name(queue)), .run_id = run_id,
+                         .body = QueueEnqueued{.queue = queue, .run_id = run_id,
                                                .target = ProvisionedEntry{.id = session->new_entry_id(),
                                                                           .body = MessageBody{std::move(message)}}}};
     auto appended = session->append(Record{.body = record});

@@ -20,7 +20,7 @@ std::optional<std::string> subject_of(const Tool& tool, const Json& args) {
 }
 
 Json pending_json(const PendingInput& input) {
-  Json out = {{"requestId", input.id},     {"kind", input.kind},           {"toolCallId", input.tool_call_id},
+  Json out = {{"requestId", input.id},     {"kind", to_string(input.kind)}, {"toolCallId", input.tool_call_id},
               {"toolName", input.tool_name}, {"arguments", input.arguments}, {"requestedAt", input.requested_at}};
   if (input.rule) out["rule"] = *input.rule;
   if (input.question) out["question"] = *input.question;
@@ -47,7 +47,7 @@ void RunProcedure::gate(PendingCall& p, const std::string& assistant_id) {
         p.result = ToolResult::text(fmt::format("Tool {} needs a non-empty string argument 'question'", p.call.name), true);
         return;
       }
-      request.kind = "question";
+      request.kind = InputKind::question;
       request.question = question->get<std::string>();
       if (auto choices = p.args.find("choices"); choices != p.args.end() && choices->is_array()) {
         for (const Json& choice : *choices) {
@@ -69,7 +69,7 @@ void RunProcedure::gate(PendingCall& p, const std::string& assistant_id) {
         p.result = ToolResult::text(fmt::format("Tool call denied by the approval policy (rule {})", verdict.rule), true);
         return;
       }
-      request.kind = "approval";
+      request.kind = InputKind::approval;
       request.rule = verdict.rule.empty() ? std::string("default") : verdict.rule;
     }
     ask(std::move(request));
@@ -98,7 +98,7 @@ void RunProcedure::ask(InputRequested request) {
 // is the model's to read), or a question answered.
 void RunProcedure::apply_answer(PendingCall& p, const InputState& input) {
   const InputResolved& answer = *input.resolution;
-  if (answer.decision == "allow") {
+  if (answer.decision == InputDecision::allow) {
     if (!answer.arguments) return;
     if (auto it = config_.validators.find(p.call.name); it != config_.validators.end()) {
       if (auto valid = it->second->validate(*answer.arguments); !valid) {
@@ -111,7 +111,7 @@ void RunProcedure::apply_answer(PendingCall& p, const InputState& input) {
     p.args = *answer.arguments;
     return;
   }
-  if (answer.decision == "answer") {
+  if (answer.decision == InputDecision::answer) {
     p.result = ToolResult{.content = {TextContent{.text = answer.answer.value_or("")}},
                           .details = Json{{"question", input.request.question.value_or("")},
                                           {"answer", answer.answer.value_or("")},
@@ -119,7 +119,7 @@ void RunProcedure::apply_answer(PendingCall& p, const InputState& input) {
                           .is_error = false};
     return;
   }
-  const bool question = input.request.kind == "question";
+  const bool question = input.request.kind == InputKind::question;
   std::string text = question ? fmt::format("The user ({}) declined to answer", answer.by)
                               : fmt::format("Tool call denied by the user ({})", answer.by);
   if (answer.reason && !answer.reason->empty()) text += fmt::format(": {}", *answer.reason);

@@ -177,6 +177,22 @@ void note_details(const std::optional<Json>& details, std::set<std::string>& rea
 
 }  // namespace
 
+std::string_view to_string(CompactionReason reason) {
+  switch (reason) {
+    case CompactionReason::manual: return "manual";
+    case CompactionReason::threshold: return "threshold";
+    case CompactionReason::overflow: return "overflow";
+  }
+  return "unknown";
+}
+
+std::optional<CompactionReason> parse_compaction_reason(std::string_view text) {
+  for (auto reason : {CompactionReason::manual, CompactionReason::threshold, CompactionReason::overflow}) {
+    if (to_string(reason) == text) return reason;
+  }
+  return std::nullopt;
+}
+
 std::int64_t estimate_tokens(const AgentMessage& message) {
   const std::int64_t chars = std::visit(
       Overloaded{

@@ -43,7 +43,7 @@ class CompactionProcedure final : public Operation {
   RunResult procedure() override {
     take_config();
     const auto intent = with_op([](const OpState& op) { return std::get<CompactionIntent>(op.intent); });
-    core_.publish(event(EventType::compaction_start, {{"reason", "manual"}}));  // again on resume
+    core_.publish(event(EventType::compaction_start, {{"reason", CompactionReason::manual}}));  // again on resume
     check_cancelled();
     if (auto seq = core_.session->seq_of(intent.result_entry_id)) {
       auto record = core_.session->get_record(*seq);
@@ -51,7 +51,7 @@ class CompactionProcedure final : public Operation {
       entry_ = std::get<TreeEntry>((*record)->body);
       from_hook_ = std::get<Compaction>(entry_->body).from_hook.value_or(false);
     } else {
-      Compacted done = compact_branch("manual", intent.custom_instructions, intent.result_entry_id);
+      Compacted done = compact_branch(CompactionReason::manual, intent.custom_instructions, intent.result_entry_id);
       if (done.cancelled) {
         apply_pending_writes();
         return *finish(Outcome::cancelled, std::nullopt);
@@ -64,7 +64,7 @@ class CompactionProcedure final : public Operation {
   }
 
   void describe_end(Outcome outcome, RunResult& result, Json& data) override {
-    data["reason"] = "manual";
+    data["reason"] = CompactionReason::manual;
     data["fromHook"] = from_hook_;
     if (outcome == Outcome::ok && entry_) {
       result.entry = entry_;
@@ -82,7 +82,7 @@ std::unique_ptr<Operation> make_compaction_procedure(HarnessCore& core, std::sha
   return std::make_unique<CompactionProcedure>(core, std::move(rt), recovery);
 }
 
-Operation::Compacted Operation::compact_branch(const std::string& reason, const std::optional<std::string>& instructions,
+Operation::Compacted Operation::compact_branch(CompactionReason reason, const std::optional<std::string>& instructions,
                                                const std::string& entry_id) {
   const CompactionSettings& settings = config_.compaction;
   auto prep = prepare_compaction(branch_since_compaction(*core_.session, rt_->name), settings);

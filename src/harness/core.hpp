@@ -118,7 +118,7 @@ class HarnessCore : public std::enable_shared_from_this<HarnessCore> {
     Model model;
     bool model_known = true;  // false: the branch names a model `models` lacks
     ModelRef model_ref;
-    std::string thinking_level;
+    ThinkingLevel thinking_level = ThinkingLevel::off;
     std::vector<std::string> active_tools;
   };
   Result<BranchConfig> branch_config(const std::string& ref);

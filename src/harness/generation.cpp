@@ -58,19 +58,10 @@ std::string summary_text_of(const AssistantMessage& message) {
 
 }  // namespace
 
-std::string_view Operation::purpose_name(Purpose purpose) {
-  switch (purpose) {
-    case Purpose::step: return "step";
-    case Purpose::compaction: return "compaction";
-    case Purpose::branch_summary: return "branch_summary";
-  }
-  return "unknown";
-}
-
 template <class T>
 T Operation::generation_cycle(Purpose purpose, const std::function<AttemptOutcome<T>(const Attempt&)>& attempt,
                               const std::function<Error(const Attempt&)>& exhausted) {
-  const std::string_view name = purpose_name(purpose);
+  const std::string_view name = cairn::to_string(purpose);
   bool retrying = false;
   while (true) {
     const Attempt current = begin_attempt(exhausted);
@@ -105,7 +96,7 @@ Operation::AttemptOutcome<T> Operation::traced_attempt(Purpose purpose, const At
   trace::Span span("cairn.harness.generation", [&] {
     const ModelRef& model = current.config->branch.model_ref;
     return Json{{"runId", run_id_},
-                {"purpose", purpose_name(purpose)},
+                {"purpose", cairn::to_string(purpose)},
                 {"attempt", current.number},
                 {"provider", model.provider},
                 {"model", model.model_id},
@@ -148,12 +139,12 @@ Operation::Attempt Operation::begin_attempt(const std::function<Error(const Atte
 }
 
 void Operation::append_generation_started(Purpose purpose, const Attempt& attempt) {
-  append_harness(GenerationStarted{.run_id = run_id_, .purpose = std::string(purpose_name(purpose)), .attempt = attempt.number,
+  append_harness(GenerationStarted{.run_id = run_id_, .purpose = purpose, .attempt = attempt.number,
                                    .model = attempt.config->branch.model_ref});
 }
 
 void Operation::back_off(Purpose purpose, const Attempt& attempt, const AttemptFailed& failure) {
-  const std::string_view name = purpose_name(purpose);
+  const std::string_view name = cairn::to_string(purpose);
   const RetryPolicy& policy = attempt.config->retry;
   const auto delay = retry_delay(policy, attempt.number, failure.retry_after_ms);
   if (purpose == Purpose::step) {

@@ -155,7 +155,7 @@ Result<SuspendedOperation> HarnessCore::restore_operation(RefRuntime& rt, const 
   if (std::holds_alternative<Damaged>(started.body)) damaged = SuspendedOperation::Damaged{{*seq}};
   if (auto folded = fold_tail(rt.name, *seq, op, damaged); !folded) return std::unexpected(folded.error());
 
-  SuspendedOperation s{.ref = rt.name, .kind = std::string(to_string(op.kind)), .id = op.id, .started_at = op.started_at};
+  SuspendedOperation s{.ref = rt.name, .kind = op.kind, .id = op.id, .started_at = op.started_at};
   op.damaged = damaged.has_value();
   s.damaged = std::move(damaged);
   if (const auto* intent = std::get_if<RunIntent>(&op.intent)) {
@@ -295,7 +295,7 @@ Status HarnessCore::restore_next_run(RefRuntime& rt) {
   if (!queued) return std::unexpected(queued.error());
   for (const auto& record : queued->items) {
     const auto& item = std::get<QueueEnqueued>(record.body);
-    if (item.queue == queue_name(QueueKind::next_run) && !session->seq_of(item.target.id)) rt.next_run.push_back(item.target);
+    if (item.queue == QueueKind::next_run && !session->seq_of(item.target.id)) rt.next_run.push_back(item.target);
   }
   return {};
 }
@@ -426,7 +426,7 @@ std::vector<RefStatus> AgentHarness::refs() const {
     std::lock_guard lock(core_->mu);
     for (const auto& [name, rt] : core_->refs) {
       RefStatus status{.name = name};
-      if (rt->op) status.run = RefStatus::Run{rt->op->id, std::string(to_string(rt->op->kind)), rt->active ? rt->status : idle_status(*rt)};
+      if (rt->op) status.run = RefStatus::Run{rt->op->id, rt->op->kind, rt->active ? rt->status : idle_status(*rt)};
       out.push_back(std::move(status));
     }
   }
@@ -615,9 +615,9 @@ Model AgentRef::model() const {
   return config->model;
 }
 
-std::string AgentRef::thinking_level() const {
+ThinkingLevel AgentRef::thinking_level() const {
   auto config = core_->branch_config(name_);
-  return config ? config->thinking_level : "off";
+  return config ? config->thinking_level : ThinkingLevel::off;
 }
 
 std::vector<std::string> AgentRef::active_tools() const {
@@ -645,14 +645,10 @@ Result<std::string> AgentRef::set_model(const std::string& provider, const std::
   return written;
 }
 
-Result<std::string> AgentRef::set_thinking_level(std::string level) {
-  static const std::vector<std::string> levels = {"off", "minimal", "low", "medium", "high", "xhigh"};
-  if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
-    return fail(Errc::invalid_argument, fmt::format("unknown thinking level '{}'", level));
-  }
+Result<std::string> AgentRef::set_thinking_level(ThinkingLevel level) {
   auto rt = core_->find_ref(name_);
   if (!rt) return fail(Errc::unknown_ref, fmt::format("ref '{}' does not exist", name_));
-  const std::string previous = thinking_level();
+  const ThinkingLevel previous = thinking_level();
   auto written = core_->write(rt, TreeEntry{.body = ThinkingLevelChange{level}});
   if (written) {
     core_->publish(Event{EventType::config_update, name_, std::nullopt, std::nullopt,

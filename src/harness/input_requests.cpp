@@ -10,15 +10,6 @@
 namespace cairn {
 namespace {
 
-std::string_view decision_name(InputResponse::Decision decision) {
-  switch (decision) {
-    case InputResponse::Decision::allow: return "allow";
-    case InputResponse::Decision::deny: return "deny";
-    case InputResponse::Decision::answer: return "answer";
-  }
-  return "unknown";
-}
-
 InputResult refused(Errc code, std::string message) {
   return InputResult{.outcome = Outcome::rejected, .error = Error(code, std::move(message))};
 }
@@ -26,7 +17,7 @@ InputResult refused(Errc code, std::string message) {
 // Why `response` cannot answer `request`, if it cannot.
 std::optional<Error> misfit(const InputState& request, const InputResponse::Decision decision, const InputResolved& response) {
   using D = InputResponse::Decision;
-  const bool question = request.request.kind == "question";
+  const bool question = request.request.kind == InputKind::question;
   if (question && decision == D::allow) {
     return Error(Errc::invalid_response, fmt::format("request {} is a question: answer it, or deny to decline", request.id));
   }
@@ -96,7 +87,7 @@ std::optional<InputResult> HarnessCore::respond_child(const std::shared_ptr<RefR
     if (rt->op && !rt->active) rt->status = idle_status(*rt);
   }
   Json inner = {{"type", "input_resolved"}, {"requestId", request_id},
-                {"decision", decision_name(response.decision)}, {"by", response.by}, {"seq", result.seq}};
+                {"decision", to_string(response.decision)}, {"by", response.by}, {"seq", result.seq}};
   Json linkage = {{"session", context.child_session.value_or("")}, {"toolCallId", context.tool_call_id},
                   {"depth", child_depth(session->header()) + 1}};
   publish(Event{EventType::child_session_event, rt->name, context.run_id, std::nullopt,
@@ -108,7 +99,7 @@ InputResult HarnessCore::respond(const std::shared_ptr<RefRuntime>& rt, const st
                                  InputResponse response) {
   if (auto passed = respond_child(rt, request_id, response)) return std::move(*passed);
   InputResolved body{.request_id = request_id,
-                     .decision = std::string(decision_name(response.decision)),
+                     .decision = response.decision,
                      .arguments = std::move(response.arguments),
                      .remember = std::move(response.remember),
                      .reason = std::move(response.reason),
@@ -144,7 +135,7 @@ InputResult HarnessCore::respond(const std::shared_ptr<RefRuntime>& rt, const st
       }
       if (request->resolution) {
         return refused(Errc::already_resolved, fmt::format("input request '{}' was already answered ({} by {})",
-                                                           request_id, request->resolution->decision,
+                                                           request_id, to_string(request->resolution->decision),
                                                            request->resolution->by));
       }
       if (auto bad = misfit(*request, response.decision, body)) return InputResult{.outcome = Outcome::rejected, .error = std::move(bad)};
@@ -166,7 +157,7 @@ InputResult HarnessCore::respond(const std::shared_ptr<RefRuntime>& rt, const st
     enter_fault(*fold_error);
     return InputResult{.outcome = Outcome::faulted, .error = std::move(fold_error)};
   }
-  Json data = {{"requestId", request_id}, {"decision", body.decision}, {"by", body.by}};
+  Json data = {{"requestId", request_id}, {"decision", to_string(body.decision)}, {"by", body.by}};
   if (body.remember) data["remember"] = *body.remember;
   publish(Event{EventType::input_resolved, rt->name, body.run_id, seq, std::move(data)});
   return InputResult{.seq = seq};

@@ -18,37 +18,11 @@ bool erase_by_id(std::vector<ProvisionedEntry>& items, const std::string& id) {
 
 }  // namespace
 
-std::string_view to_string(OperationKind kind) {
-  switch (kind) {
-    case OperationKind::run: return "run";
-    case OperationKind::compaction: return "compaction";
-    case OperationKind::navigation: return "navigation";
-  }
-  return "unknown";
-}
-
-OperationKind kind_of(const OperationIntent& intent) {
-  return std::visit(Overloaded{
-                        [](const RunIntent&) { return OperationKind::run; },
-                        [](const CompactionIntent&) { return OperationKind::compaction; },
-                        [](const NavigationIntent&) { return OperationKind::navigation; },
-                    },
-                    intent);
-}
-
-std::string_view queue_name(QueueKind queue) {
-  switch (queue) {
-    case QueueKind::steer: return "steer";
-    case QueueKind::follow_up: return "followUp";
-    case QueueKind::next_run: return "nextRun";
-  }
-  return "unknown";
-}
-
 Replay replay_of(const ToolStarted& started) {
-  if (started.replay == to_string(Replay::safe)) return Replay::safe;
-  if (started.replay == to_string(Replay::resume) && started.child_session) return Replay::resume;
-  return Replay::never;
+  // check_fields holds a resume call to its child's id; without one it could
+  // only be run as a new call, which replay never forbids.
+  if (started.replay == Replay::resume && !started.child_session) return Replay::never;
+  return started.replay;
 }
 
 bool ToolBatch::unresolved() const {
@@ -181,8 +155,8 @@ Status reduce(OpState& op, const Record& record) {
           }
           it->resolution = body;
         } else if constexpr (std::is_same_v<B, QueueEnqueued>) {
-          if (body.queue == queue_name(QueueKind::steer)) op.pending_steer.push_back(body.target);
-          if (body.queue == queue_name(QueueKind::follow_up)) op.pending_follow_up.push_back(body.target);
+          if (body.queue == QueueKind::steer) op.pending_steer.push_back(body.target);
+          if (body.queue == QueueKind::follow_up) op.pending_follow_up.push_back(body.target);
         } else if constexpr (std::is_same_v<B, WriteDeferred>) {
           op.pending_writes.push_back(body.target);
         }

@@ -18,17 +18,7 @@
 
 namespace cairn {
 
-enum class OperationKind { run, compaction, navigation };
-// The log's spelling (operation_started's intent kind, RunResult::kind).
-std::string_view to_string(OperationKind kind);
-OperationKind kind_of(const OperationIntent& intent);
-
-// The three queues of a ref (durable-harness-design.txt, timelines).
-enum class QueueKind { steer, follow_up, next_run };
-// The log's spelling (queue_enqueued.queue): "steer" | "followUp" | "nextRun".
-std::string_view queue_name(QueueKind queue);
-
-// The replay policy a tool_started recorded ("never" | "safe" in the log).
+// The replay policy a tool_started recorded.
 Replay replay_of(const ToolStarted& started);
 
 struct ToolCallState {

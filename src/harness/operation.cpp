@@ -258,9 +258,24 @@ void Operation::publish_context_usage() {
 
 // ---- the end -------------------------------------------------------------------
 
+namespace {
+
+// How operation_finished words an outcome: the operations end ok (completed),
+// failed, aborted or cancelled, and each is recorded as such.
+OperationOutcome recorded_outcome(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::ok: return OperationOutcome::completed;
+    case Outcome::aborted: return OperationOutcome::aborted;
+    case Outcome::cancelled: return OperationOutcome::cancelled;
+    default: return OperationOutcome::failed;
+  }
+}
+
+}  // namespace
+
 std::optional<RunResult> Operation::finish(Outcome outcome, std::optional<Error> error, bool unless_pending) {
   if (error) error->message = sanitize_text(std::move(error->message), secrets());
-  const std::string text = outcome == Outcome::ok ? "completed" : std::string(cairn::to_string(outcome));
+  const OperationOutcome recorded = recorded_outcome(outcome);
   std::int64_t seq;
   {
     std::lock_guard ref_lock(rt_->ref_mu);
@@ -276,14 +291,14 @@ std::optional<RunResult> Operation::finish(Outcome outcome, std::optional<Error>
       rt_->finishing = true;
     }
     try {
-      seq = append_locked(Record{.body = HarnessRecord{.body = OperationFinished{.run_id = run_id_, .outcome = text, .error = error}}}).seq;
+      seq = append_locked(Record{.body = HarnessRecord{.body = OperationFinished{.run_id = run_id_, .outcome = recorded, .error = error}}}).seq;
     } catch (const AppendFailed& failure) {
       return fault(failure.error);
     }
   }
   const OperationKind ended = kind();
-  RunResult result{.outcome = outcome, .kind = std::string(cairn::to_string(ended)), .run_id = run_id_, .error = error};
-  Json data = {{"outcome", text}};
+  RunResult result{.outcome = outcome, .kind = ended, .run_id = run_id_, .error = error};
+  Json data = {{"outcome", cairn::to_string(recorded)}};
   describe_end(outcome, result, data);
   if (error) data["error"] = {{"code", error->code}, {"message", error->message}};
   // A compaction or navigation changed what the next request carries.
@@ -321,7 +336,7 @@ void Operation::stop_running(OperationStatus status, std::vector<std::function<v
 }
 
 std::optional<RunResult> Operation::park() {
-  RunResult result{.outcome = Outcome::awaiting_input, .kind = std::string(cairn::to_string(kind())), .run_id = run_id_};
+  RunResult result{.outcome = Outcome::awaiting_input, .kind = kind(), .run_id = run_id_};
   std::vector<std::function<void()>> callbacks;
   {
     // Under the ref's lock, as abort() decides under it whether a thread

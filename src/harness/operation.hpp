@@ -182,9 +182,7 @@ class Operation {
   template <class T>
   using AttemptOutcome = std::variant<T, AttemptFailed, AttemptAgain>;
 
-  enum class Purpose { step, compaction, branch_summary };
-  // The log's spelling (generation_started's purpose, retry events).
-  static std::string_view purpose_name(Purpose purpose);
+  using Purpose = GenerationPurpose;
 
   // One request cycle (requestAssistant's and generateBounded's loop):
   // counts attempts from the log, refuses past the policy's maximum,
@@ -218,7 +216,7 @@ class Operation {
   // summary) and appends the compaction entry as `entry_id`. A refusal or a
   // failed summary throws RunFailed with its cause; the log then holds no
   // compaction entry and the context is unchanged.
-  Compacted compact_branch(const std::string& reason, const std::optional<std::string>& instructions,
+  Compacted compact_branch(CompactionReason reason, const std::optional<std::string>& instructions,
                            const std::string& entry_id);
 
   // ---- the end ---------------------------------------------------------------

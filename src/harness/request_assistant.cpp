@@ -79,7 +79,7 @@ const LlmContext& RunProcedure::build_request(LlmContext& scratch) {
 StreamOptions RunProcedure::before_request(const Attempt& attempt) {
   StreamOptions options = attempt.config->stream_options;
   each_hook("before_request", core_.hooks.handlers(&Hooks::Lists::before_request), [&](const auto& hook) {
-    if (auto out = hook(hook_context(), BeforeRequestEvent{attempt.config->branch.model, "step", attempt.number, options})) {
+    if (auto out = hook(hook_context(), BeforeRequestEvent{attempt.config->branch.model, Purpose::step, attempt.number, options})) {
       options = *out;
     }
   });
@@ -198,7 +198,7 @@ Operation::AttemptOutcome<AssistantMessage> RunProcedure::handle_response(Provid
     // compacted and the step tried once more.
     if (response.context_overflow && !overflow_compacted_ && config_.compaction.enabled) {
       overflow_compacted_ = true;
-      if (auto_compact("overflow")) return AttemptAgain{};
+      if (auto_compact(CompactionReason::overflow)) return AttemptAgain{};
     }
     const std::string what = message.error_message.value_or("the provider failed");
     const Errc code = response.retryable          ? Errc::retries_exhausted

@@ -155,14 +155,14 @@ std::optional<std::string> RunProcedure::before_run_end() {
 void RunProcedure::compact_if_over_threshold() {
   if (threshold_refused_ || !config_.compaction.enabled) return;
   if (!should_compact(rt_->context.size().tokens, config_.branch.model.context_window, config_.compaction)) return;
-  auto_compact("threshold");
+  auto_compact(CompactionReason::threshold);
 }
 
 // Compaction inside a run, bracketed by compaction_start / compaction_end.
 // True when the context was compacted. A refusal or a hook's cancel leaves
 // the context as it was and the run going; a summary that cannot be had
 // fails the run (RunFailed).
-bool RunProcedure::auto_compact(const std::string& reason) {
+bool RunProcedure::auto_compact(CompactionReason reason) {
   trace::Span span("cairn.harness.compaction", [&] { return Json{{"runId", run_id_}, {"reason", reason}}; });
   core_.publish(event(EventType::compaction_start, {{"reason", reason}}));
   try {

@@ -36,7 +36,7 @@ class RunProcedure final : public Operation {
   void step();
   std::optional<std::string> before_run_end();
   void compact_if_over_threshold();
-  bool auto_compact(const std::string& reason);
+  bool auto_compact(CompactionReason reason);
   ToolResult cancelled_call_result(const ToolCallState& call, bool damaged);
   AssistantMessage error_message(const Model& model, std::string text);
 

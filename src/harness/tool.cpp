@@ -20,15 +20,6 @@
 
 namespace cairn {
 
-std::string_view to_string(Replay replay) {
-  switch (replay) {
-    case Replay::never: return "never";
-    case Replay::safe: return "safe";
-    case Replay::resume: return "resume";
-  }
-  return "never";
-}
-
 ToolResult ToolResult::text(std::string text, bool is_error) {
   return ToolResult{.content = {TextContent{.text = std::move(text)}}, .is_error = is_error};
 }

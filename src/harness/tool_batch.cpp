@@ -276,7 +276,7 @@ void RunProcedure::start(PendingCall& p, const std::string& assistant_id, const 
                                      .tool_index = p.call.index, .tool_call_id = p.call.call_id,
                                      .tool_name = p.call.name, .effective_args = p.args,
                                      .result_entry_id = p.result_id,
-                                     .replay = std::string(to_string(p.tool->replay)),
+                                     .replay = p.tool->replay,
                                      .child_session = p.child_session});
   }
   {

@@ -19,7 +19,7 @@ std::vector<AgentMessage> watched_messages(const std::vector<ProvisionedEntry>& 
 // With core.mu held.
 std::optional<RunSnapshot> run_snapshot(const RefRuntime& rt) {
   if (!rt.op) return std::nullopt;
-  RunSnapshot run{.id = rt.op->id, .kind = std::string(to_string(rt.op->kind)), .started_at = rt.op->started_at};
+  RunSnapshot run{.id = rt.op->id, .kind = rt.op->kind, .started_at = rt.op->started_at};
   run.status = rt.active ? rt.status : idle_status(rt);
   if (!rt.active) run.suspended = rt.suspended;
   if (rt.streaming) run.streaming_message = std::get<AssistantMessage>(*rt.streaming);

@@ -181,15 +181,18 @@ Json tool_definition(const ToolDefinition& tool) {
 
 }  // namespace
 
-std::optional<ThinkingPlan> plan_thinking(std::string_view level, std::int64_t max_tokens, std::int64_t model_max_tokens,
+std::optional<ThinkingPlan> plan_thinking(ThinkingLevel level, std::int64_t max_tokens, std::int64_t model_max_tokens,
                                           const Json& budgets) {
   std::int64_t budget = 0;
-  std::string key(level == "xhigh" ? "high" : level);
-  if (key == "minimal") budget = kMinimalBudget;
-  else if (key == "low") budget = kLowBudget;
-  else if (key == "medium") budget = kMediumBudget;
-  else if (key == "high") budget = kHighBudget;
-  else return std::nullopt;
+  if (level == ThinkingLevel::xhigh) level = ThinkingLevel::high;
+  switch (level) {
+    case ThinkingLevel::minimal: budget = kMinimalBudget; break;
+    case ThinkingLevel::low: budget = kLowBudget; break;
+    case ThinkingLevel::medium: budget = kMediumBudget; break;
+    case ThinkingLevel::high: budget = kHighBudget; break;
+    default: return std::nullopt;
+  }
+  const std::string key(to_string(level));
   if (budgets.is_object() && budgets.contains(key) && budgets[key].is_number_integer()) {
     budget = budgets[key].get<std::int64_t>();
   }

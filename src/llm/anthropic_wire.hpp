@@ -28,9 +28,9 @@ struct ThinkingPlan {
   std::int64_t budget_tokens = 0;
 };
 
-// nullopt when the level is "off" (or unknown) and no thinking is requested.
-// `budgets` may override the default budget of a level: {"medium": 4000}.
-std::optional<ThinkingPlan> plan_thinking(std::string_view level, std::int64_t max_tokens,
+// nullopt when the level is off and no thinking is requested. `budgets` may
+// override the default budget of a level: {"medium": 4000}.
+std::optional<ThinkingPlan> plan_thinking(ThinkingLevel level, std::int64_t max_tokens,
                                           std::int64_t model_max_tokens, const Json& budgets = Json::object());
 
 // Anthropic wants tool ids of [a-zA-Z0-9_-]{1,64}; ids minted by other

@@ -173,10 +173,10 @@ ToolResultParts tool_result_parts(const ToolResultMessage& result, const Model& 
   return parts;
 }
 
-std::optional<std::string> reasoning_effort(std::string_view thinking_level, bool supports_xhigh) {
-  if (thinking_level.empty() || thinking_level == "off") return std::nullopt;
-  if (thinking_level == "xhigh" && !supports_xhigh) return "high";
-  return std::string(thinking_level);
+std::optional<std::string> reasoning_effort(ThinkingLevel thinking_level, bool supports_xhigh) {
+  if (thinking_level == ThinkingLevel::off) return std::nullopt;
+  if (thinking_level == ThinkingLevel::xhigh && !supports_xhigh) return "high";
+  return std::string(to_string(thinking_level));
 }
 
 CompletionsCompat resolve_completions_compat(const Model& model) {

@@ -50,6 +50,6 @@ ToolResultParts tool_result_parts(const ToolResultMessage& result, const Model& 
                                   const std::function<Json(const ImageContent&)>& image);
 
 // A thinking level as an OpenAI reasoning effort; nullopt for "off".
-std::optional<std::string> reasoning_effort(std::string_view thinking_level, bool supports_xhigh);
+std::optional<std::string> reasoning_effort(ThinkingLevel thinking_level, bool supports_xhigh);
 
 }  // namespace cairn::wire

@@ -38,7 +38,7 @@ ProviderResponse stream_traced(Provider& provider, const Model& model, const Llm
                     {"gen_ai.provider.name", model.provider},
                     {"gen_ai.request.model", model.id}};
     if (options.max_tokens) payload["gen_ai.request.max_tokens"] = *options.max_tokens;
-    if (!options.thinking_level.empty()) payload["reasoning"] = options.thinking_level;
+    payload["reasoning"] = to_string(options.thinking_level);
     if (trace::capture_content()) {
       payload["gen_ai.input.messages"] = traced_messages(context.messages, secrets);
       if (!context.system_prompt.empty()) payload["gen_ai.system_instructions"] = secrets.redact(context.system_prompt);

@@ -22,7 +22,7 @@ Json optional_string_json(const std::optional<std::string>& value) {
 // ---- encoding ---------------------------------------------------------------
 
 Json encode_intent(const OperationIntent& intent) {
-  Json out = {{"kind", op_kind(intent)}};
+  Json out = {{"kind", to_string(kind_of(intent))}};
   const Json* extra = nullptr;
   std::visit(Overloaded{
                  [&](const RunIntent& i) {
@@ -63,11 +63,11 @@ void encode_harness_body(Json& out, const HarnessBody& body) {
                  },
                  [&](const OperationCancelled& b) {
                    out["runId"] = b.run_id;
-                   out["reason"] = b.reason;
+                   out["reason"] = to_string(b.reason);
                  },
                  [&](const OperationFinished& b) {
                    out["runId"] = b.run_id;
-                   out["outcome"] = b.outcome;
+                   out["outcome"] = to_string(b.outcome);
                    if (b.error) {
                      Json error = {{"code", b.error->code}, {"message", b.error->message}};
                      detail::append_extra(error, b.error_extra);
@@ -76,7 +76,7 @@ void encode_harness_body(Json& out, const HarnessBody& body) {
                  },
                  [&](const GenerationStarted& b) {
                    out["runId"] = b.run_id;
-                   out["purpose"] = b.purpose;
+                   out["purpose"] = to_string(b.purpose);
                    out["attempt"] = b.attempt;
                    Json model = {{"provider", b.model.provider}, {"modelId", b.model.model_id}};
                    detail::append_extra(model, b.model.extra);
@@ -90,11 +90,11 @@ void encode_harness_body(Json& out, const HarnessBody& body) {
                    out["toolName"] = b.tool_name;
                    out["effectiveArgs"] = b.effective_args;
                    out["resultEntryId"] = b.result_entry_id;
-                   out["replay"] = b.replay;
+                   out["replay"] = to_string(b.replay);
                    if (b.child_session) out["childSession"] = *b.child_session;
                  },
                  [&](const QueueEnqueued& b) {
-                   out["queue"] = b.queue;
+                   out["queue"] = to_string(b.queue);
                    if (b.run_id) out["runId"] = *b.run_id;
                    out["target"] = encode_provisioned(b.target);
                  },
@@ -109,7 +109,7 @@ void encode_harness_body(Json& out, const HarnessBody& body) {
                  [&](const RefDeleted& b) { out["name"] = b.name; },
                  [&](const InputRequested& b) {
                    out["runId"] = b.run_id;
-                   out["kind"] = b.kind;
+                   out["kind"] = to_string(b.kind);
                    out["assistantEntryId"] = b.assistant_entry_id;
                    out["toolIndex"] = b.tool_index;
                    out["toolCallId"] = b.tool_call_id;
@@ -122,7 +122,7 @@ void encode_harness_body(Json& out, const HarnessBody& body) {
                  [&](const InputResolved& b) {
                    out["runId"] = b.run_id;
                    out["requestId"] = b.request_id;
-                   out["decision"] = b.decision;
+                   out["decision"] = to_string(b.decision);
                    if (b.arguments) out["arguments"] = *b.arguments;
                    if (b.remember) out["remember"] = *b.remember;
                    if (b.reason) out["reason"] = *b.reason;
@@ -162,9 +162,9 @@ std::vector<ProvisionedEntry> read_provisioned_list(ObjectReader& r, std::string
 }
 
 OperationIntent decode_intent(ObjectReader& r) {
-  std::string kind = r.string("kind");
+  const OperationKind kind = r.one_of<OperationKind>("kind");
   if (!r.ok()) return RunIntent{};
-  if (kind == "run") {
+  if (kind == OperationKind::run) {
     RunIntent i;
     i.initial_messages = read_provisioned_list(r, "initialMessages");
     i.system_prompt_override = r.optional_string("systemPromptOverride");
@@ -172,28 +172,24 @@ OperationIntent decode_intent(ObjectReader& r) {
     i.extra = r.extra();
     return i;
   }
-  if (kind == "compaction") {
+  if (kind == OperationKind::compaction) {
     CompactionIntent i;
     i.custom_instructions = r.optional_string("customInstructions");
     i.result_entry_id = r.string("resultEntryId");
     i.extra = r.extra();
     return i;
   }
-  if (kind == "navigation") {
-    NavigationIntent i;
-    i.target_id = r.string("targetId");
-    i.destination_leaf_id = r.nullable_string("destinationLeafId");
-    i.summarize = r.boolean("summarize");
-    i.custom_instructions = r.optional_string("customInstructions");
-    i.label = r.optional_string("label");
-    i.summary_entry_id = r.optional_string("summaryEntryId");
-    i.label_entry_id = r.optional_string("labelEntryId");
-    i.leaf_entry_id = r.string("leafEntryId");
-    i.extra = r.extra();
-    return i;
-  }
-  r.fail_at("kind", fmt::format("unknown operation kind '{}'", kind));
-  return RunIntent{};
+  NavigationIntent i;
+  i.target_id = r.string("targetId");
+  i.destination_leaf_id = r.nullable_string("destinationLeafId");
+  i.summarize = r.boolean("summarize");
+  i.custom_instructions = r.optional_string("customInstructions");
+  i.label = r.optional_string("label");
+  i.summary_entry_id = r.optional_string("summaryEntryId");
+  i.label_entry_id = r.optional_string("labelEntryId");
+  i.leaf_entry_id = r.string("leafEntryId");
+  i.extra = r.extra();
+  return i;
 }
 
 OperationStarted decode_operation_started(ObjectReader& r) {
@@ -206,7 +202,7 @@ OperationStarted decode_operation_started(ObjectReader& r) {
 OperationFinished decode_operation_finished(ObjectReader& r) {
   OperationFinished b;
   b.run_id = r.string("runId");
-  b.outcome = r.string("outcome");
+  b.outcome = r.one_of<OperationOutcome>("outcome");
   r.nested("error", ObjectReader::Presence::optional, [&](ObjectReader& er) {
     b.error = Error::recorded(er.string("code"), er.string("message"));
     b.error_extra = er.extra();
@@ -217,7 +213,7 @@ OperationFinished decode_operation_finished(ObjectReader& r) {
 GenerationStarted decode_generation_started(ObjectReader& r) {
   GenerationStarted b;
   b.run_id = r.string("runId");
-  b.purpose = r.string("purpose");
+  b.purpose = r.one_of<GenerationPurpose>("purpose");
   b.attempt = r.integer("attempt");
   r.nested("model", ObjectReader::Presence::required, [&](ObjectReader& mr) {
     b.model.provider = mr.string("provider");
@@ -236,7 +232,7 @@ ToolStarted decode_tool_started(ObjectReader& r) {
   b.tool_name = r.string("toolName");
   b.effective_args = r.object("effectiveArgs");
   b.result_entry_id = r.string("resultEntryId");
-  b.replay = r.string("replay");
+  b.replay = r.one_of<Replay>("replay");
   b.child_session = r.optional_string("childSession");
   return b;
 }
@@ -244,7 +240,7 @@ ToolStarted decode_tool_started(ObjectReader& r) {
 InputRequested decode_input_requested(ObjectReader& r) {
   InputRequested b;
   b.run_id = r.string("runId");
-  b.kind = r.string("kind");
+  b.kind = r.one_of<InputKind>("kind");
   b.assistant_entry_id = r.string("assistantEntryId");
   b.tool_index = r.integer("toolIndex");
   b.tool_call_id = r.string("toolCallId");
@@ -260,7 +256,7 @@ InputResolved decode_input_resolved(ObjectReader& r) {
   InputResolved b;
   b.run_id = r.string("runId");
   b.request_id = r.string("requestId");
-  b.decision = r.string("decision");
+  b.decision = r.one_of<InputDecision>("decision");
   b.arguments = r.optional_object("arguments");
   b.remember = r.optional_string("remember");
   b.reason = r.optional_string("reason");
@@ -276,7 +272,7 @@ HarnessBody decode_harness_body(RecordType type, ObjectReader& r) {
     case RecordType::operation_cancelled: {
       OperationCancelled b;
       b.run_id = r.string("runId");
-      b.reason = r.string("reason");
+      b.reason = r.one_of<CancelReason>("reason");
       return b;
     }
     case RecordType::operation_finished:
@@ -287,7 +283,7 @@ HarnessBody decode_harness_body(RecordType type, ObjectReader& r) {
       return decode_tool_started(r);
     case RecordType::queue_enqueued: {
       QueueEnqueued b;
-      b.queue = r.string("queue");
+      b.queue = r.one_of<QueueKind>("queue");
       b.run_id = r.optional_string("runId");
       b.target = read_provisioned(r, "target");
       return b;
@@ -327,11 +323,11 @@ HarnessBody decode_harness_body(RecordType type, ObjectReader& r) {
 
 }  // namespace
 
-std::string_view op_kind(const OperationIntent& intent) {
+OperationKind kind_of(const OperationIntent& intent) {
   return std::visit(Overloaded{
-                        [](const RunIntent&) { return std::string_view("run"); },
-                        [](const CompactionIntent&) { return std::string_view("compaction"); },
-                        [](const NavigationIntent&) { return std::string_view("navigation"); },
+                        [](const RunIntent&) { return OperationKind::run; },
+                        [](const CompactionIntent&) { return OperationKind::compaction; },
+                        [](const NavigationIntent&) { return OperationKind::navigation; },
                     },
                     intent);
 }

@@ -14,6 +14,7 @@
 
 #include "cairn/error.hpp"
 #include "cairn/json.hpp"
+#include "closed_sets.hpp"
 
 namespace cairn::detail {
 
@@ -70,6 +71,16 @@ class ObjectReader {
   double number(std::string_view key);
   bool boolean(std::string_view key);
   std::optional<bool> optional_boolean(std::string_view key);
+  // A required string naming a value of a closed set (closed_sets.hpp);
+  // any other string fails as an unknown value, naming the set's values.
+  template <ClosedSet E>
+  E one_of(std::string_view key) {
+    const std::string text = string(key);
+    if (!ok()) return E{};
+    const auto value = parse_name<E>(text);
+    if (!value) fail_at(key, unknown_value<E>(text));
+    return value.value_or(E{});
+  }
   Json object(std::string_view key);
   std::optional<Json> optional_object(std::string_view key);
   std::optional<Json> optional_value(std::string_view key);  // any JSON, null included

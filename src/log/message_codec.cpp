@@ -268,12 +268,7 @@ AssistantMessage decode_assistant(ObjectReader& r) {
   m.provider = r.string("provider");
   m.model = r.string("model");
   m.usage = read_usage(r);
-  std::string stop_reason = r.string("stopReason");
-  if (r.ok()) {
-    auto parsed = parse_stop_reason(stop_reason);
-    if (!parsed) r.fail_at("stopReason", fmt::format("unknown stop reason '{}'", stop_reason));
-    m.stop_reason = parsed.value_or(StopReason::stop);
-  }
+  m.stop_reason = r.one_of<StopReason>("stopReason");
   m.error_message = r.optional_string("errorMessage");
   read_timestamp(r, m);
   return m;
@@ -337,25 +332,6 @@ BashExecutionMessage decode_bash(ObjectReader& r) {
 }  // namespace
 
 // ---- public -----------------------------------------------------------------
-
-std::string_view to_string(StopReason reason) {
-  switch (reason) {
-    case StopReason::stop: return "stop";
-    case StopReason::length: return "length";
-    case StopReason::tool_use: return "toolUse";
-    case StopReason::error: return "error";
-    case StopReason::aborted: return "aborted";
-  }
-  return "stop";
-}
-
-std::optional<StopReason> parse_stop_reason(std::string_view text) {
-  for (auto reason : {StopReason::stop, StopReason::length, StopReason::tool_use, StopReason::error,
-                      StopReason::aborted}) {
-    if (to_string(reason) == text) return reason;
-  }
-  return std::nullopt;
-}
 
 std::string_view role_of(const AgentMessage& message) {
   return std::visit(Overloaded{

@@ -117,7 +117,7 @@ void encode_body(Json& out, const TreeBody& body) {
             out["provider"] = b.provider;
             out["modelId"] = b.model_id;
           },
-          [&](const ThinkingLevelChange& b) { out["thinkingLevel"] = b.thinking_level; },
+          [&](const ThinkingLevelChange& b) { out["thinkingLevel"] = to_string(b.thinking_level); },
           [&](const ActiveToolsChange& b) { out["activeToolNames"] = b.active_tool_names; },
           [&](const Compaction& b) {
             out["summary"] = b.summary;
@@ -205,7 +205,7 @@ TreeBody decode_body(RecordType type, ObjectReader& r) {
       return b;
     }
     case RecordType::thinking_level_change:
-      return ThinkingLevelChange{r.string("thinkingLevel")};
+      return ThinkingLevelChange{r.one_of<ThinkingLevel>("thinkingLevel")};
     case RecordType::active_tools_change:
       return ActiveToolsChange{detail::read_strings(r, "activeToolNames")};
     case RecordType::compaction: {

@@ -123,18 +123,18 @@ A2aResult<A2aService::Sent> A2aService::continue_task(const std::string& task_id
       const bool yes = lowered == "allow" || lowered == "yes" || lowered == "y" || lowered == "approve" || lowered == "ok";
       decision = question ? "answer" : yes ? "allow" : "deny";
     }
-    if (decision == "allow") {
-      response.decision = InputResponse::Decision::allow;
+    const auto parsed = parse_input_decision(decision);
+    if (!parsed) {
+      return std::unexpected(invalid_params(fmt::format("{} must be allow, deny or answer", data.path("decision"))));
+    }
+    response.decision = *parsed;
+    if (*parsed == InputDecision::allow) {
       if (arguments) response.arguments = *data.find("arguments");
-    } else if (decision == "deny") {
-      response.decision = InputResponse::Decision::deny;
+    } else if (*parsed == InputDecision::deny) {
       if (reason.empty()) reason = parts.text;
       if (!reason.empty()) response.reason = reason;
-    } else if (decision == "answer") {
-      response.decision = InputResponse::Decision::answer;
-      response.answer = data.find("answer") ? answer : parts.text;
     } else {
-      return std::unexpected(invalid_params(fmt::format("{} must be allow, deny or answer", data.path("decision"))));
+      response.answer = data.find("answer") ? answer : parts.text;
     }
     auto answered = ref->respond(request_id, std::move(response));
     if (!answered.ok()) return std::unexpected(from_error(answered.error.value_or(Error{Errc::internal_error, "not answered"})));

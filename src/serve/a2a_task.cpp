@@ -28,7 +28,7 @@ std::string text_of(const UserContent& content) {
 
 Json input_request_json(const std::string& id, const InputRequested& asked) {
   Json request = {{"requestId", id},
-                  {"kind", asked.kind},
+                  {"kind", to_string(asked.kind)},
                   {"toolCallId", asked.tool_call_id},
                   {"toolName", asked.tool_name},
                   {"arguments", asked.arguments}};
@@ -102,9 +102,9 @@ bool TaskView::fold(const Record& record) {
   if (const auto* ended = std::get_if<OperationFinished>(&harness->body)) {
     finished = true;
     pending.clear();
-    state = ended->outcome == "completed" ? "TASK_STATE_COMPLETED"
-            : ended->outcome == "failed"  ? "TASK_STATE_FAILED"
-                                          : "TASK_STATE_CANCELED";
+    state = ended->outcome == OperationOutcome::completed ? "TASK_STATE_COMPLETED"
+            : ended->outcome == OperationOutcome::failed  ? "TASK_STATE_FAILED"
+                                                          : "TASK_STATE_CANCELED";
     if (ended->error) error = fmt::format("{}: {}", ended->error->code, ended->error->message);
     return true;
   }

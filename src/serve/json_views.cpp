@@ -12,7 +12,7 @@ Json messages_json(const std::vector<AgentMessage>& messages) {
 
 Json to_json(const PendingInput& input) {
   Json out = {{"id", input.id},           {"ref", input.ref},           {"runId", input.run_id},
-              {"kind", input.kind},       {"toolCallId", input.tool_call_id}, {"toolName", input.tool_name},
+              {"kind", to_string(input.kind)}, {"toolCallId", input.tool_call_id}, {"toolName", input.tool_name},
               {"arguments", input.arguments}, {"seq", input.seq},       {"requestedAt", input.requested_at}};
   if (input.rule) out["rule"] = *input.rule;
   if (input.question) out["question"] = *input.question;
@@ -23,7 +23,7 @@ Json to_json(const PendingInput& input) {
 Json to_json(const SuspendedOperation& operation) {
   Json prompt = Json::array();
   for (const auto& block : operation.prompt) prompt.push_back(encode(block));
-  Json out = {{"ref", operation.ref}, {"kind", operation.kind}, {"id", operation.id},
+  Json out = {{"ref", operation.ref}, {"kind", to_string(operation.kind)}, {"id", operation.id},
               {"startedAt", operation.started_at}, {"prompt", std::move(prompt)}};
   if (operation.cancelled) {
     out["cancelled"] = {{"clearedSteer", messages_json(operation.cancelled->cleared_steer)},
@@ -55,7 +55,7 @@ Json to_json(const RefStatus& status, const std::vector<SuspendedOperation>& sus
 }
 
 Json to_json(const RunResult& result) {
-  Json out = {{"outcome", to_string(result.outcome)}, {"kind", result.kind}, {"runId", result.run_id}};
+  Json out = {{"outcome", to_string(result.outcome)}, {"kind", to_string(result.kind)}, {"runId", result.run_id}};
   if (result.final_message) out["finalMessage"] = encode(AgentMessage(*result.final_message));
   if (result.entry) out["entry"] = encode(*result.entry);
   if (result.new_leaf_id) out["newLeafId"] = *result.new_leaf_id;
@@ -80,7 +80,7 @@ Json to_json(const AbortResult& result) {
 
 namespace {
 Json run_snapshot_json(const RunSnapshot& run) {
-  Json out = {{"id", run.id}, {"kind", run.kind}, {"status", to_string(run.status)}, {"startedAt", run.started_at}};
+  Json out = {{"id", run.id}, {"kind", to_string(run.kind)}, {"status", to_string(run.status)}, {"startedAt", run.started_at}};
   if (run.suspended) out["suspended"] = to_json(*run.suspended);
   if (run.streaming_message) out["streamingMessage"] = encode(AgentMessage(*run.streaming_message));
   Json tools = Json::array();

@@ -103,14 +103,20 @@ Reply set_config(RouteCall& call) {
   if (!model) return error_reply(model.error());
   if (!thinking) return error_reply(thinking.error());
   if (!tools) return error_reply(tools.error());
+  // A level is checked before anything is set: a refused request changes nothing.
+  std::optional<ThinkingLevel> level;
+  if (*thinking) {
+    level = parse_thinking_level(**thinking);
+    if (!level) return error_reply(Error{Errc::invalid_argument, fmt::format("unknown thinking level '{}'", **thinking)});
+  }
   AgentRef& ref = *call.ref;
   if (*model) {
     const auto slash = (*model)->find('/');
     if (slash == std::string::npos) return error_reply(Error{Errc::invalid_argument, "field 'model' must be PROVIDER/ID"});
     if (auto set = ref.set_model((*model)->substr(0, slash), (*model)->substr(slash + 1)); !set) return error_reply(set.error());
   }
-  if (*thinking) {
-    if (auto set = ref.set_thinking_level(**thinking); !set) return error_reply(set.error());
+  if (level) {
+    if (auto set = ref.set_thinking_level(*level); !set) return error_reply(set.error());
   }
   if (*tools) {
     if (auto set = ref.set_active_tools(**tools); !set) return error_reply(set.error());
@@ -147,12 +153,8 @@ Reply answer_input(RouteCall& call) {
   auto decision = body->required_string("decision");
   if (!decision) return error_reply(decision.error());
   InputResponse response;
-  if (*decision == "allow") {
-    response.decision = InputResponse::Decision::allow;
-  } else if (*decision == "deny") {
-    response.decision = InputResponse::Decision::deny;
-  } else if (*decision == "answer") {
-    response.decision = InputResponse::Decision::answer;
+  if (auto parsed = parse_input_decision(*decision)) {
+    response.decision = *parsed;
   } else {
     return error_reply(Error{Errc::invalid_argument, "field 'decision' must be allow, deny or answer"});
   }

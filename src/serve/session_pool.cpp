@@ -393,17 +393,17 @@ void SessionPool::resume_suspended() {
     for (const auto& operation : (*host)->suspended_at_open) {
       if (!operation.awaiting_input.empty()) {
         print_untrusted(stderr, "cairn serve: session {} ref {}: {} waits for {} answer(s)\n", id, operation.ref,
-                        operation.kind, operation.awaiting_input.size());
+                        to_string(operation.kind), operation.awaiting_input.size());
         continue;
       }
       if (operation.damaged) {
         print_untrusted(stderr, "cairn serve: session {} ref {}: {} is damaged; abort it\n", id, operation.ref,
-                        operation.kind);
+                        to_string(operation.kind));
         continue;
       }
       auto ref = (*host)->harness->ref(operation.ref);
       if (!ref) continue;
-      print_untrusted(stderr, "cairn serve: session {} ref {}: resuming {} {}\n", id, operation.ref, operation.kind,
+      print_untrusted(stderr, "cairn serve: session {} ref {}: resuming {} {}\n", id, operation.ref, to_string(operation.kind),
                       operation.id);
       run_detached(*host, [ref = *ref]() mutable { (void)ref.resume(); });
     }
@@ -461,12 +461,12 @@ bool SessionPool::claim_suspended(const ClaimOptions& options) {
       }
       if (operation.damaged) {
         turn->end = ClaimEnd::failed;
-        turn->detail = fmt::format("ref {}: {} is damaged; abort it", operation.ref, operation.kind);
+        turn->detail = fmt::format("ref {}: {} is damaged; abort it", operation.ref, to_string(operation.kind));
         continue;
       }
       if (auto ref = host->harness->ref(operation.ref)) {
         print_untrusted(stderr, "cairn serve: claimed session {} ref {}: resuming {} {}\n", id, operation.ref,
-                        operation.kind, operation.id);
+                        to_string(operation.kind), operation.id);
         refs.push_back(*ref);
       }
     }

@@ -126,7 +126,9 @@ class OpenHistory {
       std::string kind = "operation";
       if (auto record = session.get_record(open.started_seq); record && *record) {
         if (const auto* h = std::get_if<HarnessRecord>(&(*record)->body)) {
-          if (const auto* started = std::get_if<OperationStarted>(&h->body)) kind = std::string(op_kind(started->intent));
+          if (const auto* started = std::get_if<OperationStarted>(&h->body)) {
+            kind = std::string(to_string(kind_of(started->intent)));
+          }
         }
       }
       lines.push_back(fmt::format("ref {}: {} {} open since seq {}; the entries it appended were not copied", open.ref,

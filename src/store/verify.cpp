@@ -174,8 +174,8 @@ Result<VerifyReport> verify(const Session& session) {
   struct InputState {
     std::int64_t seq = 0;
     std::string run;
-    std::string kind;
-    std::optional<std::string> decision;  // set once resolved
+    InputKind kind = InputKind::approval;
+    std::optional<InputDecision> decision;  // set once resolved
     std::int64_t resolved_seq = 0;
   };
   std::unordered_map<std::string, InputState> input_requests;                       // request id → state
@@ -336,13 +336,14 @@ Result<VerifyReport> verify(const Session& session) {
                                    line.seq, answer->request_id));
         } else if (it->second.decision) {
           fail(inputs, fmt::format("seq {}: input request {} (seq {}) was already resolved ({}) at seq {}", line.seq,
-                                   answer->request_id, it->second.seq, *it->second.decision, it->second.resolved_seq));
+                                   answer->request_id, it->second.seq, to_string(*it->second.decision),
+                                   it->second.resolved_seq));
         } else if (it->second.run != answer->run_id) {
           fail(inputs, fmt::format("seq {}: input request {} belongs to run {}, not {}", line.seq, answer->request_id,
                                    it->second.run, answer->run_id));
-        } else if ((it->second.kind == "approval") == (answer->decision == "answer")) {
-          fail(inputs, fmt::format("seq {}: decision {} does not answer a {} request", line.seq, answer->decision,
-                                   it->second.kind));
+        } else if ((it->second.kind == InputKind::approval) == (answer->decision == InputDecision::answer)) {
+          fail(inputs, fmt::format("seq {}: decision {} does not answer a {} request", line.seq,
+                                   to_string(answer->decision), to_string(it->second.kind)));
         } else {
           it->second.decision = answer->decision;
           it->second.resolved_seq = line.seq;
@@ -351,10 +352,10 @@ Result<VerifyReport> verify(const Session& session) {
       if (const auto* tool = std::get_if<ToolStarted>(&harness.body)) {
         if (auto asked = asked_calls.find({tool->assistant_entry_id, tool->tool_index}); asked != asked_calls.end()) {
           const InputState& request = input_requests[asked->second];
-          if (request.decision != "allow") {
+          if (request.decision != InputDecision::allow) {
             fail(inputs, fmt::format("seq {}: tool {} ({}) started, but input request {} (seq {}) {}", line.seq,
                                      tool->tool_name, tool->tool_call_id, asked->second, request.seq,
-                                     request.decision ? fmt::format("was resolved {}", *request.decision)
+                                     request.decision ? fmt::format("was resolved {}", to_string(*request.decision))
                                                       : std::string("has no allow before it")));
           }
         }

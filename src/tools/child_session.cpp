@@ -79,10 +79,10 @@ std::optional<OperationFinished> finished_run(const Session& session) {
   return std::nullopt;
 }
 
-Outcome outcome_of(std::string_view logged) {
-  if (logged == "completed") return Outcome::ok;
-  if (logged == "aborted") return Outcome::aborted;
-  if (logged == "cancelled") return Outcome::cancelled;
+Outcome outcome_of(OperationOutcome logged) {
+  if (logged == OperationOutcome::completed) return Outcome::ok;
+  if (logged == OperationOutcome::aborted) return Outcome::aborted;
+  if (logged == OperationOutcome::cancelled) return Outcome::cancelled;
   return Outcome::failed;
 }
 

@@ -32,14 +32,14 @@ class ApprovalSettingsTest : public ::testing::Test {
 };
 
 TEST_F(ApprovalSettingsTest, AskModeLetsReadingToolsRunAndAsksTheRest) {
-  auto policy = make_approval_policy("ask", cwd(), user());
+  auto policy = make_approval_policy(ApprovalMode::ask, cwd(), user());
   ASSERT_TRUE(policy);
   for (const char* tool : {"read", "grep", "find", "ls"}) EXPECT_EQ(decide(*policy, tool, "x"), ApprovalDecision::allow);
   for (const char* tool : {"bash", "edit", "write", "mcp__x__y"}) EXPECT_EQ(decide(*policy, tool, "x"), ApprovalDecision::ask);
 }
 
 TEST_F(ApprovalSettingsTest, AutoEditAllowsEditsInsideTheDirectoryOnly) {
-  auto policy = make_approval_policy("auto-edit", cwd(), user());
+  auto policy = make_approval_policy(ApprovalMode::auto_edit, cwd(), user());
   ASSERT_TRUE(policy);
   EXPECT_EQ(decide(*policy, "edit", "src/a.cpp"), ApprovalDecision::allow);
   EXPECT_EQ(decide(*policy, "write", (cwd() / "new.txt").string()), ApprovalDecision::allow);
@@ -57,7 +57,7 @@ TEST_F(ApprovalSettingsTest, UserRulesComeBeforeProjectRulesBeforeTheMode) {
   write(user() / "settings.json", R"j({"approval": {"deny": ["bash(rm -rf *)"], "allow": ["bash(git status)"]}})j");
   write(cwd() / ".cairn" / "settings.json",
         R"j({"theme": "dark", "approval": {"allow": ["bash(rm -rf build)", "bash(npm run test:*)"], "ask": ["read(secrets/*)"]}})j");
-  auto policy = make_approval_policy("ask", cwd(), user());
+  auto policy = make_approval_policy(ApprovalMode::ask, cwd(), user());
   ASSERT_TRUE(policy) << policy.error().message;
   EXPECT_EQ(decide(*policy, "bash", "git status"), ApprovalDecision::allow);
   EXPECT_EQ(decide(*policy, "bash", "git status; rm x"), ApprovalDecision::ask);
@@ -66,7 +66,7 @@ TEST_F(ApprovalSettingsTest, UserRulesComeBeforeProjectRulesBeforeTheMode) {
   EXPECT_EQ(decide(*policy, "read", "secrets/key.pem"), ApprovalDecision::ask);
   EXPECT_EQ(decide(*policy, "read", "README.md"), ApprovalDecision::allow);
 
-  auto never = make_approval_policy("never-ask", cwd(), user());
+  auto never = make_approval_policy(ApprovalMode::never_ask, cwd(), user());
   ASSERT_TRUE(never);
   EXPECT_EQ(decide(*never, "bash", "rm -rf /"), ApprovalDecision::deny);  // a deny still refuses
   EXPECT_EQ(decide(*never, "read", "secrets/key.pem"), ApprovalDecision::allow);  // nothing asks
@@ -83,13 +83,27 @@ TEST_F(ApprovalSettingsTest, ABadSettingsFileIsNamedWithWhatIsWrong) {
            {R"j({"approval": {"allow": ["bash(git status"]}})j", "a pattern ends with ')'"},
        }) {
     write(file, text);
-    auto policy = make_approval_policy("ask", cwd(), user());
+    auto policy = make_approval_policy(ApprovalMode::ask, cwd(), user());
     ASSERT_FALSE(policy) << text;
     EXPECT_EQ(policy.error().code, "invalid_config");
     EXPECT_NE(policy.error().message.find(file.string()), std::string::npos) << policy.error().message;
     EXPECT_NE(policy.error().message.find(expected), std::string::npos) << policy.error().message;
   }
-  EXPECT_FALSE(make_approval_policy("sometimes", cwd(), user()));
+}
+
+TEST(ApprovalSettings, ModesAndEnvironmentsKeepTheirFlagsSpelling) {
+  for (auto [mode, name] : {std::pair{ApprovalMode::ask, "ask"}, std::pair{ApprovalMode::auto_edit, "auto-edit"},
+                            std::pair{ApprovalMode::never_ask, "never-ask"}}) {
+    EXPECT_EQ(to_string(mode), name);
+    EXPECT_EQ(parse_approval_mode(name), mode);
+  }
+  EXPECT_EQ(parse_approval_mode("sometimes"), std::nullopt);
+  for (auto [environment, name] : {std::pair{ToolEnvironment::filtered, "filtered"},
+                                   std::pair{ToolEnvironment::inherit, "inherit"}}) {
+    EXPECT_EQ(to_string(environment), name);
+    EXPECT_EQ(parse_tool_environment(name), environment);
+  }
+  EXPECT_EQ(parse_tool_environment("all"), std::nullopt);
 }
 
 TEST(ApprovalAlwaysRule, NamesTheExactSubjectWithStarsEscaped) {

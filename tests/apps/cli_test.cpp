@@ -341,7 +341,7 @@ TEST_F(CliTest, VerifyReportsASuspendedOperationWithoutFailing) {
   const std::string id = session_with({
       testing::harness(OperationStarted{std::nullopt, RunIntent{}}, "main", "run1"),
       testing::user_entry("hello", std::nullopt, "u1"),
-      testing::harness(GenerationStarted{"run1", "step", 1, ModelRef{"faux", "m"}}),
+      testing::harness(GenerationStarted{"run1", GenerationPurpose::step, 1, ModelRef{"faux", "m"}}),
   });
   CliRun run = cairn({"verify", id});
   EXPECT_EQ(run.status, 0) << run.out << run.err;
@@ -364,13 +364,13 @@ TEST_F(CliTest, VerifyFailsOnRepeatedToolStartsAndSkippedAttempts) {
   const std::string id = session_with({
       testing::harness(OperationStarted{std::nullopt, RunIntent{}}, "main", "run1"),
       testing::user_entry("list files", std::nullopt, "u1"),
-      testing::harness(GenerationStarted{"run1", "step", 1, ModelRef{"faux", "m"}}),
-      testing::harness(GenerationStarted{"run1", "step", 3, ModelRef{"faux", "m"}}),
+      testing::harness(GenerationStarted{"run1", GenerationPurpose::step, 1, ModelRef{"faux", "m"}}),
+      testing::harness(GenerationStarted{"run1", GenerationPurpose::step, 3, ModelRef{"faux", "m"}}),
       testing::assistant_entry("looking", "u1", "a1", {call("call_1", "ls")}),
-      testing::harness(ToolStarted{"run1", "a1", 0, "call_1", "ls", Json::object(), "r1", "safe"}),
-      testing::harness(ToolStarted{"run1", "a1", 0, "call_1", "ls", Json::object(), "r1", "safe"}),
+      testing::harness(ToolStarted{"run1", "a1", 0, "call_1", "ls", Json::object(), "r1", Replay::safe}),
+      testing::harness(ToolStarted{"run1", "a1", 0, "call_1", "ls", Json::object(), "r1", Replay::safe}),
       testing::tool_result_entry("call_1", "ls", "a\nb", "a1", "r1"),
-      testing::harness(OperationFinished{"run1", "completed", std::nullopt}),
+      testing::harness(OperationFinished{"run1", OperationOutcome::completed, std::nullopt}),
   });
   CliRun run = cairn({"verify", id});
   EXPECT_EQ(run.status, 1) << run.out;
@@ -381,21 +381,21 @@ TEST_F(CliTest, VerifyFailsOnRepeatedToolStartsAndSkippedAttempts) {
 
 TEST_F(CliTest, VerifyFailsWhereAnAskedCallStartedWithoutAnAllow) {
   auto asked = [](std::string call_id, std::int64_t index) {
-    return InputRequested{.run_id = "run1", .kind = "approval", .assistant_entry_id = "a1", .tool_index = index,
+    return InputRequested{.run_id = "run1", .kind = InputKind::approval, .assistant_entry_id = "a1", .tool_index = index,
                           .tool_call_id = std::move(call_id), .tool_name = "ls", .arguments = Json::object(),
                           .rule = "ls"};
   };
   const std::string id = session_with({
       testing::harness(OperationStarted{std::nullopt, RunIntent{}}, "main", "run1"),
       testing::user_entry("list files", std::nullopt, "u1"),
-      testing::harness(GenerationStarted{"run1", "step", 1, ModelRef{"faux", "m"}}),
+      testing::harness(GenerationStarted{"run1", GenerationPurpose::step, 1, ModelRef{"faux", "m"}}),
       testing::assistant_entry("looking", "u1", "a1", {call("call_1", "ls"), call("call_2", "ls")}),
       testing::harness(asked("call_1", 0), "main", "q1"),
       testing::harness(asked("call_2", 1), "main", "q2"),
-      testing::harness(InputResolved{.run_id = "run1", .request_id = "q2", .decision = "deny", .by = "ada"}, "main", "d1"),
+      testing::harness(InputResolved{.run_id = "run1", .request_id = "q2", .decision = InputDecision::deny, .by = "ada"}, "main", "d1"),
       // Started with no answer at all, and the other after its denial.
-      testing::harness(ToolStarted{"run1", "a1", 0, "call_1", "ls", Json::object(), "r1", "safe"}),
-      testing::harness(ToolStarted{"run1", "a1", 1, "call_2", "ls", Json::object(), "r2", "safe"}),
+      testing::harness(ToolStarted{"run1", "a1", 0, "call_1", "ls", Json::object(), "r1", Replay::safe}),
+      testing::harness(ToolStarted{"run1", "a1", 1, "call_2", "ls", Json::object(), "r2", Replay::safe}),
   });
   CliRun run = cairn({"verify", id});
   EXPECT_EQ(run.status, 1) << run.out << run.err;
@@ -408,14 +408,14 @@ TEST_F(CliTest, VerifyFailsOnAnInputRequestAnsweredTwice) {
   const std::string id = session_with({
       testing::harness(OperationStarted{std::nullopt, RunIntent{}}, "main", "run1"),
       testing::user_entry("list files", std::nullopt, "u1"),
-      testing::harness(GenerationStarted{"run1", "step", 1, ModelRef{"faux", "m"}}),
+      testing::harness(GenerationStarted{"run1", GenerationPurpose::step, 1, ModelRef{"faux", "m"}}),
       testing::assistant_entry("looking", "u1", "a1", {call("call_1", "ls")}),
-      testing::harness(InputRequested{.run_id = "run1", .kind = "approval", .assistant_entry_id = "a1",
+      testing::harness(InputRequested{.run_id = "run1", .kind = InputKind::approval, .assistant_entry_id = "a1",
                                       .tool_index = 0, .tool_call_id = "call_1", .tool_name = "ls",
                                       .arguments = Json::object(), .rule = "ls"},
                        "main", "q1"),
-      testing::harness(InputResolved{.run_id = "run1", .request_id = "q1", .decision = "allow", .by = "ada"}, "main", "y1"),
-      testing::harness(InputResolved{.run_id = "run1", .request_id = "q1", .decision = "deny", .by = "bob"}, "main", "n1"),
+      testing::harness(InputResolved{.run_id = "run1", .request_id = "q1", .decision = InputDecision::allow, .by = "ada"}, "main", "y1"),
+      testing::harness(InputResolved{.run_id = "run1", .request_id = "q1", .decision = InputDecision::deny, .by = "bob"}, "main", "n1"),
   });
   CliRun run = cairn({"verify", id});
   EXPECT_EQ(run.status, 1) << run.out << run.err;

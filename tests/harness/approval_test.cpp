@@ -84,7 +84,7 @@ TEST_F(ApprovalTest, AnAskedCallWaitsParkedAndRunsOnceAfterTheAllow) {
   ASSERT_EQ(run.outcome, Outcome::awaiting_input);
   ASSERT_EQ(run.awaiting_input.size(), 1u);
   const PendingInput asked = run.awaiting_input[0];
-  EXPECT_EQ(asked.kind, "approval");
+  EXPECT_EQ(asked.kind, InputKind::approval);
   EXPECT_EQ(asked.tool_call_id, "c1");
   EXPECT_EQ(asked.rule, "effect");
   EXPECT_EQ(asked.arguments, args("x1", "rm -rf build"));
@@ -241,7 +241,7 @@ TEST_F(ApprovalTest, AQuestionIsAskedDurablyAndTheAnswerIsTheResult) {
   auto run = harness.main().prompt("paint it");
   ASSERT_EQ(run.outcome, Outcome::awaiting_input);
   const PendingInput asked = run.awaiting_input[0];
-  EXPECT_EQ(asked.kind, "question");
+  EXPECT_EQ(asked.kind, InputKind::question);
   EXPECT_EQ(asked.question, "Which colour?");
   EXPECT_EQ(asked.choices, (std::vector<std::string>{"red", "blue"}));
   EXPECT_FALSE(asked.rule);

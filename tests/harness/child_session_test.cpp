@@ -227,7 +227,7 @@ TEST_F(ChildSessionTest, OneChildAnswersTheParentsCallFromItsOwnSession) {
   const auto log = parent_log();
   const auto started = bodies_of<ToolStarted>(log);
   ASSERT_EQ(started.size(), 1u);
-  EXPECT_EQ(started[0].replay, "resume");
+  EXPECT_EQ(started[0].replay, Replay::resume);
   ASSERT_TRUE(started[0].child_session);
   const std::string child_id = *started[0].child_session;
   const ToolResultMessage* answer = result_of(log, "task-0");
@@ -252,7 +252,7 @@ TEST_F(ChildSessionTest, OneChildAnswersTheParentsCallFromItsOwnSession) {
   const auto child_log = log_of(child_id);
   const auto finished = bodies_of<OperationFinished>(child_log);
   ASSERT_EQ(finished.size(), 1u);
-  EXPECT_EQ(finished[0].outcome, "completed");
+  EXPECT_EQ(finished[0].outcome, OperationOutcome::completed);
   EXPECT_EQ(bodies_of<ToolStarted>(child_log).at(0).tool_name, "effect");
 
   // Its events reached the parent's observers, linked, without a parent seq.
@@ -330,7 +330,7 @@ TEST_F(ChildSessionTest, AFailingChildGivesAnErrorResultAndTheParentGoesOn) {
   EXPECT_EQ(transcript().back(), "assistant: parent done");
   const auto kids = children();
   ASSERT_EQ(kids.size(), 1u);
-  EXPECT_EQ(bodies_of<OperationFinished>(log_of(kids[0].id)).at(0).outcome, "failed");
+  EXPECT_EQ(bodies_of<OperationFinished>(log_of(kids[0].id)).at(0).outcome, OperationOutcome::failed);
 }
 
 TEST_F(ChildSessionTest, AbortingTheParentMidChildAbortsTheChildDurably) {
@@ -350,7 +350,7 @@ TEST_F(ChildSessionTest, AbortingTheParentMidChildAbortsTheChildDurably) {
   const auto child_log = log_of(kids[0].id);
   EXPECT_EQ(bodies_of<OperationCancelled>(child_log).size(), 1u);
   ASSERT_EQ(bodies_of<OperationFinished>(child_log).size(), 1u);
-  EXPECT_EQ(bodies_of<OperationFinished>(child_log)[0].outcome, "aborted");
+  EXPECT_EQ(bodies_of<OperationFinished>(child_log)[0].outcome, OperationOutcome::aborted);
   const auto log = parent_log();
   const ToolResultMessage* answer = result_of(log, "task-0");
   ASSERT_NE(answer, nullptr);
@@ -375,7 +375,7 @@ TEST_F(ChildSessionTest, AParentAbortedAfterACrashAbortsItsSuspendedChild) {
   ASSERT_EQ(kids.size(), 1u);
   const auto child_log = log_of(kids[0].id);
   ASSERT_EQ(bodies_of<OperationFinished>(child_log).size(), 1u);
-  EXPECT_EQ(bodies_of<OperationFinished>(child_log)[0].outcome, "aborted");
+  EXPECT_EQ(bodies_of<OperationFinished>(child_log)[0].outcome, OperationOutcome::aborted);
   EXPECT_EQ(effects_->count("effect", "w"), 1);
   const auto log = parent_log();
   const ToolResultMessage* answer = result_of(log, "task-0");
@@ -416,7 +416,7 @@ TEST_F(ChildSessionTest, AChildAskingForApprovalParksTheParentAndIsAnsweredFromI
   ASSERT_EQ(parked.outcome, Outcome::awaiting_input) << (parked.error ? parked.error->message : "");
   ASSERT_EQ(parked.awaiting_input.size(), 1u);
   const PendingInput asked = parked.awaiting_input[0];
-  EXPECT_EQ(asked.kind, "approval");
+  EXPECT_EQ(asked.kind, InputKind::approval);
   EXPECT_EQ(asked.tool_name, "effect");
   ASSERT_EQ(children().size(), 1u);
   EXPECT_EQ(asked.child_session, children()[0].id);
@@ -487,8 +487,8 @@ TEST_F(ChildSessionTest, AbortingAParentThatWaitsForItsChildsAnswerAbortsTheChil
   ASSERT_EQ(kids.size(), 1u);
   const auto finished = bodies_of<OperationFinished>(log_of(kids[0].id));
   ASSERT_EQ(finished.size(), 1u);
-  EXPECT_EQ(finished[0].outcome, "aborted");
-  EXPECT_EQ(bodies_of<OperationFinished>(parent_log()).at(0).outcome, "aborted");
+  EXPECT_EQ(finished[0].outcome, OperationOutcome::aborted);
+  EXPECT_EQ(bodies_of<OperationFinished>(parent_log()).at(0).outcome, OperationOutcome::aborted);
   EXPECT_EQ(effects_->count("effect", "k"), 0);
 }
 
@@ -545,7 +545,7 @@ TEST_F(ChildSessionTest, ACrashAfterAnyAppendOfAnyLogLosesNoChildWorkAndRepeatsN
       const auto child_log = log_of(kid.id);
       EXPECT_EQ(bodies_of<OperationStarted>(child_log).size(), 1u) << kid.id;
       ASSERT_EQ(bodies_of<OperationFinished>(child_log).size(), 1u) << kid.id;
-      EXPECT_EQ(bodies_of<OperationFinished>(child_log)[0].outcome, "completed");
+      EXPECT_EQ(bodies_of<OperationFinished>(child_log)[0].outcome, OperationOutcome::completed);
       expect_every_call_answered_once(child_log);
     }
     expect_every_call_answered_once(parent_log());
@@ -554,19 +554,19 @@ TEST_F(ChildSessionTest, ACrashAfterAnyAppendOfAnyLogLosesNoChildWorkAndRepeatsN
 }
 
 TEST(ChildSessionRecord, AResumeCallMustNameItsChildAndOnlyItMay) {
-  auto record = [](std::string replay, std::optional<std::string> child) {
+  auto record = [](Replay replay, std::optional<std::string> child) {
     return Record{.seq = 0, .body = HarnessRecord{.id = "h1", .ref = "main", .timestamp = "2026-01-01T00:00:00.000Z",
                                                  .body = ToolStarted{.run_id = "r", .assistant_entry_id = "a",
                                                                      .tool_call_id = "c", .tool_name = "task",
-                                                                     .result_entry_id = "e", .replay = std::move(replay),
+                                                                     .result_entry_id = "e", .replay = replay,
                                                                      .child_session = std::move(child)}}};
   };
-  EXPECT_TRUE(decode_record(encode(record("resume", "kid"))).has_value());
-  EXPECT_EQ(encode(record("resume", "kid"))["childSession"], "kid");
-  auto missing = decode_record(encode(record("resume", std::nullopt)));
+  EXPECT_TRUE(decode_record(encode(record(Replay::resume, "kid"))).has_value());
+  EXPECT_EQ(encode(record(Replay::resume, "kid"))["childSession"], "kid");
+  auto missing = decode_record(encode(record(Replay::resume, std::nullopt)));
   ASSERT_FALSE(missing.has_value());
   EXPECT_NE(missing.error().message.find("childSession"), std::string::npos) << missing.error().message;
-  EXPECT_FALSE(decode_record(encode(record("never", "kid"))).has_value());
+  EXPECT_FALSE(decode_record(encode(record(Replay::never, "kid"))).has_value());
 }
 
 }  // namespace

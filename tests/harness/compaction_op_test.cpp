@@ -56,8 +56,8 @@ class CompactionOpTest : public HarnessTest {
     for (std::size_t i = from; i < log.size(); ++i) {
       if (const auto* h = std::get_if<HarnessRecord>(&log[i].body)) {
         std::string type(to_string(type_of(log[i])));
-        if (const auto* g = std::get_if<GenerationStarted>(&h->body)) type += ":" + g->purpose;
-        if (const auto* f = std::get_if<OperationFinished>(&h->body)) type += ":" + f->outcome;
+        if (const auto* g = std::get_if<GenerationStarted>(&h->body)) (type += ":") += to_string(g->purpose);
+        if (const auto* f = std::get_if<OperationFinished>(&h->body)) (type += ":") += to_string(f->outcome);
         out.push_back(type);
       } else if (const auto* t = std::get_if<TreeEntry>(&log[i].body)) {
         std::string type(to_string(type_of(log[i])));
@@ -95,7 +95,7 @@ TEST_F(CompactionOpTest, ManualCompactionSummarisesTheOldContextAndTheNextReques
   faux_->push(FauxResponse::text("SUMMARY-ONE"));
   RunResult result = h.main().compact("keep the names");
   ASSERT_TRUE(result.ok()) << result.error->message;
-  EXPECT_EQ(result.kind, "compaction");
+  EXPECT_EQ(result.kind, OperationKind::compaction);
   ASSERT_TRUE(result.entry);
   const auto& compaction = std::get<Compaction>(result.entry->body);
   EXPECT_TRUE(compaction.summary.starts_with("SUMMARY-ONE"));
@@ -263,7 +263,7 @@ TEST_F(CompactionOpTest, BeforeCompactionMayCancelOrSupplyTheSummary) {
   bool cancel = true;
   Subscription hook = h.hooks().before_compaction(
       [&](const HookContext&, const BeforeCompactionEvent& e) -> std::optional<BeforeCompactionResult> {
-        EXPECT_EQ(e.reason, "manual");
+        EXPECT_EQ(e.reason, CompactionReason::manual);
         EXPECT_FALSE(e.preparation.messages_to_summarize.empty());
         if (cancel) return BeforeCompactionResult{.cancel = true};
         return BeforeCompactionResult{.compaction = SuppliedSummary{.summary = "FROM THE HOOK", .details = Json{{"x", 1}}}};
@@ -285,7 +285,7 @@ TEST_F(CompactionOpTest, BeforeCompactionMayCancelOrSupplyTheSummary) {
   for (const auto& record : records()) {
     if (const auto* hr = std::get_if<HarnessRecord>(&record.body)) {
       EXPECT_FALSE(std::holds_alternative<GenerationStarted>(hr->body) &&
-                   std::get<GenerationStarted>(hr->body).purpose == "compaction");
+                   std::get<GenerationStarted>(hr->body).purpose == GenerationPurpose::compaction);
     }
   }
 }
@@ -347,7 +347,7 @@ TEST_F(CompactionOpTest, EveryCrashPointOfAManualCompactionResumesToTheSameEnd) 
         EXPECT_TRUE(again.main().compact().ok());  // never accepted: the caller asks again
       } else {
         EXPECT_EQ(suspended_.size(), 1u);
-        EXPECT_EQ(suspended_.at(0).kind, "compaction");
+        EXPECT_EQ(suspended_.at(0).kind, OperationKind::compaction);
         RunResult resumed = again.main().resume();
         EXPECT_TRUE(resumed.ok()) << (resumed.error ? resumed.error->message : "");
         EXPECT_TRUE(resumed.entry);

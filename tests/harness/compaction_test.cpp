@@ -48,6 +48,16 @@ std::vector<std::string> roles(const std::vector<AgentMessage>& messages) {
   return out;
 }
 
+TEST(Compaction, ReasonsKeepTheirSpelling) {
+  for (auto [reason, name] : {std::pair{CompactionReason::manual, "manual"}, std::pair{CompactionReason::threshold, "threshold"},
+                              std::pair{CompactionReason::overflow, "overflow"}}) {
+    EXPECT_EQ(to_string(reason), name);
+    EXPECT_EQ(parse_compaction_reason(name), reason);
+    EXPECT_EQ(Json(reason), name);  // as event data
+  }
+  EXPECT_EQ(parse_compaction_reason("auto"), std::nullopt);
+}
+
 TEST(Compaction, EstimatesAreCharsOverFourWithImagesAt4800Chars) {
   EXPECT_EQ(estimate_tokens(UserMessage{.content = std::string(10, 'x')}), 3);
   EXPECT_EQ(estimate_tokens(UserMessage{.content = std::vector<UserBlock>{ImageContent{.data = "x", .mime_type = "image/png"}}}),

@@ -89,7 +89,7 @@ class ContextTest : public HarnessTest {
 
     // Idle writes through the harness, and one that bypasses it.
     ASSERT_TRUE(main.session().append_message(UserMessage{.content = "aside", .timestamp = 1}).has_value());
-    ASSERT_TRUE(main.set_thinking_level("high").has_value());
+    ASSERT_TRUE(main.set_thinking_level(ThinkingLevel::high).has_value());
     TreeEntry custom{.parent_id = session_->leaf("main"), .ref = "main",
                      .body = CustomMessageBody{.custom_type = "note", .content = std::string("from elsewhere"), .display = true}};
     ASSERT_TRUE(session_->append(Record{.body = custom}).has_value());

@@ -46,7 +46,7 @@ TEST_F(NavigationTest, TheLeafMovesOnceAndTheContextIsTheDestinationsBranch) {
   events_.clear();
   RunResult result = h.main().navigate_tree(ids[1]);  // a1
   ASSERT_TRUE(result.ok()) << result.error->message;
-  EXPECT_EQ(result.kind, "navigation");
+  EXPECT_EQ(result.kind, OperationKind::navigation);
   EXPECT_EQ(result.new_leaf_id, ids[1]);
   EXPECT_FALSE(result.editor_text);
   EXPECT_EQ(h.main().leaf_id(), ids[1]);

@@ -179,7 +179,7 @@ void check_invariants(const Session& session, const fs::path& markers, bool sett
       if (const auto* f = std::get_if<OperationFinished>(&h->body)) {
         EXPECT_TRUE(started.contains(f->run_id)) << "seq " << i << " finishes " << f->run_id << ", never started";
         EXPECT_EQ(++finished[f->run_id], 1) << "4: " << f->run_id << " finished twice (seq " << i << ")";
-        outcomes[f->run_id] = f->outcome;
+        outcomes[f->run_id] = to_string(f->outcome);
       }
       if (const auto* g = std::get_if<GenerationStarted>(&h->body)) {
         EXPECT_LE(g->attempt, testing::scenario::retry_policy().max_attempts) << "7: seq " << i;

@@ -38,7 +38,7 @@ TEST_F(HarnessTest, CrashMidToolWithReplayNeverGetsAnInterruptedResult) {
   auto hook = again.hooks().before_resume([&](const HookContext&, const BeforeResumeEvent& e) { seen = e; });
   ASSERT_EQ(suspended_.size(), 1u);
   EXPECT_EQ(suspended_[0].ref, "main");
-  EXPECT_EQ(suspended_[0].kind, "run");
+  EXPECT_EQ(suspended_[0].kind, OperationKind::run);
   EXPECT_EQ(suspended_[0].id, crashed.run_id);
   ASSERT_EQ(suspended_[0].prompt.size(), 1u);
   EXPECT_EQ(std::get<TextContent>(suspended_[0].prompt[0]).text, "go");
@@ -194,7 +194,7 @@ TEST_F(HarnessTest, AbortOfARunCancelledBeforeItsProcessDiedFinishesTheCancellat
   EXPECT_EQ(record_types(), (Types{"operation_started", "message:user", "generation_started", "message:assistant",
                                    "tool_started", "operation_cancelled", "message:toolResult", "message:toolResult",
                                    "message:assistant", "operation_finished"}));
-  EXPECT_EQ(std::get<OperationFinished>(std::get<HarnessRecord>(records().back().body).body).outcome, "aborted");
+  EXPECT_EQ(std::get<OperationFinished>(std::get<HarnessRecord>(records().back().body).body).outcome, OperationOutcome::aborted);
   EXPECT_TRUE(again.refs()[0].run == std::nullopt);
   EXPECT_EQ(effects_->count("echo", "e2"), 0);
 }
@@ -223,7 +223,7 @@ TEST_F(HarnessTest, ACorruptTailIsRefusedNotGuessed) {
   const auto started = session_->append(cairn::testing::harness(OperationStarted{.intent = RunIntent{}}, "main", "op-1"));
   ASSERT_TRUE(started);
   ASSERT_TRUE(session_->append(cairn::testing::harness(ToolStarted{.run_id = "op-1", .assistant_entry_id = "nope", .tool_call_id = "c",
-                                                   .tool_name = "echo", .result_entry_id = "r", .replay = "safe"})));
+                                                   .tool_name = "echo", .result_entry_id = "r", .replay = Replay::safe})));
   auto created = AgentHarness::create(options());
   ASSERT_FALSE(created);
   EXPECT_EQ(created.error().code, "corrupt_log");

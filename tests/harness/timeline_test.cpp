@@ -65,7 +65,7 @@ TEST_F(HarnessTest, NormalRunRecordsEveryDecisionBeforeItsEffect) {
   // The tool_started record holds the effective args and the provisioned result id.
   const auto& started = std::get<ToolStarted>(std::get<HarnessRecord>(log[4].body).body);
   EXPECT_EQ(started.tool_name, "echo");
-  EXPECT_EQ(started.replay, "safe");
+  EXPECT_EQ(started.replay, Replay::safe);
   EXPECT_EQ(started.effective_args, args("e1", "hello"));
   EXPECT_EQ(std::get<TreeEntry>(log[5].body).id, started.result_entry_id);
   EXPECT_EQ(effects_->count("echo", "e1"), 1);
@@ -199,7 +199,7 @@ TEST_F(HarnessTest, RetriesExhaustedRecordsAnErrorMessageAndFailsTheRun) {
                                    "generation_started", "message:assistant", "operation_finished"}));
   const auto log = records();
   const auto& finished = std::get<OperationFinished>(std::get<HarnessRecord>(log.back().body).body);
-  EXPECT_EQ(finished.outcome, "failed");
+  EXPECT_EQ(finished.outcome, OperationOutcome::failed);
   ASSERT_TRUE(finished.error);
   EXPECT_EQ(finished.error->code, "retries_exhausted");
   const auto& error = std::get<AssistantMessage>(std::get<MessageBody>(std::get<TreeEntry>(log[5].body).body).message);
@@ -247,7 +247,7 @@ TEST_F(HarnessTest, AbortDuringAToolRecordsTheCancellationBeforeSignallingIt) {
                                    "tool_started", "queue_enqueued", "operation_cancelled", "message:toolResult",
                                    "message:assistant", "operation_finished"}));
   const auto log = records();
-  EXPECT_EQ(std::get<OperationFinished>(std::get<HarnessRecord>(log.back().body).body).outcome, "aborted");
+  EXPECT_EQ(std::get<OperationFinished>(std::get<HarnessRecord>(log.back().body).body).outcome, OperationOutcome::aborted);
   const auto types = events_.types();
   EXPECT_EQ(std::count(types.begin(), types.end(), "run_cancel"), 1);
   EXPECT_EQ(types.back(), "run_end");
@@ -382,12 +382,12 @@ TEST_F(HarnessTest, WrongStateCallsAreRejectedWithTheirCodes) {
 
 TEST_F(HarnessTest, ConfigIsBranchAnchoredAndDeferredWhileRunning) {
   auto& harness = make_harness();
-  ASSERT_TRUE(harness.main().set_thinking_level("high").has_value());
+  ASSERT_TRUE(harness.main().set_thinking_level(ThinkingLevel::high).has_value());
   ASSERT_TRUE(harness.main().set_active_tools({"echo"}).has_value());
-  EXPECT_EQ(harness.main().thinking_level(), "high");
+  EXPECT_EQ(harness.main().thinking_level(), ThinkingLevel::high);
   EXPECT_EQ(harness.main().active_tools(), std::vector<std::string>{"echo"});
   ASSERT_TRUE(harness.create_ref("other", std::nullopt).has_value());
-  EXPECT_EQ(harness.ref("other")->thinking_level(), "off");  // its branch has no config entries
+  EXPECT_EQ(harness.ref("other")->thinking_level(), ThinkingLevel::off);  // its branch has no config entries
   EXPECT_EQ(harness.ref("other")->active_tools().size(), 4u);
 
   faux_->push(FauxResponse::tool_call("call-1", "effect", args("x1")));  // not active on main

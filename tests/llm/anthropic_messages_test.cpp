@@ -250,7 +250,7 @@ TEST_F(AnthropicMessagesTest, ThinkingWithItsSignatureIsStreamedAndReplayed) {
   HttpTestServer server(stream_of(events_of(fixture("thinking.sse"))));
   Model model = claude(server);
   StreamOptions options;
-  options.thinking_level = "medium";
+  options.thinking_level = ThinkingLevel::medium;
   options.max_tokens = 4000;
   options.temperature = 0.5;  // refused by the API beside thinking: not sent
   LlmContext context;
@@ -300,7 +300,7 @@ TEST_F(AnthropicMessagesTest, RedactedThinkingIsKeptOpaqueAndReplayedAsItCame) {
   HttpTestServer server(stream_of(events_of(fixture("redacted_thinking.sse"))));
   Model model = claude(server);
   StreamOptions options;
-  options.thinking_level = "low";
+  options.thinking_level = ThinkingLevel::low;
   LlmContext context;
   context.messages.push_back(UserMessage{.content = std::string("ANTHROPIC_MAGIC_STRING_TRIGGER_REDACTED_THINKING")});
   Outcome outcome = run(model, context, options);
@@ -505,27 +505,26 @@ TEST_F(AnthropicMessagesTest, HistoryIsMadeAcceptableToTheApi) {
 
 TEST_F(AnthropicMessagesTest, ThinkingLevelsBecomeBudgets) {
   using anthropic::plan_thinking;
-  EXPECT_FALSE(plan_thinking("off", 4000, 64000));
-  EXPECT_FALSE(plan_thinking("", 4000, 64000));
+  EXPECT_FALSE(plan_thinking(ThinkingLevel::off, 4000, 64000));
   auto expect_plan = [](std::optional<anthropic::ThinkingPlan> plan, std::int64_t max_tokens, std::int64_t budget) {
     ASSERT_TRUE(plan);
     EXPECT_EQ(plan->max_tokens, max_tokens);
     EXPECT_EQ(plan->budget_tokens, budget);
   };
-  expect_plan(plan_thinking("minimal", 4000, 64000), 5024, 1024);
-  expect_plan(plan_thinking("low", 4000, 64000), 6048, 2048);
-  expect_plan(plan_thinking("medium", 4000, 64000), 12192, 8192);
-  expect_plan(plan_thinking("high", 4000, 64000), 20384, 16384);
-  expect_plan(plan_thinking("xhigh", 4000, 64000), 20384, 16384);
+  expect_plan(plan_thinking(ThinkingLevel::minimal, 4000, 64000), 5024, 1024);
+  expect_plan(plan_thinking(ThinkingLevel::low, 4000, 64000), 6048, 2048);
+  expect_plan(plan_thinking(ThinkingLevel::medium, 4000, 64000), 12192, 8192);
+  expect_plan(plan_thinking(ThinkingLevel::high, 4000, 64000), 20384, 16384);
+  expect_plan(plan_thinking(ThinkingLevel::xhigh, 4000, 64000), 20384, 16384);
   // The model's limit caps max_tokens; the budget then leaves 1024 for the answer.
-  expect_plan(plan_thinking("high", 4000, 8000), 8000, 6976);
-  expect_plan(plan_thinking("low", 64000, 64000), 64000, 2048);
-  expect_plan(plan_thinking("medium", 4000, 64000, Json::parse(R"({"medium": 3000})")), 7000, 3000);
+  expect_plan(plan_thinking(ThinkingLevel::high, 4000, 8000), 8000, 6976);
+  expect_plan(plan_thinking(ThinkingLevel::low, 64000, 64000), 64000, 2048);
+  expect_plan(plan_thinking(ThinkingLevel::medium, 4000, 64000, Json::parse(R"({"medium": 3000})")), 7000, 3000);
 
   // A model that does not reason is asked for no thinking at any level.
   Model plain{.id = "claude-3-5-haiku", .api = "anthropic-messages", .max_tokens = 8192, .reasoning = false};
   StreamOptions high;
-  high.thinking_level = "high";
+  high.thinking_level = ThinkingLevel::high;
   high.temperature = 0.2;
   Plain body = Plain::parse(anthropic::build_payload(plain, say_hello(), high).dump());
   EXPECT_FALSE(body.contains("thinking"));

@@ -193,7 +193,7 @@ TEST_F(OpenAiCompletionsTest, TheRequestCarriesTheWholeContext) {
   StreamOptions options;
   options.max_tokens = 1024;
   options.temperature = 0.25;
-  options.thinking_level = "high";
+  options.thinking_level = ThinkingLevel::high;
   options.extra = {{"toolChoice", "auto"}};
 
   testing::Run run = this->run(model, context, options);

@@ -97,7 +97,7 @@ TEST_F(OpenAiResponsesTest, PlainTextStreamsAsDeltasWithUsage) {
 TEST_F(OpenAiResponsesTest, ReasoningSummariesStreamAsThinkingAndTheItemIsKeptForReplay) {
   HttpTestServer server(testing::sse_script("openai-responses/reasoning.sse"));
   StreamOptions options;
-  options.thinking_level = "high";
+  options.thinking_level = ThinkingLevel::high;
   testing::Run run = this->run(model_at(server, "o4-mini", true), testing::hello_context(), options);
 
   EXPECT_EQ(run.events, (Strings{"start", "thinking_start 0", "thinking_delta 0 **Comparing decimals**",
@@ -183,7 +183,7 @@ TEST_F(OpenAiResponsesTest, TheRequestReplaysTheConversationAsItems) {
   StreamOptions options;
   options.max_tokens = 2048;
   options.temperature = 1.0;
-  options.thinking_level = "medium";
+  options.thinking_level = ThinkingLevel::medium;
   options.extra = {{"reasoningSummary", "detailed"}, {"toolChoice", "required"}};
 
   testing::Run run = this->run(model, context, options);

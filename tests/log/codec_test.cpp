@@ -208,7 +208,8 @@ TEST(MessageCodec, NamesTheOffendingField) {
   expect_message_error(bad_cost, "message.usage.cost.total: expected a number");
   std::string bad_stop = assistant_json("[]");
   bad_stop.replace(bad_stop.find(R"("stop")"), 6, R"("done")");
-  expect_message_error(bad_stop, "message.stopReason: unknown stop reason 'done'");
+  expect_message_error(bad_stop,
+                       "message.stopReason: unknown value 'done' (expected 'stop', 'length', 'toolUse', 'error' or 'aborted')");
   expect_message_error(
       R"({"role":"bashExecution","command":"x","output":"","exitCode":"1","cancelled":false,"truncated":false})",
       "message.exitCode: expected an integer");
@@ -473,7 +474,8 @@ TEST(RecordCodec, RefusesMalformedRecords) {
       R"({"type":"message","seq":0,"id":"m","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"text","text":false}]}})",
       "invalid_record", "message.content[2].text: expected a string");
   expect_record_error(R"({"type":"operation_started","seq":0,"id":"o","ref":"main","timestamp":"t","sourceLeafId":null,"intent":{"kind":"dance"}})",
-                      "invalid_record", "intent.kind: unknown operation kind 'dance'");
+                      "invalid_record",
+                      "intent.kind: unknown value 'dance' (expected 'run', 'compaction' or 'navigation')");
   expect_record_error(
       R"({"type":"operation_started","seq":0,"id":"o","ref":"main","timestamp":"t","sourceLeafId":null,)"
       R"("intent":{"kind":"run","initialMessages":[{"type":"message","id":"u","message":{"role":"user"}}]}})",
@@ -503,7 +505,7 @@ TEST(RecordCodec, NestedUnknownTypeNamesItsPlace) {
 
 TEST(RecordCodec, DecodeAppliesTheFieldRules) {
   expect_record_error(R"({"type":"operation_cancelled","seq":0,"id":"x","ref":"main","timestamp":"t","runId":"r","reason":"bored"})",
-                      "invalid_record", "reason: expected one of 'user', 'shutdown', got 'bored'");
+                      "invalid_record", "reason: unknown value 'bored' (expected 'user' or 'shutdown')");
   expect_record_error(R"({"type":"ref_created","seq":0,"id":"x","ref":"main","timestamp":"t","name":"","at":null})",
                       "invalid_record", "name: must not be empty");
 }
@@ -550,14 +552,14 @@ HarnessRecord harness_record(HarnessBody body, std::string id = "h1") {
 }
 
 TEST(RecordTypes, OperationKindAndRunId) {
-  EXPECT_EQ(op_kind(RunIntent{}), "run");
-  EXPECT_EQ(op_kind(CompactionIntent{}), "compaction");
-  EXPECT_EQ(op_kind(NavigationIntent{}), "navigation");
+  EXPECT_EQ(kind_of(RunIntent{}), OperationKind::run);
+  EXPECT_EQ(kind_of(CompactionIntent{}), OperationKind::compaction);
+  EXPECT_EQ(kind_of(NavigationIntent{}), OperationKind::navigation);
   EXPECT_EQ(run_id_of(harness_record(OperationStarted{}, "op7")), "op7");
-  EXPECT_EQ(run_id_of(harness_record(OperationFinished{"op7", "completed", std::nullopt})), "op7");
-  EXPECT_EQ(run_id_of(harness_record(ToolStarted{"op7", "a1", 0, "c1", "bash", Json::object(), "r1", "never"})), "op7");
-  EXPECT_EQ(run_id_of(harness_record(QueueEnqueued{"steer", "op7", {}})), "op7");
-  EXPECT_EQ(run_id_of(harness_record(QueueEnqueued{"nextRun", std::nullopt, {}})), "");
+  EXPECT_EQ(run_id_of(harness_record(OperationFinished{"op7", OperationOutcome::completed, std::nullopt})), "op7");
+  EXPECT_EQ(run_id_of(harness_record(ToolStarted{"op7", "a1", 0, "c1", "bash", Json::object(), "r1", Replay::never})), "op7");
+  EXPECT_EQ(run_id_of(harness_record(QueueEnqueued{QueueKind::steer, "op7", {}})), "op7");
+  EXPECT_EQ(run_id_of(harness_record(QueueEnqueued{QueueKind::next_run, std::nullopt, {}})), "");
   EXPECT_EQ(run_id_of(harness_record(RefCreated{"r", std::nullopt})), "");
 }
 
@@ -577,9 +579,9 @@ Record tree_record(TreeBody body) {
 }
 
 TEST(CheckFields, AcceptsValidRecords) {
-  EXPECT_TRUE(check_fields(valid_record(OperationCancelled{"op1", "shutdown"})).has_value());
-  EXPECT_TRUE(check_fields(valid_record(QueueEnqueued{"followUp", "op1", user_entry("m1")})).has_value());
-  EXPECT_TRUE(check_fields(valid_record(QueueEnqueued{"nextRun", std::nullopt, user_entry("m1")})).has_value());
+  EXPECT_TRUE(check_fields(valid_record(OperationCancelled{"op1", CancelReason::shutdown})).has_value());
+  EXPECT_TRUE(check_fields(valid_record(QueueEnqueued{QueueKind::follow_up, "op1", user_entry("m1")})).has_value());
+  EXPECT_TRUE(check_fields(valid_record(QueueEnqueued{QueueKind::next_run, std::nullopt, user_entry("m1")})).has_value());
   EXPECT_TRUE(check_fields(tree_record(Leaf{std::nullopt})).has_value());
 }
 
@@ -601,7 +603,7 @@ TEST(CheckFields, RefusesNanAnywhere) {
   assistant.usage.cost.total = nan;
   expect_fields_error(tree_record(MessageBody{assistant}), "message.usage.cost.total: must be a finite number");
 
-  ToolStarted tool{"op1", "a1", 0, "c1", "bash", Json{{"n", nan}}, "r1", "never"};
+  ToolStarted tool{"op1", "a1", 0, "c1", "bash", Json{{"n", nan}}, "r1", Replay::never};
   expect_fields_error(valid_record(tool), "effectiveArgs: not lossless JSON (NaN or infinity)");
 
   RunIntent run;
@@ -617,7 +619,7 @@ TEST(CheckFields, RefusesNanAnywhere) {
   EXPECT_EQ(decoded.error().message, "data: not lossless JSON (NaN or infinity)");
 }
 
-TEST(CheckFields, RefusesEmptyIdsAndBadEnums) {
+TEST(CheckFields, RefusesEmptyIdsAndBadNumbers) {
   auto empty_id = tree_record(SessionInfo{});
   std::get<TreeEntry>(empty_id.body).id = "";
   expect_fields_error(empty_id, "id: must not be empty");
@@ -625,18 +627,12 @@ TEST(CheckFields, RefusesEmptyIdsAndBadEnums) {
   std::get<TreeEntry>(empty_time.body).timestamp = "";
   expect_fields_error(empty_time, "timestamp: must not be empty");
 
-  expect_fields_error(valid_record(OperationFinished{"op1", "done", std::nullopt}),
-                      "outcome: expected one of 'completed', 'aborted', 'failed', 'cancelled', got 'done'");
-  expect_fields_error(valid_record(GenerationStarted{"op1", "chat", 1, {"p", "m"}}),
-                      "purpose: expected one of 'step', 'compaction', 'branch_summary', got 'chat'");
-  expect_fields_error(valid_record(GenerationStarted{"op1", "step", 0, {"p", "m"}}), "attempt: must be at least 1");
-  expect_fields_error(valid_record(ToolStarted{"op1", "a1", -1, "c1", "bash", Json::object(), "r1", "never"}),
+  expect_fields_error(valid_record(GenerationStarted{"op1", GenerationPurpose::step, 0, {"p", "m"}}), "attempt: must be at least 1");
+  expect_fields_error(valid_record(ToolStarted{"op1", "a1", -1, "c1", "bash", Json::object(), "r1", Replay::never}),
                       "toolIndex: must not be negative");
-  expect_fields_error(valid_record(ToolStarted{"op1", "a1", 0, "c1", "bash", Json::object(), "r1", "always"}),
-                      "replay: expected one of 'never', 'safe', 'resume', got 'always'");
-  expect_fields_error(valid_record(ToolStarted{"op1", "a1", 0, "c1", "bash", Json::array(), "r1", "safe"}),
+  expect_fields_error(valid_record(ToolStarted{"op1", "a1", 0, "c1", "bash", Json::array(), "r1", Replay::safe}),
                       "effectiveArgs: expected an object");
-  expect_fields_error(valid_record(OperationCancelled{"", "user"}), "runId: must not be empty");
+  expect_fields_error(valid_record(OperationCancelled{"", CancelReason::user}), "runId: must not be empty");
   expect_fields_error(valid_record(RefCreated{"", std::nullopt}), "name: must not be empty");
   expect_fields_error(tree_record(Compaction{"s", "a", -5, std::nullopt, std::nullopt}),
                       "tokensBefore: must not be negative");
@@ -645,18 +641,16 @@ TEST(CheckFields, RefusesEmptyIdsAndBadEnums) {
 }
 
 TEST(CheckFields, QueueRules) {
-  expect_fields_error(valid_record(QueueEnqueued{"later", "op1", user_entry("m1")}),
-                      "queue: expected one of 'steer', 'followUp', 'nextRun', got 'later'");
-  expect_fields_error(valid_record(QueueEnqueued{"steer", std::nullopt, user_entry("m1")}),
+  expect_fields_error(valid_record(QueueEnqueued{QueueKind::steer, std::nullopt, user_entry("m1")}),
                       "runId: missing (a steer item belongs to its run)");
-  expect_fields_error(valid_record(QueueEnqueued{"nextRun", "op1", user_entry("m1")}),
+  expect_fields_error(valid_record(QueueEnqueued{QueueKind::next_run, "op1", user_entry("m1")}),
                       "runId: not allowed on a nextRun item");
-  expect_fields_error(valid_record(QueueEnqueued{"steer", "op1", user_entry("")}), "target.id: must not be empty");
+  expect_fields_error(valid_record(QueueEnqueued{QueueKind::steer, "op1", user_entry("")}), "target.id: must not be empty");
 
   ProvisionedEntry label;
   label.id = "l1";
   label.body = Label{"a1", "x"};
-  expect_fields_error(valid_record(QueueEnqueued{"followUp", "op1", label}),
+  expect_fields_error(valid_record(QueueEnqueued{QueueKind::follow_up, "op1", label}),
                       "target.type: expected 'message' or 'custom_message', got 'label'");
   // A deferred write may carry any tree entry.
   EXPECT_TRUE(check_fields(valid_record(WriteDeferred{"op1", label})).has_value());
@@ -675,7 +669,7 @@ TEST(CheckFields, MessagesInside) {
   ProvisionedEntry entry;
   entry.id = "m1";
   entry.body = MessageBody{assistant};
-  expect_fields_error(valid_record(QueueEnqueued{"steer", "op1", entry}),
+  expect_fields_error(valid_record(QueueEnqueued{QueueKind::steer, "op1", entry}),
                       "target.message.content[1].id: must not be empty");
 }
 
@@ -705,37 +699,142 @@ TEST(InputRecords, RoundTripThroughTheCodec) {
 }
 
 TEST(InputRecords, FieldRules) {
-  InputRequested approval{.run_id = "op1", .kind = "approval", .assistant_entry_id = "a1", .tool_index = 0,
+  InputRequested approval{.run_id = "op1", .kind = InputKind::approval, .assistant_entry_id = "a1", .tool_index = 0,
                           .tool_call_id = "c1", .tool_name = "bash", .arguments = Json::object(), .rule = "bash"};
   EXPECT_TRUE(check_fields(valid_record(approval)).has_value());
   auto no_rule = approval;
   no_rule.rule.reset();
   expect_fields_error(valid_record(no_rule), "rule: missing (an approval request names the rule that asked)");
-  auto other_kind = approval;
-  other_kind.kind = "vote";
-  expect_fields_error(valid_record(other_kind), "kind: expected one of 'approval', 'question', got 'vote'");
   auto question = approval;
-  question.kind = "question";
+  question.kind = InputKind::question;
   expect_fields_error(valid_record(question), "question: missing (a question request asks one)");
 
-  InputResolved allow{.run_id = "op1", .request_id = "q1", .decision = "allow", .by = "ada"};
+  InputResolved allow{.run_id = "op1", .request_id = "q1", .decision = InputDecision::allow, .by = "ada"};
   EXPECT_TRUE(check_fields(valid_record(allow)).has_value());
   auto reason = allow;
   reason.reason = "why";
   expect_fields_error(valid_record(reason), "reason: allowed only with decision deny");
   auto answer = allow;
-  answer.decision = "answer";
+  answer.decision = InputDecision::answer;
   expect_fields_error(valid_record(answer), "answer: missing (decision answer carries it)");
   auto remember = allow;
-  remember.decision = "deny";
+  remember.decision = InputDecision::deny;
   remember.remember = "bash";
   expect_fields_error(valid_record(remember), "remember: allowed only with decision allow");
   auto nobody = allow;
   nobody.by = "";
   expect_fields_error(valid_record(nobody), "by: must not be empty");
-  auto maybe = allow;
-  maybe.decision = "maybe";
-  expect_fields_error(valid_record(maybe), "decision: expected one of 'allow', 'deny', 'answer', got 'maybe'");
+}
+
+// ---- closed sets ------------------------------------------------------------
+
+// A value of each closed set in its JSON spelling: the words the log and the
+// HTTP API have always written, and nothing else reads as one.
+template <class E>
+void expect_spelling(std::optional<E> (*parse)(std::string_view),
+                     std::initializer_list<std::pair<E, std::string_view>> names) {
+  for (const auto& [value, name] : names) {
+    EXPECT_EQ(to_string(value), name);
+    EXPECT_EQ(parse(name), value) << name;
+  }
+  EXPECT_EQ(parse("bogus"), std::nullopt);
+  EXPECT_EQ(parse(""), std::nullopt);
+}
+
+TEST(ClosedSets, KeepTheLogsSpelling) {
+  expect_spelling(parse_operation_kind, {{OperationKind::run, "run"},
+                                         {OperationKind::compaction, "compaction"},
+                                         {OperationKind::navigation, "navigation"}});
+  expect_spelling(parse_cancel_reason, {{CancelReason::user, "user"}, {CancelReason::shutdown, "shutdown"}});
+  expect_spelling(parse_operation_outcome, {{OperationOutcome::completed, "completed"},
+                                            {OperationOutcome::aborted, "aborted"},
+                                            {OperationOutcome::failed, "failed"},
+                                            {OperationOutcome::cancelled, "cancelled"}});
+  expect_spelling(parse_generation_purpose, {{GenerationPurpose::step, "step"},
+                                             {GenerationPurpose::compaction, "compaction"},
+                                             {GenerationPurpose::branch_summary, "branch_summary"}});
+  expect_spelling(parse_replay, {{Replay::never, "never"}, {Replay::safe, "safe"}, {Replay::resume, "resume"}});
+  expect_spelling(parse_queue_kind, {{QueueKind::steer, "steer"},
+                                     {QueueKind::follow_up, "followUp"},
+                                     {QueueKind::next_run, "nextRun"}});
+  expect_spelling(parse_input_kind, {{InputKind::approval, "approval"}, {InputKind::question, "question"}});
+  expect_spelling(parse_input_decision, {{InputDecision::allow, "allow"},
+                                         {InputDecision::deny, "deny"},
+                                         {InputDecision::answer, "answer"}});
+  expect_spelling(parse_thinking_level, {{ThinkingLevel::off, "off"},
+                                         {ThinkingLevel::minimal, "minimal"},
+                                         {ThinkingLevel::low, "low"},
+                                         {ThinkingLevel::medium, "medium"},
+                                         {ThinkingLevel::high, "high"},
+                                         {ThinkingLevel::xhigh, "xhigh"}});
+  expect_spelling(parse_stop_reason, {{StopReason::stop, "stop"},
+                                      {StopReason::length, "length"},
+                                      {StopReason::tool_use, "toolUse"},
+                                      {StopReason::error, "error"},
+                                      {StopReason::aborted, "aborted"}});
+}
+
+// `valid` decodes; with the string at `pointer` replaced by "bogus" it is
+// refused, and the error names the field and the values it may hold.
+void expect_unknown_value_refused(std::string_view valid, const char* pointer, std::string_view message) {
+  SCOPED_TRACE(pointer);
+  Json json = parse(valid);
+  ASSERT_TRUE(decode_record(json).has_value()) << decode_record(json).error().message;
+  json[Json::json_pointer(pointer)] = "bogus";
+  auto record = decode_record(json);
+  ASSERT_FALSE(record.has_value());
+  EXPECT_EQ(record.error().code, "invalid_record");
+  EXPECT_EQ(record.error().message, message);
+}
+
+TEST(ClosedSets, DecodingRefusesAnUnknownValueNamingTheField) {
+  expect_unknown_value_refused(
+      R"({"type":"thinking_level_change","seq":0,"id":"c","parentId":null,"timestamp":"t","thinkingLevel":"high"})",
+      "/thinkingLevel",
+      "thinkingLevel: unknown value 'bogus' (expected 'off', 'minimal', 'low', 'medium', 'high' or 'xhigh')");
+  expect_unknown_value_refused(
+      R"({"type":"message","seq":0,"id":"m","parentId":null,"timestamp":"t","message":{"role":"assistant",)"
+      R"("content":[],"api":"a","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,)"
+      R"("cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},)"
+      R"("stopReason":"stop","timestamp":1}})",
+      "/message/stopReason",
+      "message.stopReason: unknown value 'bogus' (expected 'stop', 'length', 'toolUse', 'error' or 'aborted')");
+  expect_unknown_value_refused(
+      R"({"type":"operation_started","seq":0,"id":"o","ref":"main","timestamp":"t","sourceLeafId":null,)"
+      R"("intent":{"kind":"compaction","resultEntryId":"c"}})",
+      "/intent/kind", "intent.kind: unknown value 'bogus' (expected 'run', 'compaction' or 'navigation')");
+  expect_unknown_value_refused(
+      R"({"type":"operation_cancelled","seq":0,"id":"x","ref":"main","timestamp":"t","runId":"r","reason":"user"})",
+      "/reason", "reason: unknown value 'bogus' (expected 'user' or 'shutdown')");
+  expect_unknown_value_refused(
+      R"({"type":"operation_finished","seq":0,"id":"x","ref":"main","timestamp":"t","runId":"r","outcome":"failed"})",
+      "/outcome", "outcome: unknown value 'bogus' (expected 'completed', 'aborted', 'failed' or 'cancelled')");
+  expect_unknown_value_refused(
+      R"({"type":"generation_started","seq":0,"id":"x","ref":"main","timestamp":"t","runId":"r","purpose":"step",)"
+      R"("attempt":1,"model":{"provider":"p","modelId":"m"}})",
+      "/purpose", "purpose: unknown value 'bogus' (expected 'step', 'compaction' or 'branch_summary')");
+  expect_unknown_value_refused(
+      R"({"type":"tool_started","seq":0,"id":"x","ref":"main","timestamp":"t","runId":"r","assistantEntryId":"a",)"
+      R"("toolIndex":0,"toolCallId":"c","toolName":"n","effectiveArgs":{},"resultEntryId":"e","replay":"safe"})",
+      "/replay", "replay: unknown value 'bogus' (expected 'never', 'safe' or 'resume')");
+  expect_unknown_value_refused(
+      R"({"type":"queue_enqueued","seq":0,"id":"x","ref":"main","timestamp":"t","queue":"nextRun",)"
+      R"("target":{"type":"message","id":"u","message":{"role":"user","content":"hi"}}})",
+      "/queue", "queue: unknown value 'bogus' (expected 'steer', 'followUp' or 'nextRun')");
+  expect_unknown_value_refused(
+      R"({"type":"input_requested","seq":0,"id":"q1","ref":"main","timestamp":"t","runId":"op1","kind":"approval",)"
+      R"("assistantEntryId":"a1","toolIndex":0,"toolCallId":"c1","toolName":"bash","arguments":{},"rule":"bash"})",
+      "/kind", "kind: unknown value 'bogus' (expected 'approval' or 'question')");
+  expect_unknown_value_refused(
+      R"({"type":"input_resolved","seq":0,"id":"r1","ref":"main","timestamp":"t","runId":"op1","requestId":"q1",)"
+      R"("decision":"deny","by":"ada"})",
+      "/decision", "decision: unknown value 'bogus' (expected 'allow', 'deny' or 'answer')");
+}
+
+TEST(ClosedSets, AValueOfTheWrongJsonTypeIsNoValue) {
+  expect_record_error(
+      R"({"type":"operation_finished","seq":0,"id":"x","ref":"main","timestamp":"t","runId":"r","outcome":1})",
+      "invalid_record", "outcome: expected a string");
 }
 
 }  // namespace

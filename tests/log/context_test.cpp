@@ -17,7 +17,7 @@ namespace {
 
 struct Expected {
   std::vector<std::string> entry_ids;
-  std::string thinking_level = "off";
+  ThinkingLevel thinking_level = ThinkingLevel::off;
   std::optional<std::string> model;  // "provider/id"
   std::optional<std::vector<std::string>> tools;
 };

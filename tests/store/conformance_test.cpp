@@ -180,13 +180,13 @@ TEST_P(StoreConformance, RejectedBatchWritesNothing) {
   cases.push_back({{user_entry("ok", "u1", "u2"), user_entry("dup", "u2", "u1")}, "duplicate_id"});
   cases.push_back({{user_entry("ok", "u1", "u3"), user_entry("orphan", "ghost", "u4")}, "unknown_parent"});
   cases.push_back({{user_entry("ok", "u1", "u5", "nobody")}, "unknown_ref"});
-  cases.push_back({{harness(OperationFinished{"run-x", "completed", std::nullopt})}, "operation_not_open"});
+  cases.push_back({{harness(OperationFinished{"run-x", OperationOutcome::completed, std::nullopt})}, "operation_not_open"});
   cases.push_back({{harness(OperationStarted{std::nullopt, RunIntent{}}, "main", "op1"),
                     harness(OperationStarted{std::nullopt, RunIntent{}}, "main", "op2")},
                    "operation_open"});
   cases.push_back({{harness(RefDeleted{"main"})}, "invalid_record"});
   cases.push_back({{tree(Label{"ghost", "x"}, "u1")}, "unknown_parent"});
-  cases.push_back({{harness(GenerationStarted{"r", "step", 0, ModelRef{"p", "m"}})}, "invalid_record"});
+  cases.push_back({{harness(GenerationStarted{"r", GenerationPurpose::step, 0, ModelRef{"p", "m"}})}, "invalid_record"});
   Record nan = tree(Custom{"state", Json(std::nan(""))}, "u1");
   cases.push_back({{std::move(nan)}, "invalid_record"});
   for (Case& c : cases) {
@@ -243,20 +243,20 @@ TEST_P(StoreConformance, RefsSharingAnAnchorAreNeverConfused) {
 TEST_P(StoreConformance, OneOpenOperationPerRef) {
   auto session = create();
   ASSERT_TRUE(session->append(harness(OperationStarted{std::nullopt, RunIntent{}}, "main", "op1")));
-  ASSERT_TRUE(session->append(harness(GenerationStarted{"op1", "step", 1, ModelRef{"faux", "faux-1"}})));
+  ASSERT_TRUE(session->append(harness(GenerationStarted{"op1", GenerationPurpose::step, 1, ModelRef{"faux", "faux-1"}})));
   EXPECT_EQ(session->append(harness(OperationStarted{std::nullopt, RunIntent{}}, "main", "op2")).error().code,
             "operation_open");
   ASSERT_TRUE(session->append(harness(RefCreated{"other", std::nullopt}, "other")));
   ASSERT_TRUE(session->append(harness(OperationStarted{std::nullopt, RunIntent{}}, "other", "op3")));
   EXPECT_EQ(session->append(harness(RefDeleted{"other"}, "other")).error().code, "operation_open");
-  EXPECT_EQ(session->append(harness(GenerationStarted{"op1", "step", 1, ModelRef{"f", "m"}}, "other")).error().code,
+  EXPECT_EQ(session->append(harness(GenerationStarted{"op1", GenerationPurpose::step, 1, ModelRef{"f", "m"}}, "other")).error().code,
             "operation_not_open");
   auto reopened = reopen(session);
   auto refs = reopened->refs();
   ASSERT_EQ(refs.size(), 2u);
   EXPECT_EQ(refs[0].open_operation, "op1");
   EXPECT_EQ(refs[1].open_operation, "op3");
-  ASSERT_TRUE(reopened->append(harness(OperationFinished{"op1", "completed", std::nullopt})));
+  ASSERT_TRUE(reopened->append(harness(OperationFinished{"op1", OperationOutcome::completed, std::nullopt})));
   EXPECT_FALSE(reopened->refs()[0].open_operation);
   auto runs = reopened->find_harness_entries({.run_id = "op1"});
   ASSERT_TRUE(runs);
@@ -335,7 +335,7 @@ TEST_P(StoreConformance, ContextAppliesCompactionAndSummaries) {
       tree(CustomMessageBody{"note", std::string("remember"), std::nullopt, true}, "cp", "cm"),
       tree(Custom{"state", Json{{"x", 1}}}, "cm", "cs"),
       tree(BranchSummary{"u1", "tried another way", std::nullopt, std::nullopt}, "cs", "bs"),
-      tree(ThinkingLevelChange{"high"}, "bs", "tl"),
+      tree(ThinkingLevelChange{ThinkingLevel::high}, "bs", "tl"),
   }));
   auto context = session->build_context();
   ASSERT_TRUE(context) << context.error().message;
@@ -345,7 +345,7 @@ TEST_P(StoreConformance, ContextAppliesCompactionAndSummaries) {
   EXPECT_EQ(std::get<CompactionSummaryMessage>(context->messages[0]).tokens_before, 5000);
   EXPECT_TRUE(std::holds_alternative<CustomMessage>(context->messages[2]));
   EXPECT_TRUE(std::holds_alternative<BranchSummaryMessage>(context->messages[3]));
-  EXPECT_EQ(context->thinking_level, "high");
+  EXPECT_EQ(context->thinking_level, ThinkingLevel::high);
   ASSERT_TRUE(context->model);
   EXPECT_EQ(context->model->model_id, "claude-sonnet-4-5");
   auto llm = convert_to_llm(context->messages);

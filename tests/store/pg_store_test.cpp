@@ -219,7 +219,7 @@ TEST_F(PgStoreTest, ClaimsTakeOnlySessionsWithOpenOperationsAndNoLiveWriterEachO
   idle->reset();
   auto held = with_open_operation("held");  // its writer lives
   auto finished = with_open_operation("finished");
-  ASSERT_TRUE(finished->append(harness(OperationFinished{"finished-op", "completed", std::nullopt})));
+  ASSERT_TRUE(finished->append(harness(OperationFinished{"finished-op", OperationOutcome::completed, std::nullopt})));
   finished.reset();
   with_open_operation("child", {.header_extra = Json{{"child", {{"parentRef", "main"}}}}}).reset();
   with_open_operation("a").reset();
@@ -262,12 +262,12 @@ TEST_F(PgStoreTest, ClaimsTakeOnlySessionsWithOpenOperationsAndNoLiveWriterEachO
   {
     auto b = store->open("b");
     ASSERT_TRUE(b) << b.error().message;
-    ASSERT_TRUE((*b)->append(harness(GenerationStarted{"b-op", "step", 1, ModelRef{"faux", "faux-1"}})));
+    ASSERT_TRUE((*b)->append(harness(GenerationStarted{"b-op", GenerationPurpose::step, 1, ModelRef{"faux", "faux-1"}})));
   }
   auto b = store->claim({}).value();
   ASSERT_TRUE(b);
   EXPECT_EQ((*b)->id(), "b");
-  ASSERT_TRUE((*b)->append(harness(OperationFinished{"b-op", "completed", std::nullopt})));
+  ASSERT_TRUE((*b)->append(harness(OperationFinished{"b-op", OperationOutcome::completed, std::nullopt})));
   b->reset();
   EXPECT_FALSE(store->claim({}).value());
   held.reset();

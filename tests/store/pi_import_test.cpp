@@ -150,7 +150,7 @@ TEST(PiImport, V3SessionBuildsPisContext) {
   ASSERT_TRUE(context->model);
   EXPECT_EQ(context->model->provider, "openai");
   EXPECT_EQ(context->model->model_id, "gpt-5");
-  EXPECT_EQ(context->thinking_level, "high");
+  EXPECT_EQ(context->thinking_level, ThinkingLevel::high);
 
   EXPECT_EQ(session.label("a0000003").value(), "bugfix");
   EXPECT_EQ(session.label("a000000d").value(), "first-try");
@@ -178,7 +178,7 @@ TEST(PiImport, V3ContextAtTheAbandonedBranch) {
   ASSERT_TRUE(context->model);
   EXPECT_EQ(context->model->provider, "anthropic");
   EXPECT_EQ(context->model->model_id, "claude-sonnet-4-5");
-  EXPECT_EQ(context->thinking_level, "medium");
+  EXPECT_EQ(context->thinking_level, ThinkingLevel::medium);
 }
 
 TEST(PiImport, V3RecordsRoundTripToThePiLines) {
@@ -234,7 +234,7 @@ TEST(PiImport, V1SessionBuildsPisContext) {
   ASSERT_TRUE(context->model);
   EXPECT_EQ(context->model->provider, "anthropic");
   EXPECT_EQ(context->model->model_id, "claude-3-5-sonnet-20241022");
-  EXPECT_EQ(context->thinking_level, "off");
+  EXPECT_EQ(context->thinking_level, ThinkingLevel::off);
 }
 
 TEST(PiImport, V1RecordsRoundTripToTheMigratedLines) {

@@ -26,8 +26,8 @@ class VerifyChildrenTest : public ::testing::Test {
     ASSERT_TRUE(parent_->append(harness(OperationStarted{.intent = RunIntent{}}, "main", run)));
     ASSERT_TRUE(parent_->append(harness(ToolStarted{.run_id = run, .assistant_entry_id = "a-" + run, .tool_call_id = "t-" + run,
                                                     .tool_name = "task", .result_entry_id = "r-" + run,
-                                                    .replay = "resume", .child_session = child})));
-    ASSERT_TRUE(parent_->append(harness(OperationFinished{.run_id = run, .outcome = "aborted"})));
+                                                    .replay = Replay::resume, .child_session = child})));
+    ASSERT_TRUE(parent_->append(harness(OperationFinished{.run_id = run, .outcome = OperationOutcome::aborted})));
   }
 
   VerifyCheck check() {
@@ -52,7 +52,7 @@ TEST_F(VerifyChildrenTest, AFinishedRunsChildWithAnOpenOperationFailsUntilItEnds
       << open.failures[0];
   EXPECT_NE(open.name.find("21 "), std::string::npos);
 
-  ASSERT_TRUE((*child)->append(harness(OperationFinished{.run_id = "kid-run", .outcome = "aborted"})));
+  ASSERT_TRUE((*child)->append(harness(OperationFinished{.run_id = "kid-run", .outcome = OperationOutcome::aborted})));
   VerifyCheck ended = check();
   EXPECT_TRUE(ended.ok()) << ended.failures[0];
   EXPECT_EQ(ended.notes, std::vector<std::string>{"1 subagent session read"});
@@ -66,7 +66,7 @@ TEST_F(VerifyChildrenTest, AChildThatWasNeverCreatedAndAnOpenParentRunAreNotFail
   ASSERT_TRUE((*child)->append(harness(OperationStarted{.intent = RunIntent{}}, "main", "kid-run")));
   ASSERT_TRUE(parent_->append(harness(OperationStarted{.intent = RunIntent{}}, "main", "run-2")));
   ASSERT_TRUE(parent_->append(harness(ToolStarted{.run_id = "run-2", .assistant_entry_id = "a2", .tool_call_id = "t2",
-                                                  .tool_name = "task", .result_entry_id = "r2", .replay = "resume",
+                                                  .tool_name = "task", .result_entry_id = "r2", .replay = Replay::resume,
                                                   .child_session = "kid"})));
   VerifyCheck held = check();
   EXPECT_TRUE(held.ok()) << held.failures[0];

@@ -128,7 +128,7 @@ Record RandomLog::random_record() {
       }
       if (chance(0.2)) {
         QueueEnqueued queued;
-        queued.queue = "nextRun";
+        queued.queue = QueueKind::next_run;
         queued.target = std::get<TreeEntry>(user_entry("later, please", std::nullopt, fresh_id()).body);
         record.body = std::move(queued);
         return Record{-1, std::move(record)};
@@ -164,7 +164,8 @@ Record RandomLog::random_record() {
     const std::string run = *ref.open_run;
     switch (pick(6)) {
       case 0:
-        record.body = GenerationStarted{run, "step", static_cast<std::int64_t>(1 + pick(3)), ModelRef{"faux", "faux-1"}};
+        record.body = GenerationStarted{run, GenerationPurpose::step, static_cast<std::int64_t>(1 + pick(3)),
+                                        ModelRef{"faux", "faux-1"}};
         break;
       case 1: {
         ToolStarted started;
@@ -175,13 +176,13 @@ Record RandomLog::random_record() {
         started.tool_name = chance(0.5) ? "bash" : "read";
         started.effective_args = Json{{"command", "ls -la"}, {"timeout", 30}};
         started.result_entry_id = fresh_id();
-        started.replay = started.tool_name == "bash" ? "never" : "safe";
+        started.replay = started.tool_name == "bash" ? Replay::never : Replay::safe;
         record.body = std::move(started);
         break;
       }
       case 2: {
         QueueEnqueued queued;
-        queued.queue = chance(0.5) ? "steer" : "followUp";
+        queued.queue = chance(0.5) ? QueueKind::steer : QueueKind::follow_up;
         queued.run_id = run;
         queued.target = std::get<TreeEntry>(user_entry("focus on the tests", std::nullopt, fresh_id()).body);
         record.body = std::move(queued);
@@ -195,12 +196,13 @@ Record RandomLog::random_record() {
         break;
       }
       case 4:
-        record.body = OperationCancelled{run, chance(0.5) ? "user" : "shutdown"};
+        record.body = OperationCancelled{run, chance(0.5) ? CancelReason::user : CancelReason::shutdown};
         break;
       default: {
-        static const char* const outcomes[] = {"completed", "aborted", "failed", "cancelled"};
+        static const OperationOutcome outcomes[] = {OperationOutcome::completed, OperationOutcome::aborted,
+                                                    OperationOutcome::failed, OperationOutcome::cancelled};
         OperationFinished finished{run, outcomes[pick(4)], std::nullopt};
-        if (finished.outcome == "failed") finished.error = Error{Errc::retries_exhausted, "gave up after 3 attempts"};
+        if (finished.outcome == OperationOutcome::failed) finished.error = Error{Errc::retries_exhausted, "gave up after 3 attempts"};
         record.body = std::move(finished);
         ref.open_run.reset();
       }
@@ -238,7 +240,7 @@ Record RandomLog::random_record() {
       record = tree(ModelChange{"anthropic", chance(0.5) ? "claude-sonnet-4-5" : "claude-opus-4-1"}, parent, id, ref_field);
       break;
     case 8:
-      record = tree(ThinkingLevelChange{chance(0.5) ? "high" : "off"}, parent, id, ref_field);
+      record = tree(ThinkingLevelChange{chance(0.5) ? ThinkingLevel::high : ThinkingLevel::off}, parent, id, ref_field);
       break;
     case 9:
       record = tree(ActiveToolsChange{{"read", "bash"}}, parent, id, ref_field);

@@ -7,7 +7,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "cairn/log/message.hpp"
 
 namespace cairn::agent {
 
@@ -16,10 +19,23 @@ namespace cairn::agent {
 // processes that outlived it.
 using Warn = std::function<void(const std::string& message)>;
 
+// What the tools' processes get of cairn's environment: everything but the
+// provider keys' variables and names containing KEY, SECRET or TOKEN
+// ("filtered"), or everything ("inherit").
+enum class ToolEnvironment { filtered, inherit };
+std::string_view to_string(ToolEnvironment environment);
+std::optional<ToolEnvironment> parse_tool_environment(std::string_view text);
+
+// Which tool calls wait for a human's approval, spelled "ask", "auto-edit"
+// and "never-ask" (src/agent/approval_settings.hpp says what each lets run).
+enum class ApprovalMode { ask, auto_edit, never_ask };
+std::string_view to_string(ApprovalMode mode);
+std::optional<ApprovalMode> parse_approval_mode(std::string_view text);
+
 // Empty strings and nullopt mean "not given".
 struct AgentOptions {
   std::string model;                  // --model PROVIDER/ID (an ID alone when unambiguous; with --api: the endpoint's ID)
-  std::string thinking;               // --thinking off|minimal|low|medium|high|xhigh
+  std::optional<ThinkingLevel> thinking;  // --thinking off|minimal|low|medium|high|xhigh
   std::string api;                    // --api KIND (an ad-hoc endpoint, with --base-url and --model)
   std::string base_url;               // --base-url URL
   std::optional<std::string> api_key; // --api-key KEY
@@ -28,9 +44,9 @@ struct AgentOptions {
   std::optional<std::string> append_system_prompt;  // --append-system-prompt TEXT|FILE
   std::optional<std::string> tools;   // --tools LIST: comma-separated coding tool names
   bool no_tools = false;              // --no-tools
-  std::string tool_env = "filtered";  // --tool-env filtered|inherit
+  ToolEnvironment tool_env = ToolEnvironment::filtered;  // --tool-env filtered|inherit
   std::vector<std::string> tool_env_allow;  // --tool-env-allow NAME,...: let through the filter
-  std::string approval = "ask";       // --approval ask|auto-edit|never-ask
+  ApprovalMode approval = ApprovalMode::ask;  // --approval ask|auto-edit|never-ask
   std::vector<std::string> mcp_configs;     // --mcp-config FILE, repeatable, after the user's and the project's
   // Values no record, event or tool output may hold, beside the provider
   // keys (cairn serve's bearer tokens): redacted as the keys are.

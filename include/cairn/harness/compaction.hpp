@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cairn/error.hpp"
@@ -16,6 +17,14 @@
 #include "cairn/log/record.hpp"
 
 namespace cairn {
+
+// Why a compaction runs: asked for (compact()), the context passed the
+// threshold after a step, or a request overflowed the model's window.
+enum class CompactionReason { manual, threshold, overflow };
+std::string_view to_string(CompactionReason reason);
+std::optional<CompactionReason> parse_compaction_reason(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<CompactionReason> = true;
 
 struct CompactionSettings {
   bool enabled = true;  // automatic compaction (threshold and overflow); manual works regardless

@@ -91,7 +91,7 @@ struct HarnessOptions {
   std::shared_ptr<Session> session;
   Models models;
   Model model;  // initial: a branch's own model_change entries win
-  std::string thinking_level = "off";
+  ThinkingLevel thinking_level = ThinkingLevel::off;
   std::vector<Tool> tools;
   std::optional<std::vector<std::string>> active_tool_names;  // default: every tool
   // Made for each tool call and handed to the tool as ToolContext::app (the
@@ -191,8 +191,8 @@ class AgentRef {
   // (deferred while the ref runs).
   Model model() const;
   Result<std::string> set_model(const std::string& provider, const std::string& id);
-  std::string thinking_level() const;
-  Result<std::string> set_thinking_level(std::string level);
+  ThinkingLevel thinking_level() const;
+  Result<std::string> set_thinking_level(ThinkingLevel level);
   std::vector<std::string> active_tools() const;
   Result<std::string> set_active_tools(std::vector<std::string> names);
 

@@ -16,6 +16,7 @@
 #include "cairn/harness/events.hpp"
 #include "cairn/harness/tool.hpp"
 #include "cairn/llm/provider.hpp"
+#include "cairn/log/record.hpp"
 
 namespace cairn {
 
@@ -37,7 +38,7 @@ struct [[nodiscard]] BeforeRunResult {
 
 // On resume(), before any effect. Must be idempotent: a crash can rerun it.
 struct BeforeResumeEvent {
-  std::string kind;
+  OperationKind kind = OperationKind::run;
   std::vector<UserBlock> prompt;
   std::optional<std::string> system_prompt_override;
   std::optional<Json> resume_data;
@@ -56,7 +57,7 @@ struct TransformContextEvent {
 
 struct BeforeRequestEvent {
   Model model;
-  std::string purpose;
+  GenerationPurpose purpose = GenerationPurpose::step;
   std::int64_t attempt = 1;
   StreamOptions stream_options;
 };
@@ -92,7 +93,7 @@ struct [[nodiscard]] AfterToolResult {
 // Before a compaction summarises anything: may cancel it, or supply the
 // summary (no model request is made then).
 struct BeforeCompactionEvent {
-  std::string reason;  // manual | threshold | overflow
+  CompactionReason reason = CompactionReason::manual;
   CompactionPreparation preparation;
   std::optional<std::string> custom_instructions;
 };

@@ -29,7 +29,7 @@ struct PendingInput {
   std::string id;  // the request's id: what respond() names
   std::string ref;
   std::string run_id;
-  std::string kind;  // "approval" | "question"
+  InputKind kind = InputKind::approval;
   std::string tool_call_id;
   std::string tool_name;
   Json arguments = Json::object();
@@ -52,7 +52,7 @@ struct PendingInput {
 // reason is what the model reads); a question takes answer, or deny to
 // decline it.
 struct InputResponse {
-  enum class Decision { allow, deny, answer };
+  using Decision = InputDecision;
   Decision decision = Decision::allow;
   std::optional<Json> arguments;
   std::optional<std::string> remember;
@@ -70,8 +70,8 @@ struct [[nodiscard]] InputResult {
 
 struct [[nodiscard]] RunResult {
   Outcome outcome = Outcome::ok;
-  std::string kind = "run";  // run | compaction | navigation
-  std::string run_id;        // empty when rejected, or faulted before acceptance
+  OperationKind kind = OperationKind::run;
+  std::string run_id;  // empty when rejected, or faulted before acceptance
   std::optional<AssistantMessage> final_message;  // run
   // compaction: the compaction entry; navigation: the branch summary entry.
   std::optional<TreeEntry> entry;
@@ -104,7 +104,7 @@ std::string_view to_string(OperationStatus status);
 
 struct SuspendedOperation {
   std::string ref;
-  std::string kind;
+  OperationKind kind = OperationKind::run;
   std::string id;
   std::string started_at;
   std::vector<UserBlock> prompt;  // runs: the prompt, for display
@@ -136,7 +136,7 @@ struct RefStatus {
   std::optional<std::string> leaf_id;
   struct Run {
     std::string id;
-    std::string kind;
+    OperationKind kind = OperationKind::run;
     OperationStatus status = OperationStatus::running;
   };
   std::optional<Run> run;

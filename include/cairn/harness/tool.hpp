@@ -15,18 +15,9 @@
 #include "cairn/harness/results.hpp"
 #include "cairn/json.hpp"
 #include "cairn/log/message.hpp"
+#include "cairn/log/record.hpp"
 
 namespace cairn {
-
-// May a call whose tool_started exists, but whose result does not, run again
-// after a crash? `safe`: yes (reads, idempotent writes). `never`: the effect
-// may have happened; recovery records a synthetic "interrupted" result.
-// `resume`: the call runs a child session whose id the harness provisions
-// in its tool_started (ToolContext::child_session); after a crash the call
-// runs again with that id, and the tool picks the child up where its own
-// log says it is (make_child_session_tool) instead of starting over.
-enum class Replay { never, safe, resume };
-std::string_view to_string(Replay replay);
 
 struct [[nodiscard]] ToolResult {
   std::vector<UserBlock> content;
@@ -74,7 +65,7 @@ struct Tool {
   std::string name;
   std::string description;
   Json parameters = Json::object();  // JSON schema of the arguments
-  Replay replay = Replay::never;
+  Replay replay = Replay::never;  // cairn/log/record.hpp says what each means
   // May run at the same time as the other calls of its batch.
   bool parallel = true;
   // Runs the call, on the run's thread or, for a parallel batch, on one of

@@ -31,7 +31,7 @@ struct RunningTool {
 
 struct RunSnapshot {
   std::string id;
-  std::string kind;
+  OperationKind kind = OperationKind::run;
   OperationStatus status = OperationStatus::running;
   std::string started_at;
   std::optional<SuspendedOperation> suspended;  // status suspended only

@@ -56,7 +56,7 @@ struct LlmContext {
 };
 
 struct StreamOptions {
-  std::string thinking_level = "off";  // off, minimal, low, medium, high, xhigh
+  ThinkingLevel thinking_level = ThinkingLevel::off;
   std::optional<std::int64_t> max_tokens;
   std::optional<double> temperature;
   std::map<std::string, std::string> headers;

@@ -172,6 +172,18 @@ using LlmMessage = std::variant<UserMessage, AssistantMessage, ToolResultMessage
 
 std::string_view to_string(StopReason reason);
 std::optional<StopReason> parse_stop_reason(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<StopReason> = true;
+
+// How much a reasoning model thinks before it answers: pi's levels, which a
+// thinking_level_change records on a branch and each provider maps to its own
+// effort or token budget ("off": no thinking asked for).
+enum class ThinkingLevel { off, minimal, low, medium, high, xhigh };
+std::string_view to_string(ThinkingLevel level);
+std::optional<ThinkingLevel> parse_thinking_level(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<ThinkingLevel> = true;
+
 std::string_view role_of(const AgentMessage& message);
 
 // Codec. Decoding checks the shape (JSON types, required keys) and names the

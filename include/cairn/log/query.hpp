@@ -77,7 +77,7 @@ struct RefInfo {
 struct SessionContext {
   std::vector<AgentMessage> messages;
   std::vector<std::string> entry_ids;  // the entry each message came from, same order
-  std::string thinking_level = "off";
+  ThinkingLevel thinking_level = ThinkingLevel::off;
   bool has_thinking_level = false;  // false: the branch has no thinking_level_change
   std::optional<ModelRef> model;
   std::optional<std::vector<std::string>> active_tool_names;

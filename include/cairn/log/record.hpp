@@ -27,7 +27,7 @@ struct ModelChange {
   std::string model_id;
 };
 struct ThinkingLevelChange {
-  std::string thinking_level;
+  ThinkingLevel thinking_level = ThinkingLevel::off;
 };
 struct ActiveToolsChange {
   std::vector<std::string> active_tool_names;
@@ -122,6 +122,78 @@ struct TreeEntry {
 // appended. Encoded without those two fields.
 using ProvisionedEntry = TreeEntry;
 
+// ---- closed sets -------------------------------------------------------------
+
+// The values a record field may take, each spelled in JSON as the log and the
+// HTTP API write it (to_string; also what it becomes as a Json, see
+// cairn/json.hpp). parse_* reads that spelling back and nothing else; the
+// decoders refuse any other value, naming the field.
+
+// What an operation does: operation_started's intent kind.
+enum class OperationKind { run, compaction, navigation };
+std::string_view to_string(OperationKind kind);
+std::optional<OperationKind> parse_operation_kind(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<OperationKind> = true;
+
+// Why an operation was cancelled: a caller's abort, or the harness shutting down.
+enum class CancelReason { user, shutdown };
+std::string_view to_string(CancelReason reason);
+std::optional<CancelReason> parse_cancel_reason(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<CancelReason> = true;
+
+// How an operation ended, as its operation_finished records it.
+enum class OperationOutcome { completed, aborted, failed, cancelled };
+std::string_view to_string(OperationOutcome outcome);
+std::optional<OperationOutcome> parse_operation_outcome(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<OperationOutcome> = true;
+
+// What a request cycle asks the model for: the run's next step, or a summary
+// for a compaction or a navigation ("branch_summary").
+enum class GenerationPurpose { step, compaction, branch_summary };
+std::string_view to_string(GenerationPurpose purpose);
+std::optional<GenerationPurpose> parse_generation_purpose(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<GenerationPurpose> = true;
+
+// May a call whose tool_started exists, but whose result does not, run again
+// after a crash? `safe`: yes (reads, idempotent writes). `never`: the effect
+// may have happened; recovery records a synthetic "interrupted" result.
+// `resume`: the call runs a child session whose id the harness provisions
+// in its tool_started (ToolContext::child_session); after a crash the call
+// runs again with that id, and the tool picks the child up where its own
+// log says it is (make_child_session_tool) instead of starting over.
+enum class Replay { never, safe, resume };
+std::string_view to_string(Replay replay);
+std::optional<Replay> parse_replay(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<Replay> = true;
+
+// The three queues of a ref (durable-harness-design.txt, timelines), spelled
+// "steer" | "followUp" | "nextRun".
+enum class QueueKind { steer, follow_up, next_run };
+std::string_view to_string(QueueKind queue);
+std::optional<QueueKind> parse_queue_kind(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<QueueKind> = true;
+
+// What an input request asks a human: to approve a tool call, or to answer
+// the question tool's question.
+enum class InputKind { approval, question };
+std::string_view to_string(InputKind kind);
+std::optional<InputKind> parse_input_kind(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<InputKind> = true;
+
+// The answer to an input request: allow or deny a call, or answer a question.
+enum class InputDecision { allow, deny, answer };
+std::string_view to_string(InputDecision decision);
+std::optional<InputDecision> parse_input_decision(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<InputDecision> = true;
+
 // ---- harness record bodies --------------------------------------------------
 
 struct RunIntent {
@@ -154,11 +226,11 @@ struct OperationStarted {
 };
 struct OperationCancelled {
   std::string run_id;
-  std::string reason;  // "user" | "shutdown"
+  CancelReason reason = CancelReason::user;
 };
 struct OperationFinished {
   std::string run_id;
-  std::string outcome;  // "completed" | "aborted" | "failed" | "cancelled"
+  OperationOutcome outcome = OperationOutcome::completed;
   std::optional<Error> error;
   Json error_extra = Json::object();  // unknown keys of `error` (Error itself has no extra)
 };
@@ -169,7 +241,7 @@ struct ModelRef {
 };
 struct GenerationStarted {
   std::string run_id;
-  std::string purpose;  // "step" | "compaction" | "branch_summary"
+  GenerationPurpose purpose = GenerationPurpose::step;
   std::int64_t attempt = 1;
   ModelRef model;
 };
@@ -181,13 +253,13 @@ struct ToolStarted {
   std::string tool_name;
   Json effective_args = Json::object();
   std::string result_entry_id;
-  std::string replay;  // "never" | "safe" | "resume"
+  Replay replay = Replay::never;
   // replay "resume": the id of the child session the call runs, provisioned
   // here before the session exists, so that it is created exactly once.
   std::optional<std::string> child_session;
 };
 struct QueueEnqueued {
-  std::string queue;  // "steer" | "followUp" | "nextRun"
+  QueueKind queue = QueueKind::steer;
   std::optional<std::string> run_id;
   ProvisionedEntry target;
 };
@@ -209,7 +281,7 @@ struct RefDeleted {
 // and before any tool_started of the call; the operation then waits.
 struct InputRequested {
   std::string run_id;
-  std::string kind;  // "approval" | "question"
+  InputKind kind = InputKind::approval;
   std::string assistant_entry_id;
   std::int64_t tool_index = 0;
   std::string tool_call_id;
@@ -226,7 +298,7 @@ struct InputRequested {
 struct InputResolved {
   std::string run_id;
   std::string request_id;
-  std::string decision;  // "allow" | "deny" | "answer"
+  InputDecision decision = InputDecision::allow;
   std::optional<Json> arguments;       // allow: the edited arguments the call runs with
   std::optional<std::string> remember;  // allow: a rule, e.g. "bash(npm run test:*)"
   std::optional<std::string> reason;    // deny
@@ -287,8 +359,8 @@ bool is_placeholder(RecordType type);  // damaged_entry or damaged
 // The damage report of a placeholder record; null for every other record.
 const DamageReport* damage_of(const Record& record);
 
-// The operation kind of an OperationStarted ("run" | "compaction" | "navigation").
-std::string_view op_kind(const OperationIntent& intent);
+// The operation kind of an OperationStarted.
+OperationKind kind_of(const OperationIntent& intent);
 
 // Harness records that belong to an operation name it; operation_started is its
 // own run. Empty for records outside any operation (nextRun items, refs).

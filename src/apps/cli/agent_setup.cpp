@@ -128,8 +128,10 @@ void add_agent_options(CLI::App* app, AgentCommandOptions& options, unsigned gro
                     "The model, PROVIDER/ID or an ID one provider serves (see cairn models). Default: the model the "
                     "ref's branch last used, else the first available one. With --api: the endpoint's model id")
         ->type_name("MODEL");
-    app->add_option("--thinking", options.thinking,
-                    "Thinking level: off, minimal, low, medium, high, xhigh. Default: the branch's, else off")
+    // Here and below, the check refuses a name before the callback reads it.
+    app->add_option_function<std::string>(
+           "--thinking", [&options](const std::string& level) { options.thinking = parse_thinking_level(level); },
+           "Thinking level: off, minimal, low, medium, high, xhigh. Default: the branch's, else off")
         ->type_name("LEVEL")
         ->check(CLI::IsMember(kThinkingLevels));
     app->add_option("--api", options.api,
@@ -161,15 +163,23 @@ void add_agent_options(CLI::App* app, AgentCommandOptions& options, unsigned gro
                                 fmt::join(agent::agent_tool_names(), ",")))
         ->type_name("LIST");
     app->add_flag("--no-tools", options.no_tools, "No tools at all: the model only talks");
-    app->add_option("--tool-env", options.tool_env,
-                    "What the tools' processes get of cairn's environment: filtered (everything but the provider key "
-                    "variables and names containing KEY, SECRET or TOKEN) or inherit (everything). Default: filtered")
+    app->add_option_function<std::string>(
+           "--tool-env",
+           [&options](const std::string& mode) {
+             if (auto parsed = agent::parse_tool_environment(mode)) options.tool_env = *parsed;
+           },
+           "What the tools' processes get of cairn's environment: filtered (everything but the provider key "
+           "variables and names containing KEY, SECRET or TOKEN) or inherit (everything). Default: filtered")
         ->type_name("MODE")
         ->check(CLI::IsMember({"filtered", "inherit"}));
-    app->add_option("--approval", options.approval,
-                    "Which tool calls wait for your approval: ask (bash, edit and write ask; read, grep, find and ls "
-                    "do not), auto-edit (edit and write inside this directory do not ask either), never-ask. Rules "
-                    "from $XDG_CONFIG_HOME/cairn/settings.json and .cairn/settings.json come first. Default: ask")
+    app->add_option_function<std::string>(
+           "--approval",
+           [&options](const std::string& mode) {
+             if (auto parsed = agent::parse_approval_mode(mode)) options.approval = *parsed;
+           },
+           "Which tool calls wait for your approval: ask (bash, edit and write ask; read, grep, find and ls "
+           "do not), auto-edit (edit and write inside this directory do not ask either), never-ask. Rules "
+           "from $XDG_CONFIG_HOME/cairn/settings.json and .cairn/settings.json come first. Default: ask")
         ->type_name("MODE")
         ->check(CLI::IsMember({"ask", "auto-edit", "never-ask"}));
     app->add_option("--mcp-config", options.mcp_configs,
@@ -219,7 +229,7 @@ std::string describe_suspended(const SuspendedOperation& operation) {
     if (const auto* text = std::get_if<TextContent>(&block)) prompt += text->text;
   }
   std::string what = fmt::format("{} {} on ref {}, started {}", operation.cancelled ? "a cancelled" : "a suspended",
-                                 operation.kind, operation.ref, operation.started_at);
+                                 to_string(operation.kind), operation.ref, operation.started_at);
   if (!prompt.empty()) what += fmt::format(" (\"{}\")", one_line(prompt, 50));
   if (!operation.awaiting_input.empty()) {
     what += fmt::format(", waiting for {} answer{} (cairn approve, deny or answer)", operation.awaiting_input.size(),
@@ -328,8 +338,8 @@ Outcome<AgentSetup> setup_agent(const AgentCommandOptions& options, const SetupM
         return std::unexpected(report(set.error()));
       }
     }
-    if (!options.thinking.empty() && (!settings->has_thinking_level || settings->thinking_level != options.thinking)) {
-      if (auto set = ref.set_thinking_level(options.thinking); !set) return std::unexpected(report(set.error()));
+    if (options.thinking && (!settings->has_thinking_level || settings->thinking_level != *options.thinking)) {
+      if (auto set = ref.set_thinking_level(*options.thinking); !set) return std::unexpected(report(set.error()));
     }
   }
 

@@ -18,7 +18,7 @@ namespace cairn::cli {
 std::string describe_input(const PendingInput& input) {
   // A subagent's request is answered here all the same; say whose it is.
   const std::string whose = input.child_session ? fmt::format("  (subagent session {})", *input.child_session) : "";
-  if (input.kind == "question") {
+  if (input.kind == InputKind::question) {
     std::string text = fmt::format("question ({}): {}", input.tool_call_id, input.question.value_or(""));
     if (!input.choices.empty()) {
       text += " [";
@@ -60,7 +60,7 @@ int report_awaiting_input(const std::string& session_id, const std::string& ref,
   for (const auto& input : pending) {
     print_untrusted(stderr, "  {}\n", describe_input(input));
     const std::string call = pending.size() > 1 ? " --call " + input.tool_call_id : "";
-    if (input.kind == "question") {
+    if (input.kind == InputKind::question) {
       print_untrusted(stderr, "    answer:   cairn answer {}{}{} TEXT\n", session_id, ref_flag, call);
       print_untrusted(stderr, "    decline:  cairn deny {}{}{} [--reason TEXT]\n", session_id, ref_flag, call);
     } else {
@@ -126,7 +126,7 @@ int run_answer_verb(const AnswerOptions& options, Verb verb) {
   if (!setup) return setup.error();
   auto input = chosen_input(*setup, options.call);
   if (!input) return input.error();
-  const bool question = input->kind == "question";
+  const bool question = input->kind == InputKind::question;
   if (question && verb == Verb::approve) {
     return report(kUsage, fmt::format("{} is a question: `cairn answer {} TEXT` answers it", input->tool_call_id,
                                       setup->session->id()));

@@ -78,7 +78,7 @@ int run_context(const ContextOptions& options) {
     fmt::format_to(std::back_inserter(out), "model: {}  thinking: {}\n",
                    settings->model ? fmt::format("{}/{}", settings->model->provider, settings->model->model_id)
                                    : std::string("(none)"),
-                   settings->thinking_level);
+                   to_string(settings->thinking_level));
   }
   auto context = (*session)->stream_context(options.ref, [&](AgentMessage&& message, std::string&&) {
     if (options.json) {

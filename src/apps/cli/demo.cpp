@@ -67,22 +67,22 @@ std::vector<Record> demo_records() {
   intent.initial_messages.push_back(prompt_entry);
   records.push_back(record_of(harness_record(OperationStarted{std::nullopt, std::move(intent)}, run)));
   records.push_back(record_of(std::move(prompt_entry)));
-  records.push_back(record_of(harness_record(GenerationStarted{run, "step", 1, model})));
+  records.push_back(record_of(harness_record(GenerationStarted{run, GenerationPurpose::step, 1, model})));
   records.push_back(record_of(tree_entry(
       call_reply, prompt,
       MessageBody{assistant({text("Let me look."), ToolCall{.id = call_id, .name = "ls", .arguments = Json{{"path", "."}}}},
                             StopReason::tool_use)})));
   records.push_back(record_of(
-      harness_record(ToolStarted{run, call_reply, 0, call_id, "ls", Json{{"path", "."}}, result, "safe"})));
+      harness_record(ToolStarted{run, call_reply, 0, call_id, "ls", Json{{"path", "."}}, result, Replay::safe})));
   records.push_back(record_of(tree_entry(
       result, call_reply,
       MessageBody{ToolResultMessage{call_id, "ls", {text("README.md\nsrc/\ntests/")}, std::nullopt, false,
                                     now_unix_ms(), Json::object()}})));
-  records.push_back(record_of(harness_record(GenerationStarted{run, "step", 1, model})));
+  records.push_back(record_of(harness_record(GenerationStarted{run, GenerationPurpose::step, 1, model})));
   records.push_back(record_of(tree_entry(
       answer, result,
       MessageBody{assistant({text("There are three entries: README.md, src/ and tests/.")}, StopReason::stop)})));
-  records.push_back(record_of(harness_record(OperationFinished{run, "completed", std::nullopt})));
+  records.push_back(record_of(harness_record(OperationFinished{run, OperationOutcome::completed, std::nullopt})));
 
   // Settings are entries on the branch: a model change continues main.
   records.push_back(record_of(tree_entry(model_change, answer, ModelChange{"openai", "gpt-5"})));

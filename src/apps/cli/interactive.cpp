@@ -126,7 +126,7 @@ void InteractiveApp::reset_status() {
   tui::StatusState& state = status_.state();
   const Model model = setup_.ref.model();
   state.model = model.provider.empty() ? std::string() : model.provider + "/" + model.id;
-  state.thinking_level = setup_.ref.thinking_level();
+  state.thinking_level = to_string(setup_.ref.thinking_level());
   state.ref = setup_.ref.name();
   state.activity.clear();
   state.queued_steer = state.queued_follow_up = 0;

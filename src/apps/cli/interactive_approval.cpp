@@ -115,7 +115,7 @@ void InteractiveApp::ask_input(std::vector<PendingInput> pending) {
     ask_input(pending);
   };
   asking_input_ = true;
-  if (input.kind == "question") {
+  if (input.kind == InputKind::question) {
     // The question and its choices are the model's words.
     std::string shown = style_.bold(visible_text(fmt::format("? {}", input.question.value_or("")))) + "\n";
     for (std::size_t i = 0; i < input.choices.size(); ++i) {

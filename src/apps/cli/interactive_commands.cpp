@@ -14,8 +14,6 @@
 namespace cairn::cli {
 namespace {
 
-const std::vector<std::string> kThinkingLevelNames = {"off", "minimal", "low", "medium", "high", "xhigh"};
-
 // Every tree entry of the session, in log order.
 std::vector<TreeEntry> all_entries(const Session& session) {
   std::vector<TreeEntry> entries;
@@ -130,14 +128,16 @@ void InteractiveApp::cmd_model(const std::string& args) {
 
 void InteractiveApp::cmd_thinking(const std::string& args) {
   if (args.empty()) {
-    say(fmt::format("thinking level: {} (one of: off, minimal, low, medium, high, xhigh)", setup_.ref.thinking_level()));
+    say(fmt::format("thinking level: {} (one of: off, minimal, low, medium, high, xhigh)",
+                    to_string(setup_.ref.thinking_level())));
     return;
   }
-  if (std::find(kThinkingLevelNames.begin(), kThinkingLevelNames.end(), args) == kThinkingLevelNames.end()) {
+  const auto level = parse_thinking_level(args);
+  if (!level) {
     warn(fmt::format("unknown thinking level '{}': one of off, minimal, low, medium, high, xhigh", args));
     return;
   }
-  auto set = setup_.ref.set_thinking_level(args);
+  auto set = setup_.ref.set_thinking_level(*level);
   if (!set) {
     warn(fmt::format("cannot set the thinking level: {}", set.error().message));
     return;
@@ -256,7 +256,7 @@ void InteractiveApp::cmd_session() {
     if (!refs.empty()) refs += ", ";
     refs += ref.name == setup_.ref.name() ? "*" + ref.name : ref.name;
     refs += ref.leaf_id ? " at " + ref.leaf_id->substr(0, 8) : " (empty)";
-    if (ref.run) refs += fmt::format(" ({} {})", ref.run->kind, to_string(ref.run->status));
+    if (ref.run) refs += fmt::format(" ({} {})", to_string(ref.run->kind), to_string(ref.run->status));
   }
   out += fmt::format("refs     {}\n", refs);
   if (auto stats = session.stats()) {
@@ -293,7 +293,9 @@ AgentCommandOptions InteractiveApp::options_for_switch() const {
   // the command line gave it).
   if (options.api.empty() && !status_.state().model.empty()) options.model = status_.state().model;
   // A level chosen here goes along; the default writes no entry.
-  if (status_.state().thinking_level != "off" || !options.thinking.empty()) options.thinking = status_.state().thinking_level;
+  if (status_.state().thinking_level != "off" || options.thinking) {
+    options.thinking = parse_thinking_level(status_.state().thinking_level);
+  }
   return options;
 }
 

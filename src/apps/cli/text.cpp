@@ -113,7 +113,7 @@ std::string entry_preview(const TreeEntry& entry, std::size_t max_chars) {
       Overloaded{
           [&](const MessageBody& b) { return message_preview(b.message, max_chars); },
           [&](const ModelChange& b) { return fmt::format("{}/{}", b.provider, b.model_id); },
-          [&](const ThinkingLevelChange& b) { return b.thinking_level; },
+          [&](const ThinkingLevelChange& b) { return std::string(to_string(b.thinking_level)); },
           [&](const ActiveToolsChange& b) {
             std::string names;
             for (const auto& name : b.active_tool_names) names += (names.empty() ? "" : ",") + name;
@@ -149,7 +149,7 @@ std::string harness_preview(const HarnessRecord& record, std::size_t max_chars) 
   return std::visit(
       Overloaded{
           [&](const OperationStarted& b) {
-            std::string text(op_kind(b.intent));
+            std::string text(to_string(kind_of(b.intent)));
             if (const auto* run = std::get_if<RunIntent>(&b.intent); run && !run->initial_messages.empty()) {
               text += ": " + entry_preview(run->initial_messages.front(), max_chars);
             } else if (const auto* nav = std::get_if<NavigationIntent>(&b.intent)) {
@@ -157,19 +157,20 @@ std::string harness_preview(const HarnessRecord& record, std::size_t max_chars) 
             }
             return text;
           },
-          [&](const OperationCancelled& b) { return fmt::format("reason {}", b.reason); },
+          [&](const OperationCancelled& b) { return fmt::format("reason {}", to_string(b.reason)); },
           [&](const OperationFinished& b) {
-            return b.error ? fmt::format("{} ({}: {})", b.outcome, b.error->code, one_line(b.error->message, max_chars))
-                           : b.outcome;
+            return b.error ? fmt::format("{} ({}: {})", to_string(b.outcome), b.error->code,
+                                         one_line(b.error->message, max_chars))
+                           : std::string(to_string(b.outcome));
           },
           [&](const GenerationStarted& b) {
-            return fmt::format("{} attempt {} {}/{}", b.purpose, b.attempt, b.model.provider, b.model.model_id);
+            return fmt::format("{} attempt {} {}/{}", to_string(b.purpose), b.attempt, b.model.provider, b.model.model_id);
           },
           [&](const ToolStarted& b) {
-            return fmt::format("{} #{} ({}) replay {}{}", b.tool_name, b.tool_index, b.tool_call_id, b.replay,
+            return fmt::format("{} #{} ({}) replay {}{}", b.tool_name, b.tool_index, b.tool_call_id, to_string(b.replay),
                                b.child_session ? fmt::format(", child session {}", *b.child_session) : std::string());
           },
-          [&](const QueueEnqueued& b) { return fmt::format("{}: {}", b.queue, entry_preview(b.target, max_chars)); },
+          [&](const QueueEnqueued& b) { return fmt::format("{}: {}", to_string(b.queue), entry_preview(b.target, max_chars)); },
           [&](const WriteDeferred& b) { return entry_preview(b.target, max_chars); },
           [&](const RefCreated& b) {
             return fmt::format("{} at {}", b.name, b.at ? short_id(*b.at) : std::string("(empty)"));
@@ -178,10 +179,10 @@ std::string harness_preview(const HarnessRecord& record, std::size_t max_chars) 
           [&](const InputRequested& b) {
             const std::string what = b.question ? one_line(*b.question, max_chars)
                                                 : one_line(b.arguments.dump(), max_chars);
-            return fmt::format("{} {} #{} ({}): {}", b.kind, b.tool_name, b.tool_index, b.tool_call_id, what);
+            return fmt::format("{} {} #{} ({}): {}", to_string(b.kind), b.tool_name, b.tool_index, b.tool_call_id, what);
           },
           [&](const InputResolved& b) {
-            std::string text = fmt::format("{} {} by {}", b.decision, short_id(b.request_id), b.by);
+            std::string text = fmt::format("{} {} by {}", to_string(b.decision), short_id(b.request_id), b.by);
             if (b.reason) text += fmt::format(": {}", one_line(*b.reason, max_chars));
             if (b.answer) text += fmt::format(": {}", one_line(*b.answer, max_chars));
             if (b.remember) text += fmt::format(" (remember {})", b.remember->c_str());

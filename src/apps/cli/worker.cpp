@@ -77,7 +77,7 @@ void work_on(Store& store, std::shared_ptr<Session> session, const WorkerOptions
     auto ref = setup->harness->ref(operation.ref);
     if (!ref) continue;
     const RunResult result = ref->resume();
-    std::string line = fmt::format("cairn worker: session {} ref {}: {} {}", id, operation.ref, operation.kind,
+    std::string line = fmt::format("cairn worker: session {} ref {}: {} {}", id, operation.ref, to_string(operation.kind),
                                    outcome_name(result.outcome));
     if (result.error) line += ": " + result.error->message;
     print_untrusted(stderr, "{}\n", line);  // the ref's name, the run's error

@@ -76,7 +76,7 @@ std::string entry_summary(const TreeEntry& entry) {
       Overloaded{
           [](const MessageBody& b) { return message_summary(b.message); },
           [](const ModelChange& b) { return fmt::format("model: {}/{}", b.provider, b.model_id); },
-          [](const ThinkingLevelChange& b) { return "thinking: " + b.thinking_level; },
+          [](const ThinkingLevelChange& b) { return fmt::format("thinking: {}", to_string(b.thinking_level)); },
           [](const ActiveToolsChange& b) {
             std::string names;
             for (const auto& name : b.active_tool_names) names += (names.empty() ? "" : ",") + name;
