@@ -355,7 +355,7 @@ std::string_view run_id_of(const HarnessRecord& record) {
 namespace detail {
 
 void encode_damage(Json& out, const DamageReport& damage) {
-  if (damage.was) out["was"] = *damage.was;
+  if (damage.was) out["was"] = to_string(*damage.was);
   out["reason"] = damage.reason;
   out["bytes"] = damage.bytes;
   out["openRuns"] = damage.open_runs;
@@ -365,7 +365,10 @@ void encode_damage(Json& out, const DamageReport& damage) {
 
 DamageReport decode_damage(ObjectReader& r) {
   DamageReport damage;
-  damage.was = r.optional_string("was");
+  if (const auto was = r.optional_string("was")) {
+    damage.was = parse_record_type(*was);
+    if (!damage.was) r.fail_at("was", fmt::format("unknown record type '{}'", *was));
+  }
   damage.reason = r.string("reason");
   damage.bytes = r.integer("bytes");
   if (const Json* runs = r.required("openRuns")) {
