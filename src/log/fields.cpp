@@ -279,6 +279,15 @@ void check_queue_item(Checks& c, const QueueEnqueued& b) {
   check_message_like(c, "target", b.target);
 }
 
+// The call a tool_started or an input_requested is about, and the run that made it.
+template <class T>
+void check_call(Checks& c, const T& b) {
+  c.non_empty("runId", b.run_id);
+  c.non_empty("assistantEntryId", b.assistant_entry_id);
+  c.at_least("toolIndex", b.tool_index, 0);
+  c.non_empty("toolCallId", b.tool_call_id);
+}
+
 void check_harness_body(Checks& c, const HarnessBody& body) {
   std::visit(Overloaded{
                  [&](const OperationStarted& b) {
@@ -298,10 +307,7 @@ void check_harness_body(Checks& c, const HarnessBody& body) {
                    c.extra("model", b.model.extra);
                  },
                  [&](const ToolStarted& b) {
-                   c.non_empty("runId", b.run_id);
-                   c.non_empty("assistantEntryId", b.assistant_entry_id);
-                   c.at_least("toolIndex", b.tool_index, 0);
-                   c.non_empty("toolCallId", b.tool_call_id);
+                   check_call(c, b);
                    c.object("effectiveArgs", b.effective_args);
                    c.non_empty("resultEntryId", b.result_entry_id);
                    // A resumed call finds its child by this id: it must be there, and only there.
@@ -323,10 +329,7 @@ void check_harness_body(Checks& c, const HarnessBody& body) {
                  },
                  [&](const RefDeleted& b) { c.non_empty("name", b.name); },
                  [&](const InputRequested& b) {
-                   c.non_empty("runId", b.run_id);
-                   c.non_empty("assistantEntryId", b.assistant_entry_id);
-                   c.at_least("toolIndex", b.tool_index, 0);
-                   c.non_empty("toolCallId", b.tool_call_id);
+                   check_call(c, b);
                    c.non_empty("toolName", b.tool_name);
                    c.object("arguments", b.arguments);
                    c.non_empty("rule", b.rule);
