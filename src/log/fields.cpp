@@ -169,10 +169,9 @@ void check_message(Checks& c, const Path& path, const AgentMessage& message) {
 // `tree`: the placeholder stands in the tree (damaged_entry), so the type it
 // had must be a tree entry's; a damaged record's must not be.
 void check_damage(Checks& c, const DamageReport& damage, bool tree) {
-  if (damage.was) {
-    const auto was = parse_record_type(*damage.was);
-    if (!was || is_placeholder(*was) || is_tree_type(*was) != tree) {
-      c.fail("was", fmt::format("'{}' is not a {} type", *damage.was, tree ? "tree entry" : "harness record"));
+  if (const auto was = damage.was) {
+    if (*was == RecordType::ignorable || is_placeholder(*was) || is_tree_type(*was) != tree) {
+      c.fail("was", fmt::format("'{}' is not a {} type", to_string(*was), tree ? "tree entry" : "harness record"));
     }
   }
   c.non_empty("reason", damage.reason);
@@ -280,6 +279,15 @@ void check_queue_item(Checks& c, const QueueEnqueued& b) {
   check_message_like(c, "target", b.target);
 }
 
+// The call a tool_started or an input_requested is about, and the run that made it.
+template <class T>
+void check_call(Checks& c, const T& b) {
+  c.non_empty("runId", b.run_id);
+  c.non_empty("assistantEntryId", b.assistant_entry_id);
+  c.at_least("toolIndex", b.tool_index, 0);
+  c.non_empty("toolCallId", b.tool_call_id);
+}
+
 void check_harness_body(Checks& c, const HarnessBody& body) {
   std::visit(Overloaded{
                  [&](const OperationStarted& b) {
@@ -299,10 +307,7 @@ void check_harness_body(Checks& c, const HarnessBody& body) {
                    c.extra("model", b.model.extra);
                  },
                  [&](const ToolStarted& b) {
-                   c.non_empty("runId", b.run_id);
-                   c.non_empty("assistantEntryId", b.assistant_entry_id);
-                   c.at_least("toolIndex", b.tool_index, 0);
-                   c.non_empty("toolCallId", b.tool_call_id);
+                   check_call(c, b);
                    c.object("effectiveArgs", b.effective_args);
                    c.non_empty("resultEntryId", b.result_entry_id);
                    // A resumed call finds its child by this id: it must be there, and only there.
@@ -324,10 +329,7 @@ void check_harness_body(Checks& c, const HarnessBody& body) {
                  },
                  [&](const RefDeleted& b) { c.non_empty("name", b.name); },
                  [&](const InputRequested& b) {
-                   c.non_empty("runId", b.run_id);
-                   c.non_empty("assistantEntryId", b.assistant_entry_id);
-                   c.at_least("toolIndex", b.tool_index, 0);
-                   c.non_empty("toolCallId", b.tool_call_id);
+                   check_call(c, b);
                    c.non_empty("toolName", b.tool_name);
                    c.object("arguments", b.arguments);
                    c.non_empty("rule", b.rule);

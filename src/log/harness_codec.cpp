@@ -1,335 +1,270 @@
 // JSON codec of harness records: the orchestration facts (operations, request
 // attempts, tool starts, queues, deferred writes, refs) that make a run
-// resumable. Shapes follow the design document's HarnessEntry types.
+// resumable. Shapes follow the design document's HarnessEntry types; each
+// body's fields are one table (field_table.hpp), read both ways.
 #include <fmt/format.h>
 
 #include "log/checksum.hpp"
 #include "cairn/overloaded.hpp"
+#include "field_table.hpp"
 #include "json_reader.hpp"
 #include "record_codec_detail.hpp"
 
 namespace cairn {
+namespace detail {
 
-using detail::ObjectReader;
+// ---- values of the harness records' own types -------------------------------
 
-namespace {
-
-
-Json optional_string_json(const std::optional<std::string>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
-
-// ---- encoding ---------------------------------------------------------------
-
-Json encode_intent(const OperationIntent& intent) {
-  Json out = {{"kind", to_string(kind_of(intent))}};
-  const Json* extra = nullptr;
-  std::visit(Overloaded{
-                 [&](const RunIntent& i) {
-                   Json messages = Json::array();
-                   for (const auto& entry : i.initial_messages) messages.push_back(encode_provisioned(entry));
-                   out["initialMessages"] = std::move(messages);
-                   if (i.system_prompt_override) out["systemPromptOverride"] = *i.system_prompt_override;
-                   if (i.resume_data) out["resumeData"] = *i.resume_data;
-                   extra = &i.extra;
-                 },
-                 [&](const CompactionIntent& i) {
-                   if (i.custom_instructions) out["customInstructions"] = *i.custom_instructions;
-                   out["resultEntryId"] = i.result_entry_id;
-                   extra = &i.extra;
-                 },
-                 [&](const NavigationIntent& i) {
-                   out["targetId"] = i.target_id;
-                   out["destinationLeafId"] = optional_string_json(i.destination_leaf_id);
-                   out["summarize"] = i.summarize;
-                   if (i.custom_instructions) out["customInstructions"] = *i.custom_instructions;
-                   if (i.label) out["label"] = *i.label;
-                   if (i.summary_entry_id) out["summaryEntryId"] = *i.summary_entry_id;
-                   if (i.label_entry_id) out["labelEntryId"] = *i.label_entry_id;
-                   out["leafEntryId"] = i.leaf_entry_id;
-                   extra = &i.extra;
-                 },
-             },
-             intent);
-  detail::append_extra(out, *extra);
-  return out;
-}
-
-void encode_harness_body(Json& out, const HarnessBody& body) {
-  std::visit(Overloaded{
-                 [&](const OperationStarted& b) {
-                   out["sourceLeafId"] = optional_string_json(b.source_leaf_id);
-                   out["intent"] = encode_intent(b.intent);
-                 },
-                 [&](const OperationCancelled& b) {
-                   out["runId"] = b.run_id;
-                   out["reason"] = to_string(b.reason);
-                 },
-                 [&](const OperationFinished& b) {
-                   out["runId"] = b.run_id;
-                   out["outcome"] = to_string(b.outcome);
-                   if (b.error) {
-                     Json error = {{"code", b.error->code}, {"message", b.error->message}};
-                     detail::append_extra(error, b.error_extra);
-                     out["error"] = std::move(error);
-                   }
-                 },
-                 [&](const GenerationStarted& b) {
-                   out["runId"] = b.run_id;
-                   out["purpose"] = to_string(b.purpose);
-                   out["attempt"] = b.attempt;
-                   Json model = {{"provider", b.model.provider}, {"modelId", b.model.model_id}};
-                   detail::append_extra(model, b.model.extra);
-                   out["model"] = std::move(model);
-                 },
-                 [&](const ToolStarted& b) {
-                   out["runId"] = b.run_id;
-                   out["assistantEntryId"] = b.assistant_entry_id;
-                   out["toolIndex"] = b.tool_index;
-                   out["toolCallId"] = b.tool_call_id;
-                   out["toolName"] = b.tool_name;
-                   out["effectiveArgs"] = b.effective_args;
-                   out["resultEntryId"] = b.result_entry_id;
-                   out["replay"] = to_string(b.replay);
-                   if (b.child_session) out["childSession"] = *b.child_session;
-                 },
-                 [&](const QueueEnqueued& b) {
-                   out["queue"] = to_string(b.queue);
-                   if (b.run_id) out["runId"] = *b.run_id;
-                   out["target"] = encode_provisioned(b.target);
-                 },
-                 [&](const WriteDeferred& b) {
-                   out["runId"] = b.run_id;
-                   out["target"] = encode_provisioned(b.target);
-                 },
-                 [&](const RefCreated& b) {
-                   out["name"] = b.name;
-                   out["at"] = optional_string_json(b.at);
-                 },
-                 [&](const RefDeleted& b) { out["name"] = b.name; },
-                 [&](const InputRequested& b) {
-                   out["runId"] = b.run_id;
-                   out["kind"] = to_string(b.kind);
-                   out["assistantEntryId"] = b.assistant_entry_id;
-                   out["toolIndex"] = b.tool_index;
-                   out["toolCallId"] = b.tool_call_id;
-                   out["toolName"] = b.tool_name;
-                   out["arguments"] = b.arguments;
-                   if (b.rule) out["rule"] = *b.rule;
-                   if (b.question) out["question"] = *b.question;
-                   if (!b.choices.empty()) out["choices"] = b.choices;
-                 },
-                 [&](const InputResolved& b) {
-                   out["runId"] = b.run_id;
-                   out["requestId"] = b.request_id;
-                   out["decision"] = to_string(b.decision);
-                   if (b.arguments) out["arguments"] = *b.arguments;
-                   if (b.remember) out["remember"] = *b.remember;
-                   if (b.reason) out["reason"] = *b.reason;
-                   if (b.answer) out["answer"] = *b.answer;
-                   out["by"] = b.by;
-                 },
-                 [&](const Damaged& b) {
-                   if (b.run_id) out["runId"] = *b.run_id;
-                   if (b.name) out["name"] = *b.name;
-                   if (b.at) out["at"] = *b.at;
-                   detail::encode_damage(out, b.damage);
-                 },
-             },
-             body);
-}
-
-// ---- decoding ---------------------------------------------------------------
-
-ProvisionedEntry read_provisioned(ObjectReader& r, std::string_view key) {
-  const Json* value = r.required(key);
-  if (value == nullptr) return {};
-  return r.take(decode_provisioned(*value, r.field(key)));
-}
-
-std::vector<ProvisionedEntry> read_provisioned_list(ObjectReader& r, std::string_view key) {
-  std::vector<ProvisionedEntry> entries;
-  const Json* list = r.required(key);
-  if (list == nullptr) return entries;
-  if (!list->is_array()) {
-    r.fail_at(key, "expected an array");
-    return entries;
+template <>
+struct FieldCodec<ProvisionedEntry> {
+  static void write(Json& out, std::string_view key, const ProvisionedEntry& entry) {
+    out[std::string(key)] = encode_provisioned(entry);
   }
-  for (std::size_t i = 0; i < list->size() && r.ok(); ++i) {
-    entries.push_back(r.take(decode_provisioned((*list)[i], detail::index_path(r.field(key), i))));
+  static void read(ObjectReader& r, std::string_view key, ProvisionedEntry& entry) {
+    if (const Json* value = r.required(key)) entry = r.take(decode_provisioned(*value, r.field(key)));
   }
-  return entries;
+};
+
+template <>
+struct FieldCodec<std::vector<ProvisionedEntry>> {
+  static void write(Json& out, std::string_view key, const std::vector<ProvisionedEntry>& entries) {
+    Json list = Json::array();
+    for (const auto& entry : entries) list.push_back(encode_provisioned(entry));
+    out[std::string(key)] = std::move(list);
+  }
+  static void read(ObjectReader& r, std::string_view key, std::vector<ProvisionedEntry>& entries) {
+    const Json* list = r.required(key);
+    if (list == nullptr) return;
+    if (!list->is_array()) return r.fail_at(key, "expected an array");
+    for (std::size_t i = 0; i < list->size() && r.ok(); ++i) {
+      entries.push_back(r.take(decode_provisioned((*list)[i], index_path(r.field(key), i))));
+    }
+  }
+};
+
+// An intent is an object whose kind says which of the three it is.
+template <>
+struct FieldCodec<OperationIntent> {
+  static void write(Json& out, std::string_view key, const OperationIntent& intent) {
+    Json object = {{"kind", to_string(kind_of(intent))}};
+    std::visit([&](const auto& i) { write_object(object, i); }, intent);
+    out[std::string(key)] = std::move(object);
+  }
+  static void read(ObjectReader& r, std::string_view key, OperationIntent& intent) {
+    r.nested(key, ObjectReader::Presence::required, [&](ObjectReader& inner) {
+      const OperationKind kind = inner.one_of<OperationKind>("kind");
+      if (inner.ok()) intent = read_alternative<OperationIntent>(static_cast<std::size_t>(kind), inner);
+    });
+  }
+};
+
+template <>
+struct FieldCodec<ModelRef> : NestedObject<ModelRef> {};
+
+// ---- the tables -------------------------------------------------------------
+
+template <>
+inline constexpr auto kFields<RunIntent> = std::tuple{
+    field("initialMessages", &RunIntent::initial_messages),
+    field("systemPromptOverride", &RunIntent::system_prompt_override),
+    field("resumeData", &RunIntent::resume_data, Rule::object),
+};
+
+template <>
+inline constexpr auto kFields<CompactionIntent> = std::tuple{
+    field("customInstructions", &CompactionIntent::custom_instructions),
+    field("resultEntryId", &CompactionIntent::result_entry_id),
+};
+
+template <>
+inline constexpr auto kFields<NavigationIntent> = std::tuple{
+    field("targetId", &NavigationIntent::target_id),
+    field("destinationLeafId", &NavigationIntent::destination_leaf_id, Rule::nullable),
+    field("summarize", &NavigationIntent::summarize),
+    field("customInstructions", &NavigationIntent::custom_instructions),
+    field("label", &NavigationIntent::label),
+    field("summaryEntryId", &NavigationIntent::summary_entry_id),
+    field("labelEntryId", &NavigationIntent::label_entry_id),
+    field("leafEntryId", &NavigationIntent::leaf_entry_id),
+};
+
+template <>
+inline constexpr auto kFields<ModelRef> = std::tuple{
+    field("provider", &ModelRef::provider),
+    field("modelId", &ModelRef::model_id),
+};
+
+template <>
+inline constexpr auto kFields<OperationStarted> = std::tuple{
+    field("sourceLeafId", &OperationStarted::source_leaf_id, Rule::nullable),
+    field("intent", &OperationStarted::intent),
+};
+
+template <>
+inline constexpr auto kFields<OperationCancelled> = std::tuple{
+    field("runId", &OperationCancelled::run_id),
+    field("reason", &OperationCancelled::reason),
+};
+
+// The error an operation failed with; its unknown keys are kept beside it,
+// as Error itself has no room for them.
+void write_error(Json& out, const OperationFinished& b) {
+  if (!b.error) return;
+  Json error = {{"code", b.error->code}, {"message", b.error->message}};
+  append_extra(error, b.error_extra);
+  out["error"] = std::move(error);
 }
 
-OperationIntent decode_intent(ObjectReader& r) {
-  const OperationKind kind = r.one_of<OperationKind>("kind");
-  if (!r.ok()) return RunIntent{};
-  if (kind == OperationKind::run) {
-    RunIntent i;
-    i.initial_messages = read_provisioned_list(r, "initialMessages");
-    i.system_prompt_override = r.optional_string("systemPromptOverride");
-    i.resume_data = r.optional_object("resumeData");
-    i.extra = r.extra();
-    return i;
-  }
-  if (kind == OperationKind::compaction) {
-    CompactionIntent i;
-    i.custom_instructions = r.optional_string("customInstructions");
-    i.result_entry_id = r.string("resultEntryId");
-    i.extra = r.extra();
-    return i;
-  }
-  NavigationIntent i;
-  i.target_id = r.string("targetId");
-  i.destination_leaf_id = r.nullable_string("destinationLeafId");
-  i.summarize = r.boolean("summarize");
-  i.custom_instructions = r.optional_string("customInstructions");
-  i.label = r.optional_string("label");
-  i.summary_entry_id = r.optional_string("summaryEntryId");
-  i.label_entry_id = r.optional_string("labelEntryId");
-  i.leaf_entry_id = r.string("leafEntryId");
-  i.extra = r.extra();
-  return i;
-}
-
-OperationStarted decode_operation_started(ObjectReader& r) {
-  OperationStarted b;
-  b.source_leaf_id = r.nullable_string("sourceLeafId");
-  r.nested("intent", ObjectReader::Presence::required, [&](ObjectReader& ir) { b.intent = decode_intent(ir); });
-  return b;
-}
-
-OperationFinished decode_operation_finished(ObjectReader& r) {
-  OperationFinished b;
-  b.run_id = r.string("runId");
-  b.outcome = r.one_of<OperationOutcome>("outcome");
+void read_error(ObjectReader& r, OperationFinished& b) {
   r.nested("error", ObjectReader::Presence::optional, [&](ObjectReader& er) {
     b.error = Error::recorded(er.string("code"), er.string("message"));
     b.error_extra = er.extra();
   });
-  return b;
 }
 
-GenerationStarted decode_generation_started(ObjectReader& r) {
-  GenerationStarted b;
-  b.run_id = r.string("runId");
-  b.purpose = r.one_of<GenerationPurpose>("purpose");
-  b.attempt = r.integer("attempt");
-  r.nested("model", ObjectReader::Presence::required, [&](ObjectReader& mr) {
-    b.model.provider = mr.string("provider");
-    b.model.model_id = mr.string("modelId");
-    b.model.extra = mr.extra();
-  });
-  return b;
+template <>
+inline constexpr auto kFields<OperationFinished> = std::tuple{
+    field("runId", &OperationFinished::run_id),
+    field("outcome", &OperationFinished::outcome),
+    ByHand<OperationFinished>{write_error, read_error},
+};
+
+template <>
+inline constexpr auto kFields<GenerationStarted> = std::tuple{
+    field("runId", &GenerationStarted::run_id),
+    field("purpose", &GenerationStarted::purpose),
+    field("attempt", &GenerationStarted::attempt),
+    field("model", &GenerationStarted::model),
+};
+
+// The call a tool_started or an input_requested is about: the same fields
+// in both.
+template <class T>
+inline constexpr auto kCallFields = std::tuple{
+    field("assistantEntryId", &T::assistant_entry_id),
+    field("toolIndex", &T::tool_index),
+    field("toolCallId", &T::tool_call_id),
+    field("toolName", &T::tool_name),
+};
+
+template <>
+inline constexpr auto kFields<ToolStarted> = std::tuple_cat(
+    std::tuple{field("runId", &ToolStarted::run_id)},
+    kCallFields<ToolStarted>,
+    std::tuple{
+        field("effectiveArgs", &ToolStarted::effective_args),
+        field("resultEntryId", &ToolStarted::result_entry_id),
+        field("replay", &ToolStarted::replay),
+        field("childSession", &ToolStarted::child_session),
+    });
+
+template <>
+inline constexpr auto kFields<QueueEnqueued> = std::tuple{
+    field("queue", &QueueEnqueued::queue),
+    field("runId", &QueueEnqueued::run_id),
+    field("target", &QueueEnqueued::target),
+};
+
+template <>
+inline constexpr auto kFields<WriteDeferred> = std::tuple{
+    field("runId", &WriteDeferred::run_id),
+    field("target", &WriteDeferred::target),
+};
+
+template <>
+inline constexpr auto kFields<RefCreated> = std::tuple{
+    field("name", &RefCreated::name),
+    field("at", &RefCreated::at, Rule::nullable),
+};
+
+template <>
+inline constexpr auto kFields<RefDeleted> = std::tuple{field("name", &RefDeleted::name)};
+
+template <>
+inline constexpr auto kFields<InputRequested> = std::tuple_cat(
+    std::tuple{
+        field("runId", &InputRequested::run_id),
+        field("kind", &InputRequested::kind),
+    },
+    kCallFields<InputRequested>,
+    std::tuple{
+        field("arguments", &InputRequested::arguments),
+        field("rule", &InputRequested::rule),
+        field("question", &InputRequested::question),
+        field("choices", &InputRequested::choices, Rule::omit_empty),
+    });
+
+template <>
+inline constexpr auto kFields<InputResolved> = std::tuple{
+    field("runId", &InputResolved::run_id),
+    field("requestId", &InputResolved::request_id),
+    field("decision", &InputResolved::decision),
+    field("arguments", &InputResolved::arguments, Rule::object),
+    field("remember", &InputResolved::remember),
+    field("reason", &InputResolved::reason),
+    field("answer", &InputResolved::answer),
+    field("by", &InputResolved::by),
+};
+
+template <>
+inline constexpr auto kFields<Damaged> = std::tuple{
+    field("runId", &Damaged::run_id),
+    field("name", &Damaged::name),
+    field("at", &Damaged::at),
+    Inline<Damaged, DamageReport>{&Damaged::damage},
+};
+
+// The type a placeholder's record had, when it could be read: one this build knows.
+void write_was(Json& out, const DamageReport& damage) {
+  if (damage.was) out["was"] = to_string(*damage.was);
 }
 
-ToolStarted decode_tool_started(ObjectReader& r) {
-  ToolStarted b;
-  b.run_id = r.string("runId");
-  b.assistant_entry_id = r.string("assistantEntryId");
-  b.tool_index = r.integer("toolIndex");
-  b.tool_call_id = r.string("toolCallId");
-  b.tool_name = r.string("toolName");
-  b.effective_args = r.object("effectiveArgs");
-  b.result_entry_id = r.string("resultEntryId");
-  b.replay = r.one_of<Replay>("replay");
-  b.child_session = r.optional_string("childSession");
-  return b;
+void read_was(ObjectReader& r, DamageReport& damage) {
+  const auto was = r.optional_string("was");
+  if (!was) return;
+  damage.was = parse_record_type(*was);
+  if (!damage.was) r.fail_at("was", fmt::format("unknown record type '{}'", *was));
 }
 
-InputRequested decode_input_requested(ObjectReader& r) {
-  InputRequested b;
-  b.run_id = r.string("runId");
-  b.kind = r.one_of<InputKind>("kind");
-  b.assistant_entry_id = r.string("assistantEntryId");
-  b.tool_index = r.integer("toolIndex");
-  b.tool_call_id = r.string("toolCallId");
-  b.tool_name = r.string("toolName");
-  b.arguments = r.object("arguments");
-  b.rule = r.optional_string("rule");
-  b.question = r.optional_string("question");
-  b.choices = detail::read_strings(r, "choices", /*required=*/false);
-  return b;
+// ---- the envelope -----------------------------------------------------------
+
+Json encode_harness(const HarnessRecord& record, std::optional<std::int64_t> seq) {
+  Json out = {{"type", to_string(type_of(record.body))}};
+  if (seq) out["seq"] = *seq;
+  out["id"] = record.id;
+  out["ref"] = record.ref;
+  out["timestamp"] = record.timestamp;
+  std::visit([&](const auto& body) { write_object(out, body); }, record.body);
+  append_extra(out, record.extra);
+  return out;
 }
 
-InputResolved decode_input_resolved(ObjectReader& r) {
-  InputResolved b;
-  b.run_id = r.string("runId");
-  b.request_id = r.string("requestId");
-  b.decision = r.one_of<InputDecision>("decision");
-  b.arguments = r.optional_object("arguments");
-  b.remember = r.optional_string("remember");
-  b.reason = r.optional_string("reason");
-  b.answer = r.optional_string("answer");
-  b.by = r.string("by");
-  return b;
-}
-
-HarnessBody decode_harness_body(RecordType type, ObjectReader& r) {
-  switch (type) {
-    case RecordType::operation_started:
-      return decode_operation_started(r);
-    case RecordType::operation_cancelled: {
-      OperationCancelled b;
-      b.run_id = r.string("runId");
-      b.reason = r.one_of<CancelReason>("reason");
-      return b;
-    }
-    case RecordType::operation_finished:
-      return decode_operation_finished(r);
-    case RecordType::generation_started:
-      return decode_generation_started(r);
-    case RecordType::tool_started:
-      return decode_tool_started(r);
-    case RecordType::queue_enqueued: {
-      QueueEnqueued b;
-      b.queue = r.one_of<QueueKind>("queue");
-      b.run_id = r.optional_string("runId");
-      b.target = read_provisioned(r, "target");
-      return b;
-    }
-    case RecordType::write_deferred: {
-      WriteDeferred b;
-      b.run_id = r.string("runId");
-      b.target = read_provisioned(r, "target");
-      return b;
-    }
-    case RecordType::ref_created: {
-      RefCreated b;
-      b.name = r.string("name");
-      b.at = r.nullable_string("at");
-      return b;
-    }
-    case RecordType::ref_deleted:
-      return RefDeleted{r.string("name")};
-    case RecordType::input_requested:
-      return decode_input_requested(r);
-    case RecordType::input_resolved:
-      return decode_input_resolved(r);
-    case RecordType::damaged: {
-      Damaged b;
-      b.run_id = r.optional_string("runId");
-      b.name = r.optional_string("name");
-      b.at = r.optional_string("at");
-      b.damage = detail::decode_damage(r);
-      return b;
-    }
-    default:
-      // Callers pass harness types only.
-      r.fail_at("type", fmt::format("'{}' is not a harness record type", to_string(type)));
-      return RefDeleted{};
+Result<HarnessRecord> decode_harness(const Json& json, RecordType type) {
+  ObjectReader r(json, "");
+  r.skip("type");
+  r.skip("seq");  // the record's, read by decode_record
+  r.skip(kChecksumKey);  // the stored line's, checked by whoever read it
+  HarnessRecord record;
+  record.id = r.string("id");
+  record.ref = r.string("ref");
+  record.timestamp = r.string("timestamp");
+  if (!is_harness_type(type)) {
+    // Callers pass harness types only.
+    r.fail_at("type", fmt::format("'{}' is not a harness record type", to_string(type)));
+  } else {
+    const auto index = static_cast<std::size_t>(type) - static_cast<std::size_t>(RecordType::operation_started);
+    record.body = read_alternative<HarnessBody>(index, r);
   }
+  record.extra = r.extra();
+  if (!r.ok()) return std::unexpected(r.status().error());
+  return record;
 }
 
-}  // namespace
+}  // namespace detail
 
 OperationKind kind_of(const OperationIntent& intent) {
-  return std::visit(Overloaded{
-                        [](const RunIntent&) { return OperationKind::run; },
-                        [](const CompactionIntent&) { return OperationKind::compaction; },
-                        [](const NavigationIntent&) { return OperationKind::navigation; },
-                    },
-                    intent);
+  // The alternatives are in the enum's order.
+  return static_cast<OperationKind>(intent.index());
 }
 
 std::string_view run_id_of(const HarnessRecord& record) {
@@ -352,65 +287,8 @@ std::string_view run_id_of(const HarnessRecord& record) {
                     record.body);
 }
 
-namespace detail {
+static_assert(std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(OperationKind::navigation),
+                                                        OperationIntent>,
+                             NavigationIntent>);
 
-void encode_damage(Json& out, const DamageReport& damage) {
-  if (damage.was) out["was"] = *damage.was;
-  out["reason"] = damage.reason;
-  out["bytes"] = damage.bytes;
-  out["openRuns"] = damage.open_runs;
-  if (damage.original) out["original"] = *damage.original;
-  out["repairedAt"] = damage.repaired_at;
-}
-
-DamageReport decode_damage(ObjectReader& r) {
-  DamageReport damage;
-  damage.was = r.optional_string("was");
-  damage.reason = r.string("reason");
-  damage.bytes = r.integer("bytes");
-  if (const Json* runs = r.required("openRuns")) {
-    if (!runs->is_array()) {
-      r.fail_at("openRuns", "expected an array");
-    } else {
-      for (const Json& run : *runs) {
-        if (!run.is_string()) {
-          r.fail_at("openRuns", "expected an array of strings");
-          break;
-        }
-        damage.open_runs.push_back(run.get<std::string>());
-      }
-    }
-  }
-  damage.original = r.optional_string("original");
-  damage.repaired_at = r.string("repairedAt");
-  return damage;
-}
-
-Json encode_harness(const HarnessRecord& record, std::optional<std::int64_t> seq) {
-  Json out = {{"type", to_string(type_of(record.body))}};
-  if (seq) out["seq"] = *seq;
-  out["id"] = record.id;
-  out["ref"] = record.ref;
-  out["timestamp"] = record.timestamp;
-  encode_harness_body(out, record.body);
-  append_extra(out, record.extra);
-  return out;
-}
-
-Result<HarnessRecord> decode_harness(const Json& json, RecordType type) {
-  ObjectReader r(json, "");
-  r.skip("type");
-  r.skip("seq");  // the record's, read by decode_record
-  r.skip(kChecksumKey);  // the stored line's, checked by whoever read it
-  HarnessRecord record;
-  record.id = r.string("id");
-  record.ref = r.string("ref");
-  record.timestamp = r.string("timestamp");
-  record.body = decode_harness_body(type, r);
-  record.extra = r.extra();
-  if (!r.ok()) return std::unexpected(r.status().error());
-  return record;
-}
-
-}  // namespace detail
 }  // namespace cairn

@@ -1,6 +1,7 @@
 // JSON codec of records: record type names, tree entries (pi's session format
 // v3 plus cairn's `seq`, `ref`, `leaf` and `active_tools_change`), provisioned
 // entries, and the envelope shared with harness records (harness_codec.cpp).
+// Each tree entry body's fields are one table (field_table.hpp), read both ways.
 #include <array>
 #include <limits>
 #include <type_traits>
@@ -14,11 +15,11 @@
 #include "cairn/log/record.hpp"
 #include "cairn/overloaded.hpp"
 #include "json_reader.hpp"
+#include "field_table.hpp"
 #include "record_codec_detail.hpp"
 
 namespace cairn {
 
-using detail::join_path;
 using detail::ObjectReader;
 
 // ---- type names -------------------------------------------------------------
@@ -106,71 +107,102 @@ static_assert(std::is_same_v<std::variant_alternative_t<11, HarnessBody>, Damage
 
 // ---- tree entry bodies ------------------------------------------------------
 
-namespace {
+namespace detail {
 
+template <>
+struct FieldCodec<AgentMessage> {
+  static void write(Json& out, std::string_view key, const AgentMessage& message) {
+    out[std::string(key)] = encode(message);
+  }
+  static void read(ObjectReader& r, std::string_view key, AgentMessage& message) {
+    if (const Json* value = r.required(key)) message = r.take(decode_message(*value, r.field(key)));
+  }
+};
 
-void encode_body(Json& out, const TreeBody& body) {
-  std::visit(
-      Overloaded{
-          [&](const MessageBody& b) { out["message"] = encode(b.message); },
-          [&](const ModelChange& b) {
-            out["provider"] = b.provider;
-            out["modelId"] = b.model_id;
-          },
-          [&](const ThinkingLevelChange& b) { out["thinkingLevel"] = to_string(b.thinking_level); },
-          [&](const ActiveToolsChange& b) { out["activeToolNames"] = b.active_tool_names; },
-          [&](const Compaction& b) {
-            out["summary"] = b.summary;
-            out["firstKeptEntryId"] = b.first_kept_entry_id;
-            out["tokensBefore"] = b.tokens_before;
-            if (b.details) out["details"] = *b.details;
-            if (b.from_hook) out["fromHook"] = *b.from_hook;
-          },
-          [&](const BranchSummary& b) {
-            out["fromId"] = b.from_id;
-            out["summary"] = b.summary;
-            if (b.details) out["details"] = *b.details;
-            if (b.from_hook) out["fromHook"] = *b.from_hook;
-          },
-          [&](const Custom& b) {
-            out["customType"] = b.custom_type;
-            if (b.data) out["data"] = *b.data;
-          },
-          [&](const CustomMessageBody& b) {
-            out["customType"] = b.custom_type;
-            if (const auto* text = std::get_if<std::string>(&b.content)) {
-              out["content"] = *text;
-            } else {
-              Json blocks = Json::array();
-              for (const auto& block : std::get<std::vector<UserBlock>>(b.content)) blocks.push_back(encode(block));
-              out["content"] = std::move(blocks);
-            }
-            if (b.details) out["details"] = *b.details;
-            out["display"] = b.display;
-          },
-          [&](const Label& b) {
-            out["targetId"] = b.target_id;
-            if (b.label) {
-              out["label"] = *b.label;
-            } else if (b.label_null) {
-              out["label"] = nullptr;
-            }
-          },
-          [&](const SessionInfo& b) {
-            if (b.name) out["name"] = *b.name;
-          },
-          [&](const Leaf& b) { out["targetId"] = b.target_id ? Json(*b.target_id) : Json(nullptr); },
-          [&](const DamagedEntry& b) {
-            if (b.target_id) out["targetId"] = *b.target_id;
-            detail::encode_damage(out, b.damage);
-          },
-      },
-      body);
+template <>
+inline constexpr auto kFields<MessageBody> = std::tuple{field("message", &MessageBody::message)};
+
+template <>
+inline constexpr auto kFields<ModelChange> = std::tuple{
+    field("provider", &ModelChange::provider),
+    field("modelId", &ModelChange::model_id),
+};
+
+template <>
+inline constexpr auto kFields<ThinkingLevelChange> = std::tuple{
+    field("thinkingLevel", &ThinkingLevelChange::thinking_level),
+};
+
+template <>
+inline constexpr auto kFields<ActiveToolsChange> = std::tuple{
+    field("activeToolNames", &ActiveToolsChange::active_tool_names),
+};
+
+template <>
+inline constexpr auto kFields<Compaction> = std::tuple{
+    field("summary", &Compaction::summary),
+    field("firstKeptEntryId", &Compaction::first_kept_entry_id),
+    field("tokensBefore", &Compaction::tokens_before),
+    field("details", &Compaction::details),
+    field("fromHook", &Compaction::from_hook),
+};
+
+template <>
+inline constexpr auto kFields<BranchSummary> = std::tuple{
+    field("fromId", &BranchSummary::from_id),
+    field("summary", &BranchSummary::summary),
+    field("details", &BranchSummary::details),
+    field("fromHook", &BranchSummary::from_hook),
+};
+
+template <>
+inline constexpr auto kFields<Custom> = std::tuple{
+    field("customType", &Custom::custom_type),
+    field("data", &Custom::data),
+};
+
+template <>
+inline constexpr auto kFields<CustomMessageBody> = std::tuple{
+    field("customType", &CustomMessageBody::custom_type),
+    field("content", &CustomMessageBody::content),
+    field("details", &CustomMessageBody::details),
+    field("display", &CustomMessageBody::display),
+};
+
+// null and absent both clear a label; which one was written is kept.
+void write_label(Json& out, const Label& b) {
+  if (b.label) {
+    out["label"] = *b.label;
+  } else if (b.label_null) {
+    out["label"] = nullptr;
+  }
 }
 
-}  // namespace
+void read_label(ObjectReader& r, Label& b) {
+  const Json* label = r.optional("label");
+  b.label_null = label != nullptr && label->is_null();
+  if (!b.label_null) b.label = r.optional_string("label");
+}
 
-std::vector<std::string> detail::read_strings(ObjectReader& r, std::string_view key, bool required) {
+template <>
+inline constexpr auto kFields<Label> = std::tuple{
+    field("targetId", &Label::target_id),
+    ByHand<Label>{write_label, read_label},
+};
+
+template <>
+inline constexpr auto kFields<SessionInfo> = std::tuple{field("name", &SessionInfo::name)};
+
+template <>
+inline constexpr auto kFields<Leaf> = std::tuple{field("targetId", &Leaf::target_id, Rule::nullable)};
+
+template <>
+inline constexpr auto kFields<DamagedEntry> = std::tuple{
+    field("targetId", &DamagedEntry::target_id),
+    Inline<DamagedEntry, DamageReport>{&DamagedEntry::damage},
+};
+
+std::vector<std::string> read_strings(ObjectReader& r, std::string_view key, bool required) {
   std::vector<std::string> names;
   const Json* list = required ? r.required(key) : r.optional(key);
   if (list == nullptr) return names;
@@ -181,7 +213,7 @@ std::vector<std::string> detail::read_strings(ObjectReader& r, std::string_view 
   for (std::size_t i = 0; i < list->size(); ++i) {
     const Json& name = (*list)[i];
     if (!name.is_string()) {
-      r.fail_at(detail::index_path(key, i), "expected a string");
+      r.fail_at(index_path(key, i), "expected a string");
       return names;
     }
     names.push_back(name.get<std::string>());
@@ -189,83 +221,9 @@ std::vector<std::string> detail::read_strings(ObjectReader& r, std::string_view 
   return names;
 }
 
-namespace {
+}  // namespace detail
 
-TreeBody decode_body(RecordType type, ObjectReader& r) {
-  switch (type) {
-    case RecordType::message: {
-      const Json* message = r.required("message");
-      if (message == nullptr) return MessageBody{};
-      return MessageBody{r.take(decode_message(*message, r.field("message")))};
-    }
-    case RecordType::model_change: {
-      ModelChange b;
-      b.provider = r.string("provider");
-      b.model_id = r.string("modelId");
-      return b;
-    }
-    case RecordType::thinking_level_change:
-      return ThinkingLevelChange{r.one_of<ThinkingLevel>("thinkingLevel")};
-    case RecordType::active_tools_change:
-      return ActiveToolsChange{detail::read_strings(r, "activeToolNames")};
-    case RecordType::compaction: {
-      Compaction b;
-      b.summary = r.string("summary");
-      b.first_kept_entry_id = r.string("firstKeptEntryId");
-      b.tokens_before = r.integer("tokensBefore");
-      b.details = r.optional_value("details");
-      b.from_hook = r.optional_boolean("fromHook");
-      return b;
-    }
-    case RecordType::branch_summary: {
-      BranchSummary b;
-      b.from_id = r.string("fromId");
-      b.summary = r.string("summary");
-      b.details = r.optional_value("details");
-      b.from_hook = r.optional_boolean("fromHook");
-      return b;
-    }
-    case RecordType::custom: {
-      Custom b;
-      b.custom_type = r.string("customType");
-      b.data = r.optional_value("data");
-      return b;
-    }
-    case RecordType::custom_message: {
-      CustomMessageBody b;
-      b.custom_type = r.string("customType");
-      if (const Json* content = r.required("content")) {
-        b.content = r.take(decode_user_content(*content, r.field("content")));
-      }
-      b.details = r.optional_value("details");
-      b.display = r.boolean("display");
-      return b;
-    }
-    case RecordType::label: {
-      Label b;
-      b.target_id = r.string("targetId");
-      // null and absent both clear the label; which one was written is kept.
-      const Json* label = r.optional("label");
-      b.label_null = label != nullptr && label->is_null();
-      if (!b.label_null) b.label = r.optional_string("label");
-      return b;
-    }
-    case RecordType::session_info:
-      return SessionInfo{r.optional_string("name")};
-    case RecordType::leaf:
-      return Leaf{r.nullable_string("targetId")};
-    case RecordType::damaged_entry: {
-      DamagedEntry b;
-      b.target_id = r.optional_string("targetId");
-      b.damage = detail::decode_damage(r);
-      return b;
-    }
-    default:
-      // Callers pass tree types only.
-      r.fail_at("type", fmt::format("'{}' is not a tree entry type", to_string(type)));
-      return MessageBody{};
-  }
-}
+namespace {
 
 // Keys a provisioned entry must not carry: they are assigned at append.
 constexpr std::array<std::string_view, 4> kAssignedAtAppend{"seq", "parentId", "timestamp", "ref"};
@@ -296,7 +254,7 @@ Result<TreeEntry> decode_tree(const Json& json, const std::string& path, bool pr
     entry.timestamp = r.string("timestamp");
     entry.ref = r.optional_string("ref");
   }
-  entry.body = decode_body(*type, r);
+  entry.body = detail::read_alternative<TreeBody>(static_cast<std::size_t>(*type), r);
   entry.extra = r.extra();
   if (!r.ok()) return std::unexpected(r.status().error());
   return entry;
@@ -311,7 +269,7 @@ Json encode_tree(const TreeEntry& entry, std::optional<std::int64_t> seq, bool p
     out["timestamp"] = entry.timestamp;
     if (entry.ref) out["ref"] = *entry.ref;
   }
-  encode_body(out, entry.body);
+  std::visit([&](const auto& body) { detail::write_object(out, body); }, entry.body);
   detail::append_extra(out, entry.extra);
   return out;
 }

@@ -195,7 +195,7 @@ RecordMeta meta_of(const Record& record) {
     if (const auto* custom = std::get_if<CustomMessageBody>(&entry->body)) meta.custom_type = custom->custom_type;
     if (const auto* message = std::get_if<MessageBody>(&entry->body)) meta.role = role_of(message->message);
     if (const auto* damaged = std::get_if<DamagedEntry>(&entry->body)) {
-      if (damaged->damage.was) meta.custom_type = *damaged->damage.was;
+      if (damaged->damage.was) meta.custom_type = to_string(*damaged->damage.was);
       meta.target_id = view(damaged->target_id);
     }
   } else if (const auto* harness = std::get_if<HarnessRecord>(&record.body)) {
@@ -209,7 +209,7 @@ RecordMeta meta_of(const Record& record) {
     if (const auto* deleted = std::get_if<RefDeleted>(&harness->body)) meta.name = deleted->name;
     if (const auto* resolved = std::get_if<InputResolved>(&harness->body)) meta.target_id = resolved->request_id;
     if (const auto* damaged = std::get_if<Damaged>(&harness->body)) {
-      if (damaged->damage.was) meta.custom_type = *damaged->damage.was;
+      if (damaged->damage.was) meta.custom_type = to_string(*damaged->damage.was);
       if (damaged->name) meta.name = *damaged->name;
       meta.target_id = view(damaged->at);
     }

@@ -305,7 +305,7 @@ class Planner {
     replacement.record = std::move(candidates[best].record);
     replacement.record.seq = seq;
     const auto* report = damage_of(replacement.record);
-    const std::string was = report && report->was ? *report->was : "unknown type";
+    const std::string_view was = report && report->was ? to_string(*report->was) : "unknown type";
     replacement.line = encode(replacement.record).dump(-1, ' ', false, Json::error_handler_t::replace);
     add_checksum(replacement.line);
     replacement.report = fmt::format("seq {} ({}, {} bytes): {}; now a placeholder ({})", seq, was, stored.bytes.size(),
@@ -409,7 +409,7 @@ class Planner {
   Record tree_placeholder(std::string id, const std::string& ref, std::optional<std::string> parent,
                           std::optional<RecordType> was, const Hint& hint, const DamageReport& damage) const {
     DamagedEntry body{.damage = damage};
-    if (was) body.damage.was = std::string(to_string(*was));
+    body.damage.was = was;
     if ((was == RecordType::leaf || was == RecordType::label) && hint.target_id &&
         is_tree_entry_id(state_, *hint.target_id)) {
       body.target_id = hint.target_id;
@@ -422,7 +422,7 @@ class Planner {
   Record harness_placeholder(std::string id, const std::string& ref, std::optional<RecordType> was,
                              std::optional<std::string> run_id, const Hint& hint, const DamageReport& damage) const {
     Damaged body{.damage = damage, .run_id = std::move(run_id)};
-    if (was) body.damage.was = std::string(to_string(*was));
+    body.damage.was = was;
     if (was == RecordType::ref_created || was == RecordType::ref_deleted) body.name = hint.name;
     if (was == RecordType::ref_created && hint.at) body.at = hint.at;
     return Record{.body = HarnessRecord{.id = std::move(id), .ref = ref,

@@ -831,6 +831,23 @@ TEST(ClosedSets, DecodingRefusesAnUnknownValueNamingTheField) {
       "/decision", "decision: unknown value 'bogus' (expected 'allow', 'deny' or 'answer')");
 }
 
+// A placeholder names the type the damaged record had: one this build knows,
+// and of its own kind (a tree entry's for damaged_entry, else a harness record's).
+TEST(ClosedSets, APlaceholderWasARecordTypeOfItsKind) {
+  const std::string line =
+      R"({"type":"damaged","seq":0,"id":"d","ref":"main","timestamp":"t","runId":"r","was":"operation_finished",)"
+      R"("reason":"checksum","bytes":10,"openRuns":["r"],"repairedAt":"t"})";
+  expect_record_round_trip(line);
+  auto record = decode_record(parse(line));
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(damage_of(*record)->was, RecordType::operation_finished);
+  Json json = parse(line);
+  json["was"] = "bogus";
+  expect_record_error(json.dump(), "invalid_record", "was: unknown record type 'bogus'");
+  json["was"] = "message";
+  expect_record_error(json.dump(), "invalid_record", "was: 'message' is not a harness record type");
+}
+
 TEST(ClosedSets, AValueOfTheWrongJsonTypeIsNoValue) {
   expect_record_error(
       R"({"type":"operation_finished","seq":0,"id":"x","ref":"main","timestamp":"t","runId":"r","outcome":1})",

@@ -234,7 +234,7 @@ TEST_F(JsonlRecovery, DamageBeforeTheTailRefusesTheSession) {
   ASSERT_TRUE(placeholder && *placeholder);
   const auto* body = std::get_if<DamagedEntry>(&(*placeholder)->body);
   ASSERT_NE(body, nullptr);
-  EXPECT_EQ(body->damage.was, "message");
+  EXPECT_EQ(body->damage.was, RecordType::message);
   EXPECT_EQ((*placeholder)->parent_id, "e0");
   EXPECT_EQ((*repaired)->leaf(), "e2");
   EXPECT_EQ((*repaired)->path_to("e2").size(), 3u);

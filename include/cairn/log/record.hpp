@@ -17,6 +17,18 @@
 
 namespace cairn {
 
+// Every record type this build knows, in one enum so indexes stay small.
+enum class RecordType : std::uint8_t {
+  message, model_change, thinking_level_change, active_tools_change, compaction, branch_summary, custom,
+  custom_message, label, session_info, leaf, damaged_entry,
+  operation_started, operation_cancelled, operation_finished, generation_started, tool_started,
+  queue_enqueued, write_deferred, ref_created, ref_deleted, input_requested, input_resolved, damaged,
+  ignorable,  // an unknown type marked ignorable
+};
+
+std::string_view to_string(RecordType type);
+std::optional<RecordType> parse_record_type(std::string_view name);
+
 // ---- tree entry bodies ------------------------------------------------------
 
 struct MessageBody {
@@ -83,7 +95,7 @@ struct DamageReport {
   // The record's type, when it could be read. A placeholder acts on the log's
   // state as that type would (a damaged operation_finished still closes its
   // operation, a damaged leaf still moves its ref), and in no other way.
-  std::optional<std::string> was;
+  std::optional<RecordType> was;
   std::string reason;        // why repair found it damaged
   std::int64_t bytes = 0;    // its size as it was stored
   // The operations that were open when it was written. The record may have
@@ -339,17 +351,6 @@ struct Record {
 
 // ---- type names -------------------------------------------------------------
 
-// Every record type this build knows, in one enum so indexes stay small.
-enum class RecordType : std::uint8_t {
-  message, model_change, thinking_level_change, active_tools_change, compaction, branch_summary, custom,
-  custom_message, label, session_info, leaf, damaged_entry,
-  operation_started, operation_cancelled, operation_finished, generation_started, tool_started,
-  queue_enqueued, write_deferred, ref_created, ref_deleted, input_requested, input_resolved, damaged,
-  ignorable,  // an unknown type marked ignorable
-};
-
-std::string_view to_string(RecordType type);
-std::optional<RecordType> parse_record_type(std::string_view name);
 bool is_tree_type(RecordType type);
 bool is_harness_type(RecordType type);
 RecordType type_of(const TreeBody& body);

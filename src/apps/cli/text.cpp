@@ -104,7 +104,7 @@ std::string message_preview(const AgentMessage& message, std::size_t max_chars) 
 
 // A placeholder that `cairn repair` left: what it was and why it was replaced.
 std::string damage_preview(const DamageReport& damage, std::size_t max_chars) {
-  return fmt::format("damaged {} replaced by cairn repair: {}{}", damage.was.value_or("record"),
+  return fmt::format("damaged {} replaced by cairn repair: {}{}", damage.was ? to_string(*damage.was) : "record",
                      one_line(damage.reason, max_chars), damage.original ? " (intact record kept inside)" : "");
 }
 

@@ -90,7 +90,7 @@ std::string entry_summary(const TreeEntry& entry) {
           [](const SessionInfo& b) { return "name: " + b.name.value_or("(cleared)"); },
           [](const Leaf& b) { return "leaf -> " + b.target_id.value_or("(start)"); },
           [](const DamagedEntry& b) {
-            return fmt::format("damaged {} (replaced by cairn repair)", b.damage.was.value_or("record"));
+            return fmt::format("damaged {} (replaced by cairn repair)", b.damage.was ? to_string(*b.damage.was) : "record");
           },
       },
       entry.body));
