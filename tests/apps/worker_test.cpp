@@ -195,7 +195,13 @@ TEST_F(WorkerTest, ServeOnASharedStoreClaimsARunLeftByADeadProcess) {
   }
   ::kill(serve, SIGTERM);
   finish(serve);
-  EXPECT_NE(read_file(serve_err).find("claimed session " + task), std::string::npos) << read_file(serve_err);
+  // Taken over by a claim once the dead holder's lease expired or, when the
+  // server's start came after the kill (a slow machine), at its start: a
+  // holder of this machine that is gone keeps its lease no longer.
+  const std::string said = read_file(serve_err);
+  EXPECT_TRUE(said.find("claimed session " + task) != std::string::npos ||
+              said.find("session " + task + " ref main: resuming run") != std::string::npos)
+      << said;
   EXPECT_EQ(count_of(read_file(marker(task, 1)), "ran"), 1);
   EXPECT_EQ(count_of(read_file(marker(task, 2)), "ran"), 1);
   Finished verify = finish(start({"verify", task, "--store", uri_}, path("work")));
