@@ -22,23 +22,17 @@
 #include <string>
 
 #include "api.hpp"
+#include "cairn/serve/server.hpp"
 #include "descriptors.hpp"
 
 namespace cairn::serve {
 
-struct HttpOptions {
-  std::string host = "127.0.0.1";
-  std::uint16_t port = 8420;
-  std::size_t max_body = 16u << 20;
+// Where to listen, the threads and the limits are the server's options
+// (ServerOptions, which document them); the rest is the HTTP layer's own.
+struct HttpOptions : ServerOptions {
   std::size_t max_header = 16u << 10;
-  std::chrono::milliseconds request_timeout{30000};  // to read a whole request, and to idle between two
-  std::chrono::milliseconds write_timeout{30000};    // a client that takes longer to take a write is dropped
+  std::chrono::milliseconds write_timeout{30000};  // a client that takes longer to take a write is dropped
   std::chrono::milliseconds heartbeat{15000};
-  int io_threads = 2;
-  int worker_threads = 16;
-  std::size_t max_connections = 4096;  // at most half the descriptor budget
-  std::size_t max_pending = 256;       // connections without a request with a valid token yet
-  std::size_t max_descriptors = 0;     // the budget; 0: the process's open-file limit
   // Descriptors ran out (an accept failed with EMFILE or ENFILE): give some
   // back (close idle sessions). Called on a worker thread.
   std::function<void()> on_descriptors_short;

@@ -24,22 +24,6 @@ std::filesystem::path HarnessFactory::default_cwd() const {
   return ec ? std::filesystem::path("/") : cwd;
 }
 
-namespace {
-HttpOptions http_options(const ServerOptions& options) {
-  HttpOptions http;
-  http.host = options.host;
-  http.port = options.port;
-  http.max_body = options.max_body;
-  http.request_timeout = options.request_timeout;
-  http.io_threads = options.io_threads;
-  http.worker_threads = options.worker_threads;
-  http.max_connections = options.max_connections;
-  http.max_pending = options.max_pending;
-  http.max_descriptors = options.max_descriptors;
-  return http;
-}
-}  // namespace
-
 struct Server::Impl {
   ServerOptions options;
   SessionPool pool;
@@ -61,9 +45,10 @@ struct Server::Impl {
         pool(std::move(store), std::move(factory), options.tokens, options.idle_close),
         api(pool, options.tokens,
             ApiLimits{.max_stream_queue = options.stream_queue, .max_stream_bytes = options.stream_queue_bytes}),
-        http(api, with_shedding(http_options(options))) {}
+        http(api, with_shedding(options)) {}
 
-  HttpOptions with_shedding(HttpOptions http_options) {
+  HttpOptions with_shedding(const ServerOptions& server_options) {
+    HttpOptions http_options{server_options};
     // Descriptors ran out for a connection: idle sessions give some back.
     http_options.on_descriptors_short = [this] { pool.shed_idle(); };
     return http_options;

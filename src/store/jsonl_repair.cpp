@@ -150,11 +150,7 @@ Result<RepairReport> repair_jsonl_session(const std::string& path, std::string_v
   }
   fill_gap(static_cast<std::int64_t>(stored.size() + pending.size()));
 
-  repair::Plan plan = repair::plan(stored, checksums);
-  report.records = static_cast<std::int64_t>(stored.size());
-  report.intact = plan.intact;
-  for (const auto& replacement : plan.replacements) report.replaced.push_back(replacement.report);
-  report.abort_only_runs.assign(plan.abort_only_runs.begin(), plan.abort_only_runs.end());
+  repair::Plan plan = repair::plan_into(report, stored, checksums);
   if (!report.changed()) return report;
 
   // The original bytes first, so that nothing repair changes is lost.

@@ -101,13 +101,9 @@ class JsonlStore final : public Store {
   }
 
   Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
-    SessionHeader header;
-    header.id = options.id.value_or(new_session_id());
-    if (!valid_session_id(header.id)) return fail(Errc::invalid_argument, fmt::format("jsonl: {}", invalid_session_id(header.id)));
-    header.timestamp = now_iso8601();
-    header.cwd = options.cwd;
-    header.parent_session = options.parent_session;
-    header.extra = options.header_extra;
+    auto made = new_session_header(options, "jsonl");
+    if (!made) return std::unexpected(made.error());
+    SessionHeader& header = *made;
 
     const std::string path = file_of(header.id);
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

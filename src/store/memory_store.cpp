@@ -84,15 +84,10 @@ class MemoryStore final : public Store {
   }
 
   Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
+    auto header = new_session_header(options, "memory");
+    if (!header) return std::unexpected(header.error());
     auto session = std::make_shared<MemorySession>();
-    session->header.id = options.id.value_or(new_session_id());
-    if (!valid_session_id(session->header.id)) {
-      return fail(Errc::invalid_argument, fmt::format("memory: {}", invalid_session_id(session->header.id)));
-    }
-    session->header.timestamp = now_iso8601();
-    session->header.cwd = options.cwd;
-    session->header.parent_session = options.parent_session;
-    session->header.extra = options.header_extra;
+    session->header = std::move(*header);
     {
       std::lock_guard lock(shared_->mu);
       if (!shared_->sessions.emplace(session->header.id, session).second) {

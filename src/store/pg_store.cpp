@@ -24,6 +24,7 @@
 #include "lease_holder.hpp"
 #include "repair.hpp"
 #include "session_ids.hpp"
+#include "sql_store.hpp"
 
 namespace cairn {
 namespace {
@@ -31,7 +32,7 @@ namespace {
 using pg::Param;
 using pg::PgError;
 
-class PostgresStore final : public Store {
+class PostgresStore final : public SqlStore {
  public:
   PostgresStore(std::string conninfo, StoreOptions options, pg::Connection connection)
       : conninfo_(std::move(conninfo)), shown_(pg::redact(conninfo_)), options_(options), db_(std::move(connection)) {
@@ -41,24 +42,6 @@ class PostgresStore final : public Store {
   std::string uri() const override { return shown_; }
   SyncPolicy sync_policy() const override { return options_.sync; }
 
-  Result<std::vector<SessionHeader>> list() override {
-    return guarded(fmt::format("postgres store {}: list", shown_), [&] { return list_sessions(); });
-  }
-  Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
-    return guarded(fmt::format("postgres store {}: create", shown_), [&] { return create_session(options); });
-  }
-  Result<std::shared_ptr<Session>> create_with_log(const SessionHeader& header, const std::vector<LogLine>& log) override {
-    return guarded(where(header.id), [&] { return create_session_with_log(header, log); });
-  }
-  Result<std::shared_ptr<Session>> open(std::string_view id, const OpenOptions& options) override {
-    return guarded(where(id), [&] { return open_session(std::string(id), options); });
-  }
-  Status remove(std::string_view id) override {
-    return guarded(where(id), [&] { return remove_session(std::string(id)); });
-  }
-  Result<RepairReport> repair(std::string_view id) override {
-    return guarded(where(id), [&] { return repair_session(std::string(id)); });
-  }
   Result<std::optional<std::shared_ptr<Session>>> claim(const ClaimOptions& options) override {
     return guarded(fmt::format("postgres store {}: claim", shown_), [&] { return claim_session(options); });
   }
@@ -67,9 +50,6 @@ class PostgresStore final : public Store {
   }
   Result<std::vector<LogLine>> read_log(std::string_view id, std::int64_t after_seq, std::size_t limit) override {
     return guarded(where(id), [&] { return read_session_log(std::string(id), after_seq, limit); });
-  }
-  Result<std::string> log_stamp(std::string_view id) override {
-    return guarded(where(id), [&] { return stamp_of(std::string(id)); });
   }
   Result<std::unique_ptr<LogFollow>> follow(std::string_view id, std::chrono::milliseconds poll,
                                             std::function<void()> changed) override {
@@ -81,16 +61,18 @@ class PostgresStore final : public Store {
   }
 
  private:
-  Result<std::vector<SessionHeader>> list_sessions();
-  Result<std::shared_ptr<Session>> create_session(const CreateOptions& options);
-  Result<std::shared_ptr<Session>> create_session_with_log(const SessionHeader& header, const std::vector<LogLine>& log);
-  Result<std::shared_ptr<Session>> open_session(const std::string& id, const OpenOptions& options);
-  Status remove_session(const std::string& id);
-  Result<RepairReport> repair_session(const std::string& id);
+  std::string name() const override { return fmt::format("postgres store {}", shown_); }
+  Result<std::vector<SessionHeader>> list_sessions() override;
+  Result<std::shared_ptr<Session>> create_session(const CreateOptions& options) override;
+  Result<std::shared_ptr<Session>> create_session_with_log(const SessionHeader& header,
+                                                           const std::vector<LogLine>& log) override;
+  Result<std::shared_ptr<Session>> open_session(const std::string& id, const OpenOptions& options) override;
+  Status remove_session(const std::string& id) override;
+  Result<RepairReport> repair_session(const std::string& id) override;
   Result<std::optional<std::shared_ptr<Session>>> claim_session(const ClaimOptions& options);
   Status end_session_claim(const std::string& id, ClaimEnd end, std::string_view detail);
   Result<std::vector<LogLine>> read_session_log(const std::string& id, std::int64_t after_seq, std::size_t limit);
-  Result<std::string> stamp_of(const std::string& id);
+  Result<std::string> stamp_of(const std::string& id) override;
   // The session's header and records, read in one snapshot, under `medium`'s
   // lease (null: read-only).
   Result<std::shared_ptr<Session>> open_with(const std::string& id, std::unique_ptr<pg::PgMedium> medium);
@@ -100,16 +82,16 @@ class PostgresStore final : public Store {
   // (nothing the store's connection runs outside a transaction writes twice
   // when retried: reads, and inserts guarded by a key).
   pg::PgResult<pg::Rows> exec(std::string_view sql, std::span<const Param> params = {});
-  Result<SessionHeader> read_header(const std::string& id);
+  Result<SessionRow> read_row(const std::string& id) override;
   // Every record of the session, in seq order, checked as an append checks
   // them; inside the caller's snapshot.
   Result<SessionIndex> load(const std::string& id, const SessionHeader& header);
 
-  std::string where(std::string_view id) const { return fmt::format("postgres store {}, session {}", shown_, id); }
+  std::string where(std::string_view id) const override { return fmt::format("postgres store {}, session {}", shown_, id); }
   pg::Settings settings(const std::string& id) const {
     return pg::Settings{conninfo_, where(id), id, options_.lease_ttl, announcer_};
   }
-  Error not_found(std::string_view id) const {
+  Error not_found(std::string_view id) const override {
     return Error{Errc::not_found, fmt::format("no session {} in postgres store {}", id, shown_)};
   }
   Error db_error(std::string_view id, std::string_view what, const PgError& error) const {
@@ -119,7 +101,7 @@ class PostgresStore final : public Store {
   const std::string conninfo_;
   const std::string shown_;
   const StoreOptions options_;
-  std::mutex mu_;  // guards db_
+  // mu_ (SqlStore) guards db_.
   pg::Connection db_;
   std::shared_ptr<pg::Announcer> announcer_;  // null when appends are not announced
   std::mutex listener_mu_;
@@ -133,47 +115,37 @@ pg::PgResult<pg::Rows> PostgresStore::exec(std::string_view sql, std::span<const
   return db_.exec(sql, params);
 }
 
+// The columns of a session's row, as row_of reads them.
+constexpr const char* kPgSessionRows = "SELECT id, version, timestamp, cwd, parent_session, header FROM cairn_sessions";
+
+// The session row at result row `i` of a kPgSessionRows query.
+SessionRow row_of(const pg::Rows& rows, int i) {
+  return SessionRow{.id = std::string(rows.text(i, 0)),
+                    .version = rows.int64(i, 1),
+                    .timestamp = std::string(rows.text(i, 2)),
+                    .cwd = std::string(rows.text(i, 3)),
+                    .parent_session = rows.optional_text(i, 4),
+                    .header = std::string(rows.text(i, 5))};
+}
+
 // ---- list ---------------------------------------------------------------------------
 
 Result<std::vector<SessionHeader>> PostgresStore::list_sessions() {
   std::lock_guard guard(mu_);
-  auto rows = exec("SELECT id, version, timestamp, cwd, parent_session, header FROM cairn_sessions "
-                   "ORDER BY timestamp DESC, id DESC");
+  auto rows = exec(fmt::format("{} ORDER BY timestamp DESC, id DESC", kPgSessionRows));
   if (!rows) return fail(Errc::io_error, fmt::format("postgres store {}: cannot list: {}", shown_, rows.error().message));
   std::vector<SessionHeader> headers;
   headers.reserve(static_cast<std::size_t>(rows->size()));
-  for (int i = 0; i < rows->size(); ++i) {
-    const std::string_view text = rows->text(i, 5);
-    const Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-    if (auto header = decode_header(json)) {
-      headers.push_back(std::move(*header));
-      continue;
-    }
-    // A damaged header still lists (open() refuses it): from its columns.
-    SessionHeader header;
-    header.id = std::string(rows->text(i, 0));
-    header.version = rows->int64(i, 1);
-    header.timestamp = std::string(rows->text(i, 2));
-    header.cwd = std::string(rows->text(i, 3));
-    header.parent_session = rows->optional_text(i, 4);
-    headers.push_back(std::move(header));
-  }
+  for (int i = 0; i < rows->size(); ++i) headers.push_back(listed_header(row_of(*rows, i)));
   return headers;
 }
 
 // ---- create -------------------------------------------------------------------------
 
 Result<std::shared_ptr<Session>> PostgresStore::create_session(const CreateOptions& options) {
-  SessionHeader header;
-  header.id = options.id ? *options.id : new_session_id();
-  if (!valid_session_id(header.id)) {
-    return fail(Errc::invalid_argument, fmt::format("postgres store {}: {}", shown_, invalid_session_id(header.id)));
-  }
-  header.version = kLogFormatVersion;
-  header.timestamp = now_iso8601();
-  header.cwd = options.cwd;
-  header.parent_session = options.parent_session;
-  header.extra = options.header_extra;
+  auto made = new_session_header(options, fmt::format("postgres store {}", shown_));
+  if (!made) return std::unexpected(made.error());
+  SessionHeader& header = *made;
   const std::string header_json = encode(header).dump(-1, ' ', false, Json::error_handler_t::replace);
   auto medium = pg::PgMedium::create(settings(header.id), header, header_json);
   if (!medium) {
@@ -268,12 +240,7 @@ Result<std::shared_ptr<Session>> PostgresStore::create_session_with_log(const Se
 // ---- open ---------------------------------------------------------------------------
 
 Result<std::shared_ptr<Session>> PostgresStore::open_session(const std::string& id, const OpenOptions& options) {
-  if (!valid_session_id(id)) return std::unexpected(not_found(id));
-  {
-    // Refuse a missing or unreadable session before taking its lease.
-    std::lock_guard guard(mu_);
-    if (auto header = read_header(id); !header) return std::unexpected(header.error());
-  }
+  if (auto openable = check_openable(id); !openable) return std::unexpected(openable.error());
   std::unique_ptr<pg::PgMedium> medium;
   if (!options.read_only) {
     auto taken = pg::PgMedium::acquire(settings(id), options);
@@ -311,27 +278,15 @@ Result<std::shared_ptr<Session>> PostgresStore::open_with(const std::string& id,
   return std::make_shared<Session>(std::move(*header), std::move(*index), std::move(medium), OpenReport{});
 }
 
-Result<SessionHeader> PostgresStore::read_header(const std::string& id) {
+Result<SessionRow> PostgresStore::read_row(const std::string& id) {
   const std::array<Param, 1> params{id};
-  auto rows = exec("SELECT header, version FROM cairn_sessions WHERE id = $1", params);
+  auto rows = exec(fmt::format("{} WHERE id = $1", kPgSessionRows), params);
   if (!rows) return std::unexpected(db_error(id, "cannot read the header", rows.error()));
   if (rows->size() == 0) return std::unexpected(not_found(id));
-  const std::string_view text = rows->text(0, 0);
-  const Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (!json.is_object()) return fail(Errc::corrupt_log, fmt::format("{}: the header is not a JSON object", where(id)));
-  std::int64_t version = rows->int64(0, 1);
-  if (auto it = json.find("version"); it != json.end() && it->is_number_integer()) {
-    version = std::max(version, it->get<std::int64_t>());
-  }
-  if (version > kLogFormatVersion) {
-    return fail(Errc::newer_version, fmt::format("{}: the header's format version {} is newer than this build's {}",
-                                                 where(id), version, kLogFormatVersion));
-  }
-  auto header = decode_header(json);
-  if (!header) return fail(Errc::corrupt_log, fmt::format("{}: {}", where(id), header.error().message));
-  if (header->id != id) return fail(Errc::corrupt_log, fmt::format("{}: the header names session {}", where(id), header->id));
-  return header;
+  return row_of(*rows, 0);
 }
+
+
 
 Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHeader& header) {
   const std::array<Param, 1> params{id};
@@ -498,46 +453,18 @@ Result<RepairReport> PostgresStore::repair_session(const std::string& id) {
   report.location = where(id);
   std::lock_guard guard(mu_);
   std::optional<SessionHeader> rebuilt;
-  auto header = read_header(id);
-  if (!header) {
-    if (!header.error().is(Errc::corrupt_log)) return fail(header.error(), header.error().message + "; repair changes nothing in it");
-    const std::array<Param, 1> params{id};
-    auto columns = exec("SELECT timestamp, cwd, parent_session FROM cairn_sessions WHERE id = $1", params);
-    if (!columns || columns->size() == 0) {
-      return fail(Errc::io_error, fmt::format("{}: cannot read the header's columns", where(id)));
-    }
-    rebuilt.emplace();
-    rebuilt->id = id;
-    rebuilt->timestamp = std::string(columns->text(0, 0));
-    rebuilt->cwd = std::string(columns->text(0, 1));
-    rebuilt->parent_session = columns->optional_text(0, 2);
-    rebuilt->extra["repaired"] = fmt::format("the header was damaged; rebuilt by cairn repair at {}", now_iso8601());
-    report.fixed.push_back(fmt::format("the session header was damaged ({}); rebuilt from its columns", header.error().message));
-    header = *rebuilt;
-  }
+  auto header = header_to_repair(id, report, rebuilt);
+  if (!header) return std::unexpected(header.error());
   const bool checksums = checksums_required(header->version);
   const std::array<Param, 1> params{id};
   auto rows = exec("SELECT seq, payload FROM cairn_records WHERE session_id = $1 ORDER BY seq", params);
   if (!rows) return std::unexpected(db_error(id, "cannot read the records", rows.error()));
 
-  // Each row at the seq its column says; a seq no row holds becomes a missing record.
-  std::vector<repair::StoredRecord> stored;
-  bool moved = false;
-  for (int i = 0; i < rows->size(); ++i) {
-    const std::int64_t seq = rows->int64(i, 0);
-    if (seq < 0 || seq > static_cast<std::int64_t>(rows->size()) + 1) {
-      report.fixed.push_back(fmt::format("a row at seq {} is out of any place; dropped (the backup keeps it)", seq));
-      moved = true;
-      continue;
-    }
-    while (static_cast<std::int64_t>(stored.size()) < seq) stored.push_back({std::string(), std::nullopt});
-    stored.push_back({std::string(rows->text(i, 1)), std::nullopt});
-  }
-  repair::Plan plan = repair::plan(stored, checksums);
-  report.records = static_cast<std::int64_t>(stored.size());
-  report.intact = plan.intact;
-  for (const auto& replacement : plan.replacements) report.replaced.push_back(replacement.report);
-  report.abort_only_runs.assign(plan.abort_only_runs.begin(), plan.abort_only_runs.end());
+  std::vector<repair::StoredRow> read;
+  read.reserve(static_cast<std::size_t>(rows->size()));
+  for (int i = 0; i < rows->size(); ++i) read.push_back({rows->int64(i, 0), rows->text(i, 1), std::nullopt, ""});
+  auto [stored, moved] = repair::place_rows(read, checksums, report);
+  repair::Plan plan = repair::plan_into(report, stored, checksums);
   if (!report.changed() && !moved) return report;
 
   // The original rows first, kept in cairn_repair_backups.

@@ -514,8 +514,55 @@ SessionHeader rebuilt_header(std::string_view id, std::string_view damaged_bytes
   if (const auto at = damaged_bytes.find(cwd_key); at != std::string_view::npos) {
     header.cwd = json_string(damaged_bytes, at + cwd_key.size()).value_or("");
   }
-  header.extra["repaired"] = fmt::format("the header was damaged; rebuilt by cairn repair at {}", now_iso8601());
+  mark_rebuilt(header);
   return header;
+}
+
+void mark_rebuilt(SessionHeader& header) {
+  header.extra["repaired"] = fmt::format("the header was damaged; rebuilt by cairn repair at {}", now_iso8601());
+}
+
+PlacedRows place_rows(const std::vector<StoredRow>& rows, bool checksums, RepairReport& report) {
+  PlacedRows placed;
+  auto intact = [&](std::string_view payload) {
+    auto checksum = check_checksum(payload);
+    return checksum && (*checksum == Checksum::valid || !checksums);
+  };
+  for (const StoredRow& row : rows) {
+    if (row.seq < 0 || row.seq > static_cast<std::int64_t>(rows.size()) + 1) {
+      report.fixed.push_back(fmt::format("a row{} at seq {} is out of any place; dropped (the backup keeps it)",
+                                         row.table.empty() ? "" : fmt::format(" of {}", row.table), row.seq));
+      placed.moved = true;
+      continue;
+    }
+    auto& records = placed.records;
+    while (static_cast<std::int64_t>(records.size()) < row.seq) records.push_back({std::string(), std::nullopt});
+    if (static_cast<std::int64_t>(records.size()) > row.seq) {
+      auto& held = records[static_cast<std::size_t>(row.seq)];
+      const bool better = intact(row.payload) && !intact(held.bytes);
+      report.fixed.push_back(fmt::format("seq {} was held by two rows; kept the one with {} payload (the backup keeps "
+                                         "both)",
+                                         row.seq, better ? "the intact" : "the first"));
+      if (better) held = {std::string(row.payload), row.columns};
+      placed.moved = true;
+      continue;
+    }
+    records.push_back({std::string(row.payload), row.columns});
+  }
+  return placed;
+}
+
+Plan plan_into(RepairReport& report, const std::vector<StoredRecord>& records, bool checksums) {
+  Plan planned = plan(records, checksums);
+  report.records = static_cast<std::int64_t>(records.size());
+  report.intact = planned.intact;
+  for (const auto& replacement : planned.replacements) report.replaced.push_back(replacement.report);
+  for (const std::int64_t seq : planned.column_fixes) {
+    report.fixed.push_back(fmt::format("seq {}: its index columns disagreed with its intact payload; rewritten from it",
+                                       seq));
+  }
+  report.abort_only_runs.assign(planned.abort_only_runs.begin(), planned.abort_only_runs.end());
+  return planned;
 }
 
 Result<std::vector<PreparedRecord>> repaired_records(const std::vector<StoredRecord>& records, const Plan& plan,

@@ -28,6 +28,7 @@
 #include "log/index.hpp"
 #include "cairn/log/record.hpp"
 #include "cairn/store/session.hpp"
+#include "cairn/store/store.hpp"
 #include "store/log_medium.hpp"
 
 namespace cairn::repair {
@@ -57,10 +58,34 @@ struct Plan {
   bool changes() const { return !replacements.empty() || !column_fixes.empty(); }
 };
 
+// A row of an SQL store as repair reads it: the seq its column says, its
+// payload, (SQLite) its index columns, and the table it is in ("" where the
+// store keeps one).
+struct StoredRow {
+  std::int64_t seq = 0;
+  std::string_view payload;
+  std::optional<RecordMeta> columns;
+  std::string_view table;
+};
+struct PlacedRows {
+  std::vector<StoredRecord> records;  // seq 0 … n-1
+  bool moved = false;                 // a row was dropped, or two held one seq
+};
+// The rows at the seqs their columns say: a row out of any place is dropped,
+// of two rows at one seq the one whose payload is intact is kept (the first
+// when both or neither are), and a seq no row holds becomes a missing
+// record. Each such move is said in `report` (the backup keeps every row).
+PlacedRows place_rows(const std::vector<StoredRow>& rows, bool checksums, RepairReport& report);
+
 // Plans the repair of `records` (seq 0 … n-1). `checksums`: the session's
 // format requires a checksum on every record. Never fails: anything that
 // cannot be read becomes a placeholder.
 Plan plan(const std::vector<StoredRecord>& records, bool checksums);
+
+// The same plan, and what it finds said in `report`: how many records and
+// how many intact, each replacement and column fix, and the runs that can
+// now only be aborted.
+Plan plan_into(RepairReport& report, const std::vector<StoredRecord>& records, bool checksums);
 
 
 // The log after repair, as a medium rewrites it (seq 0 … n-1): each planned
@@ -76,5 +101,8 @@ std::string backup_path(const std::string& file, std::string_view infix = {});
 // Builds a session header for a file whose header line is damaged: the id
 // its file name gives, and whatever fields the damaged bytes still show.
 SessionHeader rebuilt_header(std::string_view id, std::string_view damaged_bytes);
+
+// Notes in a header that repair rebuilt it, and when.
+void mark_rebuilt(SessionHeader& header);
 
 }  // namespace cairn::repair

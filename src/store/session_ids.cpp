@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "cairn/log/ids.hpp"
+
 namespace cairn {
 
 bool valid_session_id(std::string_view id) {
@@ -19,6 +21,19 @@ std::string invalid_session_id(std::string_view id) {
   return fmt::format("'{}' is not a valid session id (letters, digits, '-', '_' and '.', at most 128, not starting "
                      "with '.')",
                      id);
+}
+
+Result<SessionHeader> new_session_header(const CreateOptions& options, std::string_view store) {
+  SessionHeader header;
+  header.id = options.id ? *options.id : new_session_id();
+  if (!valid_session_id(header.id)) {
+    return fail(Errc::invalid_argument, fmt::format("{}: {}", store, invalid_session_id(header.id)));
+  }
+  header.timestamp = now_iso8601();
+  header.cwd = options.cwd;
+  header.parent_session = options.parent_session;
+  header.extra = options.header_extra;
+  return header;
 }
 
 }  // namespace cairn

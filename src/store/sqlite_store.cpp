@@ -40,6 +40,7 @@
 #include "repair.hpp"
 #include "sqlite_records.hpp"
 #include "session_ids.hpp"
+#include "sql_store.hpp"
 
 namespace cairn {
 namespace {
@@ -63,7 +64,7 @@ std::optional<std::string> why_not_writable(const std::string& file) {
   return std::nullopt;
 }
 
-class SqliteStore final : public Store {
+class SqliteStore final : public SqlStore {
  public:
   // `read_only`: why this process cannot write the file; it is then only read.
   SqliteStore(std::string file, StoreOptions options, Database db, std::optional<std::string> read_only)
@@ -72,41 +73,21 @@ class SqliteStore final : public Store {
   std::string uri() const override { return "sqlite:" + file_; }
   SyncPolicy sync_policy() const override { return options_.sync; }
 
-  Result<std::vector<SessionHeader>> list() override {
-    return guarded(fmt::format("sqlite file {}: list", file_), [&] { return list_sessions(); });
-  }
-  Result<std::shared_ptr<Session>> create(const CreateOptions& options) override {
-    return guarded(fmt::format("sqlite file {}: create", file_), [&] { return create_session(options); });
-  }
-  Result<std::shared_ptr<Session>> create_with_log(const SessionHeader& header, const std::vector<LogLine>& log) override {
-    return guarded(where(file_, header.id), [&] { return create_session_with_log(header, log); });
-  }
-  Result<std::shared_ptr<Session>> open(std::string_view id, const OpenOptions& options) override {
-    return guarded(where(file_, id), [&] { return open_session(std::string(id), options); });
-  }
-  Status remove(std::string_view id) override {
-    return guarded(where(file_, id), [&] { return remove_session(std::string(id)); });
-  }
-  Result<RepairReport> repair(std::string_view id) override {
-    return guarded(where(file_, id), [&] { return repair_session(std::string(id)); });
-  }
-  Result<std::string> log_stamp(std::string_view id) override {
-    return guarded(where(file_, id), [&] { return stamp_of(std::string(id)); });
-  }
-
  private:
-  Result<std::vector<SessionHeader>> list_sessions();
-  Result<std::shared_ptr<Session>> create_session(const CreateOptions& options);
-  Result<std::shared_ptr<Session>> create_session_with_log(const SessionHeader& header, const std::vector<LogLine>& log);
-  Result<std::shared_ptr<Session>> open_session(const std::string& id, const OpenOptions& options);
-  Status remove_session(const std::string& id);
-  Result<RepairReport> repair_session(const std::string& id);
-  Result<std::string> stamp_of(const std::string& id);
+  std::string name() const override { return fmt::format("sqlite file {}", file_); }
+  Result<std::vector<SessionHeader>> list_sessions() override;
+  Result<std::shared_ptr<Session>> create_session(const CreateOptions& options) override;
+  Result<std::shared_ptr<Session>> create_session_with_log(const SessionHeader& header,
+                                                           const std::vector<LogLine>& log) override;
+  Result<std::shared_ptr<Session>> open_session(const std::string& id, const OpenOptions& options) override;
+  Status remove_session(const std::string& id) override;
+  Result<RepairReport> repair_session(const std::string& id) override;
+  Result<std::string> stamp_of(const std::string& id) override;
   // Copies the session's rows, as they are, into a new database `backup`.
   Status back_up(const std::string& id, const std::string& backup);
 
   // The following use db_: the caller holds mu_.
-  Result<SessionHeader> read_header(const std::string& id);
+  Result<SessionRow> read_row(const std::string& id) override;
   Result<bool> exists(const std::string& id);
   Result<RecordReader*> record_reader(const std::string& id);
   Error locked_error(const std::string& id, std::chrono::milliseconds waited);
@@ -118,11 +99,12 @@ class SqliteStore final : public Store {
   // lock taken at once: a held lock is an error, not a wait. Called without mu_.
   Result<std::unique_ptr<SqliteMedium>> open_medium_at_once(const std::string& id);
 
-  Error not_found(const std::string& id) const {
+  std::string where(std::string_view id) const override { return sqlite::where(file_, id); }
+  Error not_found(std::string_view id) const override {
     return Error{Errc::not_found, fmt::format("no session {} in sqlite file {}", id, file_)};
   }
   Error io_error(const std::string& id, std::string_view what, const DbError& error) const {
-    return Error{error_code(error), fmt::format("{}: {}: {}", where(file_, id), what, error.message)};
+    return Error{error_code(error), fmt::format("{}: {}: {}", where(id), what, error.message)};
   }
   // What a store this process may only read says to a writer.
   Error read_only_error(std::string_view what) const {
@@ -133,18 +115,30 @@ class SqliteStore final : public Store {
   const std::string file_;
   const StoreOptions options_;
   const std::optional<std::string> read_only_;
-  std::mutex mu_;  // guards db_ and the statements
+  // mu_ (SqlStore) guards db_ and the statements.
   Database db_;
   std::optional<RecordReader> reader_;  // prepared on first use
   std::optional<RecordInserter> inserter_;  // prepared on first use
 };
 
+// The columns of a session's row, as row_of reads them.
+constexpr const char* kSqliteSessionRows = "SELECT id, version, timestamp, cwd, parent_session, header FROM sessions";
+
+// The session row a kSqliteSessionRows statement stands on.
+SessionRow row_of(Statement& statement) {
+  return SessionRow{.id = std::string(statement.text(0)),
+                    .version = statement.is_null(1) ? 0 : statement.int64(1),
+                    .timestamp = std::string(statement.text(2)),
+                    .cwd = std::string(statement.text(3)),
+                    .parent_session = statement.optional_text(4),
+                    .header = std::string(statement.text(5))};
+}
+
 // ---- list -------------------------------------------------------------------
 
 Result<std::vector<SessionHeader>> SqliteStore::list_sessions() {
   std::lock_guard guard(mu_);
-  auto statement = db_.prepare(
-      "SELECT id, version, timestamp, cwd, parent_session, header FROM sessions ORDER BY timestamp DESC, id DESC");
+  auto statement = db_.prepare(fmt::format("{} ORDER BY timestamp DESC, id DESC", kSqliteSessionRows));
   if (!statement) {
     return fail(error_code(statement.error()), fmt::format("sqlite file {}: cannot list: {}", file_, statement.error().message));
   }
@@ -153,20 +147,7 @@ Result<std::vector<SessionHeader>> SqliteStore::list_sessions() {
     auto row = statement->step();
     if (!row) return fail(error_code(row.error()), fmt::format("sqlite file {}: cannot list: {}", file_, row.error().message));
     if (!*row) break;
-    const std::string_view text = statement->text(5);
-    const Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-    if (auto header = decode_header(json)) {
-      headers.push_back(std::move(*header));
-      continue;
-    }
-    // A damaged header still lists (open() will refuse it): from its columns.
-    SessionHeader header;
-    header.id = std::string(statement->text(0));
-    header.version = statement->int64(1);
-    header.timestamp = std::string(statement->text(2));
-    header.cwd = std::string(statement->text(3));
-    header.parent_session = statement->optional_text(4);
-    headers.push_back(std::move(header));
+    headers.push_back(listed_header(row_of(*statement)));
   }
   return headers;
 }
@@ -174,17 +155,10 @@ Result<std::vector<SessionHeader>> SqliteStore::list_sessions() {
 // ---- create -----------------------------------------------------------------
 
 Result<std::shared_ptr<Session>> SqliteStore::create_session(const CreateOptions& options) {
-  SessionHeader header;
-  header.id = options.id ? *options.id : new_session_id();
-  if (!valid_session_id(header.id)) {
-    return fail(Errc::invalid_argument, fmt::format("sqlite file {}: {}", file_, invalid_session_id(header.id)));
-  }
+  auto made = new_session_header(options, fmt::format("sqlite file {}", file_));
+  if (!made) return std::unexpected(made.error());
+  SessionHeader& header = *made;
   if (read_only_) return std::unexpected(read_only_error(fmt::format("create session {}", header.id)));
-  header.version = kLogFormatVersion;
-  header.timestamp = now_iso8601();
-  header.cwd = options.cwd;
-  header.parent_session = options.parent_session;
-  header.extra = options.header_extra;
   const std::string header_json = encode(header).dump(-1, ' ', false, Json::error_handler_t::replace);
   const std::string& id = header.id;
 
@@ -241,7 +215,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session_with_log(const Sess
       // The index fields, as an append has them; the views last until the next scan.
       auto meta = scan_line(line.json);
       if (!meta) {
-        return fail(meta.error(), fmt::format("{}: seq {}: {}", where(file_, id), line.seq, meta.error().message));
+        return fail(meta.error(), fmt::format("{}: seq {}: {}", where(id), line.seq, meta.error().message));
       }
       if (auto inserted = inserter_->insert(id, *meta, line.json); !inserted) {
         return std::unexpected(io_error(id, fmt::format("cannot insert seq {}", line.seq), inserted.error()));
@@ -257,12 +231,7 @@ Result<std::shared_ptr<Session>> SqliteStore::create_session_with_log(const Sess
 // ---- open -------------------------------------------------------------------
 
 Result<std::shared_ptr<Session>> SqliteStore::open_session(const std::string& id, const OpenOptions& options) {
-  if (!valid_session_id(id)) return std::unexpected(not_found(id));
-  {
-    // Refuse a missing or unreadable session before touching its lock file.
-    std::lock_guard guard(mu_);
-    if (auto header = read_header(id); !header) return std::unexpected(header.error());
-  }
+  if (auto openable = check_openable(id); !openable) return std::unexpected(openable.error());
 
   std::unique_ptr<SqliteMedium> medium;
   if (!options.read_only) {
@@ -321,33 +290,13 @@ Result<std::string> SqliteStore::stamp_of(const std::string& id) {
   return fmt::format("{}:{}", statement->text(0), statement->int64(1));
 }
 
-Result<SessionHeader> SqliteStore::read_header(const std::string& id) {
-  auto statement = db_.prepare("SELECT header, version FROM sessions WHERE id = ?1");
+Result<SessionRow> SqliteStore::read_row(const std::string& id) {
+  auto statement = db_.prepare(fmt::format("{} WHERE id = ?1", kSqliteSessionRows));
   if (!statement) return std::unexpected(io_error(id, "cannot read the header", statement.error()));
   auto row = statement->bind(1, std::string_view(id)).step();
   if (!row) return std::unexpected(io_error(id, "cannot read the header", row.error()));
   if (!*row) return std::unexpected(not_found(id));
-
-  const std::string_view text = statement->text(0);
-  const Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (!json.is_object()) {
-    return fail(Errc::corrupt_log, fmt::format("{}: the header is not a JSON object", where(file_, id)));
-  }
-  // A newer format is refused before its header is judged by our rules.
-  std::int64_t version = statement->is_null(1) ? 0 : statement->int64(1);
-  if (auto it = json.find("version"); it != json.end() && it->is_number_integer()) {
-    version = std::max(version, it->get<std::int64_t>());
-  }
-  if (version > kLogFormatVersion) {
-    return fail(Errc::newer_version, fmt::format("{}: the header's format version {} is newer than this build's {}",
-                                             where(file_, id), version, kLogFormatVersion));
-  }
-  auto header = decode_header(json);
-  if (!header) return fail(Errc::corrupt_log, fmt::format("{}: {}", where(file_, id), header.error().message));
-  if (header->id != id) {
-    return fail(Errc::corrupt_log, fmt::format("{}: the header names session {}", where(file_, id), header->id));
-  }
-  return header;
+  return row_of(*statement);
 }
 
 Result<RecordReader*> SqliteStore::record_reader(const std::string& id) {
@@ -458,28 +407,11 @@ Result<RepairReport> SqliteStore::repair_session(const std::string& id) {
   if (auto claimed = (*medium)->claim(); !claimed) return std::unexpected(claimed.error());
 
   RepairReport report;
-  report.location = where(file_, id);
+  report.location = where(id);
   std::lock_guard guard(mu_);
   std::optional<SessionHeader> rebuilt;
-  auto header = read_header(id);
-  if (!header) {
-    if (!header.error().is(Errc::corrupt_log)) {
-      return fail(header.error(), header.error().message + "; repair changes nothing in it");
-    }
-    auto columns = db_.prepare("SELECT timestamp, cwd, parent_session FROM sessions WHERE id = ?1");
-    if (!columns) return std::unexpected(io_error(id, "cannot read the header", columns.error()));
-    auto row = columns->bind(1, std::string_view(id)).step();
-    if (!row || !*row) return std::unexpected(io_error(id, "cannot read the header", row ? DbError{} : row.error()));
-    rebuilt.emplace();
-    rebuilt->id = id;
-    rebuilt->timestamp = std::string(columns->text(0));
-    rebuilt->cwd = std::string(columns->text(1));
-    rebuilt->parent_session = columns->optional_text(2);
-    rebuilt->extra["repaired"] = fmt::format("the header was damaged; rebuilt by cairn repair at {}", now_iso8601());
-    report.fixed.push_back(fmt::format("the session header was damaged ({}); rebuilt from its columns",
-                                       header.error().message));
-    header = *rebuilt;
-  }
+  auto header = header_to_repair(id, report, rebuilt);
+  if (!header) return std::unexpected(header.error());
   const bool checksums = checksums_required(header->version);
 
   auto tx = Transaction::begin(db_, Transaction::Mode::deferred);
@@ -490,43 +422,11 @@ Result<RepairReport> SqliteStore::repair_session(const std::string& id) {
   if (!rows) return std::unexpected(rows.error());
   if (auto ended = tx->commit(); !ended) return std::unexpected(io_error(id, "cannot end the read", ended.error()));
 
-  // Each row at the seq its column says; a seq held twice keeps the row whose
-  // payload is intact, and a seq no row holds becomes a missing record.
-  std::vector<repair::StoredRecord> stored;
-  bool moved = false;
-  for (const StoredRow& row : rows->rows) {
-    if (row.seq < 0 || row.seq > static_cast<std::int64_t>(rows->rows.size()) + 1) {
-      report.fixed.push_back(fmt::format("a row of {} at seq {} is out of any place; dropped (the backup keeps it)",
-                                         kEntryTables[row.table], row.seq));
-      moved = true;
-      continue;
-    }
-    while (static_cast<std::int64_t>(stored.size()) < row.seq) stored.push_back({std::string(), std::nullopt});
-    if (static_cast<std::int64_t>(stored.size()) > row.seq) {
-      auto intact = [&](const std::string& payload) {
-        auto checksum = check_checksum(payload);
-        return checksum && (*checksum == Checksum::valid || !checksums);
-      };
-      auto& held = stored[static_cast<std::size_t>(row.seq)];
-      report.fixed.push_back(fmt::format("seq {} was held by two rows; kept the one with {} payload (the backup keeps "
-                                         "both)",
-                                         row.seq, intact(row.payload) && !intact(held.bytes) ? "the intact" : "the first"));
-      if (intact(row.payload) && !intact(held.bytes)) held = {row.payload, row.columns};
-      moved = true;
-      continue;
-    }
-    stored.push_back({row.payload, row.columns});
-  }
-
-  repair::Plan plan = repair::plan(stored, checksums);
-  report.records = static_cast<std::int64_t>(stored.size());
-  report.intact = plan.intact;
-  for (const auto& replacement : plan.replacements) report.replaced.push_back(replacement.report);
-  for (const std::int64_t seq : plan.column_fixes) {
-    report.fixed.push_back(fmt::format("seq {}: its index columns disagreed with its intact payload; rewritten from it",
-                                       seq));
-  }
-  report.abort_only_runs.assign(plan.abort_only_runs.begin(), plan.abort_only_runs.end());
+  std::vector<repair::StoredRow> read;
+  read.reserve(rows->rows.size());
+  for (const StoredRow& row : rows->rows) read.push_back({row.seq, row.payload, row.columns, kEntryTables[row.table]});
+  auto [stored, moved] = repair::place_rows(read, checksums, report);
+  repair::Plan plan = repair::plan_into(report, stored, checksums);
   if (!report.changed() && !moved) return report;
 
   // The original rows first: a database beside the store holding this

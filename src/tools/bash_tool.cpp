@@ -152,20 +152,19 @@ std::string format_seconds(double seconds) {
 }  // namespace
 
 Tool make_bash_tool(const CodingToolsOptions& options) {
-  Tool tool;
-  tool.name = "bash";
-  tool.approval_subject = "command";  // what approval rules match: bash(<command>)
-  tool.description = fmt::format(
-      "Execute a bash command in the current working directory. Returns stdout and stderr merged; stdin is empty. "
-      "Output is cut to the last {} lines or {} (whichever is hit first); when cut, the full output is saved to a file "
-      "whose path is given. A non-zero exit code is reported as an error. Timeout defaults to {} seconds; pass timeout "
-      "in seconds for a longer limit, or 0 for none. Background processes the command leaves running are stopped when "
-      "it exits.",
-      kMaxLines, format_size(kMaxBytes), format_seconds(kDefaultTimeoutSeconds));
   Json timeout = parameter("number", "Timeout in seconds (default 180; 0 disables the timeout)");
   timeout["minimum"] = 0;
-  tool.parameters = object_schema({{"command", parameter("string", "Bash command to execute")}, {"timeout", std::move(timeout)}},
-                                  {"command"});
+  Tool tool = coding_tool(
+      "bash",
+      fmt::format("Execute a bash command in the current working directory. Returns stdout and stderr merged; stdin is "
+                  "empty. Output is cut to the last {} lines or {} (whichever is hit first); when cut, the full output "
+                  "is saved to a file whose path is given. A non-zero exit code is reported as an error. Timeout "
+                  "defaults to {} seconds; pass timeout in seconds for a longer limit, or 0 for none. Background "
+                  "processes the command leaves running are stopped when it exits.",
+                  kMaxLines, format_size(kMaxBytes), format_seconds(kDefaultTimeoutSeconds)),
+      object_schema({{"command", parameter("string", "Bash command to execute")}, {"timeout", std::move(timeout)}},
+                    {"command"}),
+      "command");
   tool.replay = Replay::never;
   tool.parallel = false;
   tool.settle = settle_call_processes(options.report);

@@ -208,10 +208,7 @@ DiffResult make_diff(std::string_view original, const std::vector<Edit>& sorted_
 }  // namespace
 
 Tool make_edit_tool(const CodingToolsOptions& options) {
-  Tool tool;
-  tool.name = "edit";
-  tool.approval_subject = "path";  // what approval rules match: edit(<path>)
-  tool.description =
+  std::string description =
       "Edit a file by exact text replacement. Each edit's oldText must match exactly one place in the current file, "
       "including whitespace and indentation (do not include the line numbers read shows); include enough surrounding "
       "lines to make it unique. Several edits of one file go in one call: they are matched against the original file, "
@@ -223,16 +220,15 @@ Tool make_edit_tool(const CodingToolsOptions& options) {
   Json edits = parameter("array", "The replacements");
   edits["items"] = edit_schema;
   edits["minItems"] = 1;
-  tool.parameters = object_schema({{"path", parameter("string", "Path to the file to edit (relative or absolute)")},
-                                   {"edits", std::move(edits)},
-                                   {"oldText", parameter("string", "Single-edit form: exact text to replace")},
-                                   {"newText", parameter("string", "Single-edit form: text to put in its place")}},
-                                  {"path"});
+  Tool tool = file_tool("edit", std::move(description), "edit",
+                        {{"edits", std::move(edits)},
+                         {"oldText", parameter("string", "Single-edit form: exact text to replace")},
+                         {"newText", parameter("string", "Single-edit form: text to put in its place")}});
   tool.replay = Replay::never;
   tool.parallel = false;  // two edits of one batch to the same file must not race
   tool.execute = [cwd = options.cwd](const Json& args, const ToolContext&) -> ToolResult {
-    const auto path_arg = string_arg(args, "path");
-    if (!path_arg || path_arg->empty()) return error_result("edit: the path argument is required");
+    const auto path_arg = path_argument(args, "edit");
+    if (!path_arg) return path_arg.error();
     const std::string& shown = *path_arg;
 
     std::vector<Edit> edits;

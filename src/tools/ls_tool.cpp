@@ -24,15 +24,14 @@ std::string lowercased(std::string s) {
 }  // namespace
 
 Tool make_ls_tool(const CodingToolsOptions& options) {
-  Tool tool;
-  tool.name = "ls";
-  tool.approval_subject = "path";  // what approval rules match: ls(<path>)
-  tool.description = fmt::format(
-      "List a directory's contents, sorted alphabetically, with '/' after directory names; dotfiles are included. "
-      "Output is cut at {} entries (change with limit) or {}.",
-      kDefaultLsLimit, format_size(kMaxBytes));
-  tool.parameters = object_schema({{"path", parameter("string", "Directory to list (default: current directory)")},
-                                   {"limit", parameter("number", "Maximum number of entries to return (default: 500)")}});
+  Tool tool = coding_tool(
+      "ls",
+      fmt::format("List a directory's contents, sorted alphabetically, with '/' after directory names; dotfiles are "
+                  "included. Output is cut at {} entries (change with limit) or {}.",
+                  kDefaultLsLimit, format_size(kMaxBytes)),
+      object_schema({{"path", parameter("string", "Directory to list (default: current directory)")},
+                     {"limit", parameter("number", "Maximum number of entries to return (default: 500)")}}),
+      "path");
   tool.replay = Replay::safe;
   tool.execute = [cwd = options.cwd](const Json& args, const ToolContext&) -> ToolResult {
     const std::string shown = string_arg(args, "path").value_or(".");

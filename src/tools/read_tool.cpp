@@ -47,23 +47,20 @@ ToolResult read_image(const fs::path& path, const std::string& shown, const std:
 }  // namespace
 
 Tool make_read_tool(const CodingToolsOptions& options) {
-  Tool tool;
-  tool.name = "read";
-  tool.approval_subject = "path";  // what approval rules match: read(<path>)
-  tool.description = fmt::format(
-      "Read the contents of a file. Text files come back as numbered lines (line number, tab, text); images (png, "
-      "jpeg, gif, webp) are attached as images. Text output is cut at {} lines or {} (whichever comes first) and lines "
-      "longer than {} characters are cut; a note then gives the offset to continue from. Use offset/limit to read "
-      "a large file in parts.",
-      kMaxLines, format_size(kMaxBytes), kMaxLineChars);
-  tool.parameters = object_schema({{"path", parameter("string", "Path to the file to read (relative or absolute)")},
-                                   {"offset", parameter("number", "Line number to start reading from (1-indexed)")},
-                                   {"limit", parameter("number", "Maximum number of lines to read")}},
-                                  {"path"});
+  Tool tool = file_tool(
+      "read",
+      fmt::format("Read the contents of a file. Text files come back as numbered lines (line number, tab, text); images "
+                  "(png, jpeg, gif, webp) are attached as images. Text output is cut at {} lines or {} (whichever "
+                  "comes first) and lines longer than {} characters are cut; a note then gives the offset to continue "
+                  "from. Use offset/limit to read a large file in parts.",
+                  kMaxLines, format_size(kMaxBytes), kMaxLineChars),
+      "read",
+      {{"offset", parameter("number", "Line number to start reading from (1-indexed)")},
+       {"limit", parameter("number", "Maximum number of lines to read")}});
   tool.replay = Replay::safe;
   tool.execute = [cwd = options.cwd](const Json& args, const ToolContext&) -> ToolResult {
-    const auto path_arg = string_arg(args, "path");
-    if (!path_arg || path_arg->empty()) return error_result("read: the path argument is required");
+    const auto path_arg = path_argument(args, "read");
+    if (!path_arg) return path_arg.error();
     const std::string& shown = *path_arg;
     const fs::path path = resolve_path(cwd, shown);
     std::error_code ec;

@@ -76,8 +76,7 @@ std::optional<ToolResult> Search::failed(std::string_view tool, const RipgrepRun
 
 Tool ripgrep_tool(std::string name, std::string description, Json parameters, std::int64_t default_limit,
                   const CodingToolsOptions& options, std::function<ToolResult(const Search&)> body) {
-  Tool tool{.name = name, .description = std::move(description), .parameters = std::move(parameters)};
-  tool.approval_subject = "path";  // what approval rules match: grep(<path>), find(<path>)
+  Tool tool = coding_tool(name, std::move(description), std::move(parameters), "path");
   tool.replay = Replay::safe;
   tool.settle = settle_call_processes(options.report);
   tool.execute = [name, default_limit, cwd = options.cwd, policy = options.environment,

@@ -275,6 +275,27 @@ std::string clean_output(std::string_view bytes) {
 
 namespace cairn::tools {
 
+Tool coding_tool(std::string name, std::string description, Json parameters, std::string approval_subject) {
+  Tool tool{.name = std::move(name), .description = std::move(description), .parameters = std::move(parameters)};
+  tool.approval_subject = std::move(approval_subject);
+  return tool;
+}
+
+Tool file_tool(std::string name, std::string description, std::string_view verb, Json parameters,
+               std::vector<std::string> required) {
+  Json properties = {{"path", parameter("string", fmt::format("Path to the file to {} (relative or absolute)", verb))}};
+  for (auto& [key, schema] : parameters.items()) properties[key] = std::move(schema);
+  required.insert(required.begin(), "path");
+  return coding_tool(std::move(name), std::move(description), object_schema(std::move(properties), std::move(required)),
+                     "path");
+}
+
+std::expected<std::string, ToolResult> path_argument(const Json& args, std::string_view tool) {
+  auto path = string_arg(args, "path");
+  if (!path || path->empty()) return std::unexpected(error_result(fmt::format("{}: the path argument is required", tool)));
+  return std::move(*path);
+}
+
 std::expected<SearchArguments, ToolResult> search_arguments(const Json& args, std::string_view tool,
                                                            const std::filesystem::path& cwd, std::int64_t default_limit) {
   SearchArguments out;

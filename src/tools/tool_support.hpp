@@ -66,6 +66,22 @@ std::optional<std::string> string_arg(const Json& args, const char* key);
 std::optional<std::int64_t> integer_arg(const Json& args, const char* key);
 std::optional<bool> bool_arg(const Json& args, const char* key);
 
+// A coding tool as the model sees it, with the argument approval rules
+// match: `bash(git status)` matches a bash call whose `command` is "git
+// status", `edit(src/*)` an edit of a `path` under src.
+Tool coding_tool(std::string name, std::string description, Json parameters, std::string approval_subject);
+
+// What read, edit and write are alike: a tool on one file, named by its
+// first parameter, `path` ("Path to the file to <verb> (relative or
+// absolute)"), which a call must give and approval rules match
+// (`edit(src/*)`). `parameters` are its others, `required` those of them a
+// call must give too.
+Tool file_tool(std::string name, std::string description, std::string_view verb, Json parameters,
+               std::vector<std::string> required = {});
+// A file tool's path argument as the model wrote it, or the tool's error
+// result (naming `tool`) when it is missing or empty.
+std::expected<std::string, ToolResult> path_argument(const Json& args, std::string_view tool);
+
 // What grep and find are asked alike: a pattern (required), where to search
 // (`shown` as the model named it, "." by default, `target` resolved against
 // the working directory) and how many results at most (at least 1).

@@ -12,21 +12,17 @@ namespace cairn::tools {
 namespace fs = std::filesystem;
 
 Tool make_write_tool(const CodingToolsOptions& options) {
-  Tool tool;
-  tool.name = "write";
-  tool.approval_subject = "path";  // what approval rules match: write(<path>)
-  tool.description =
+  Tool tool = file_tool(
+      "write",
       "Write content to a file. Creates the file if it does not exist and overwrites it if it does; creates parent "
-      "directories. The file is replaced atomically. Prefer edit for changing part of an existing file.";
-  tool.parameters = object_schema({{"path", parameter("string", "Path to the file to write (relative or absolute)")},
-                                   {"content", parameter("string", "Content to write to the file")}},
-                                  {"path", "content"});
+      "directories. The file is replaced atomically. Prefer edit for changing part of an existing file.",
+      "write", {{"content", parameter("string", "Content to write to the file")}}, {"content"});
   tool.replay = Replay::safe;
   tool.parallel = false;  // two writes of one batch to the same file must not race
   tool.execute = [cwd = options.cwd](const Json& args, const ToolContext&) -> ToolResult {
-    const auto path_arg = string_arg(args, "path");
+    const auto path_arg = path_argument(args, "write");
+    if (!path_arg) return path_arg.error();
     const auto content = string_arg(args, "content");
-    if (!path_arg || path_arg->empty()) return error_result("write: the path argument is required");
     if (!content) return error_result(fmt::format("write {}: the content argument is required", *path_arg));
     const fs::path path = resolve_path(cwd, *path_arg);
     std::error_code ec;
