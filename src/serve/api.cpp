@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cairn/trace.hpp"
+#include "inbox_relay.hpp"
 #include "names.hpp"
 #include "routes.hpp"
 #include "web_assets.hpp"
@@ -30,9 +31,24 @@ Api::Api(SessionPool& pool, std::vector<std::string> tokens, ApiLimits limits)
   pool_.set_on_open([activity = activity_](const std::string& id, const SessionHost& host) {
     (void)activity->facts(id, *host.session);
   });
+  if (Inbox* inbox = pool_.inbox()) {
+    relay_ = std::make_unique<InboxRelay>(*inbox, work_, limits.inbox_wait);
+    applier_ = std::make_shared<InboxApplier>(*inbox, pool_, work_,
+                                              [this](const HttpRequest& request, const std::shared_ptr<SessionHost>& host) {
+                                                return routed(request, router_.match(request.method, request.path),
+                                                              Opened(host));
+                                              });
+    pool_.set_on_hosted([applier = applier_](const std::shared_ptr<SessionHost>& host) { applier->opened(host); });
+  }
 }
 
-Api::~Api() = default;
+Api::~Api() {
+  if (applier_) applier_->stop();
+}
+
+void Api::sweep_inbox() {
+  if (applier_) applier_->sweep();
+}
 
 bool Api::authorized(const HttpRequest& request, HttpResponse& refusal) const {
   auto header = request.header("authorization");
@@ -156,7 +172,13 @@ Reply Api::dispatch(const HttpRequest& request, const RouteMatch& match, const O
     *out = std::move(*name);
   }
   call.rest = match.params.rest.value_or("");
-  if (route.session == SessionUse::none) return route.handler(call);
+  if (route.session == SessionUse::none) {
+    // A request a route locates its session for (A2A), held elsewhere.
+    if (route.locate && opened && !*opened && opened->error().is(Errc::locked) && relay_ && relayed(request)) {
+      if (auto id = route.locate(request, match.params)) return relay_->relay(request, *id, opened->error());
+    }
+    return route.handler(call);
+  }
 
   auto host = opened ? *opened : pool_.get(call.session_id);
   if (host) {
@@ -166,6 +188,10 @@ Reply Api::dispatch(const HttpRequest& request, const RouteMatch& match, const O
     // A session another process writes (here or on another machine sharing
     // the store) cannot be opened, but it can be read and watched.
     call.view.emplace(pool_, call.session_id, host.error());
+  } else if (host.error().is(Errc::locked) && relay_ && relayed(request)) {
+    // Held by another process sharing the store: it answers, through the
+    // session's inbox.
+    return relay_->relay(request, call.session_id, host.error());
   } else {
     return error_reply(host.error());
   }

@@ -25,6 +25,10 @@ struct ApiLimits {
   std::size_t max_stream_queue = 4096;        // events a stream may hold for a slow client
   std::size_t max_stream_bytes = 8u << 20;    // and their bytes
   std::size_t max_page = 10000;         // records per GET …/records
+  // A request relayed through a session's inbox (a store many servers
+  // share): how long its sender waits for the holder's outcome before it
+  // answers 202 {queued}.
+  std::chrono::milliseconds inbox_wait{5000};
 };
 
 // Counters for GET /metrics (Prometheus text).
@@ -40,6 +44,8 @@ struct Metrics {
 };
 
 struct ApiState;
+class InboxRelay;
+class InboxApplier;
 
 class Api {
  public:
@@ -57,6 +63,9 @@ class Api {
   // Where deferred replies wait and retry; set by the HTTP layer for its
   // lifetime (null: none, and replies that would wait are refused).
   void set_scheduler(Scheduler* scheduler);
+  // On a store with an inbox, every so often: the items nobody live holds
+  // are applied here (InboxApplier::sweep).
+  void sweep_inbox();
 
  private:
   using Opened = std::optional<Result<std::shared_ptr<SessionHost>>>;
@@ -84,6 +93,12 @@ class Api {
   std::shared_ptr<SessionActivity> activity_ = std::make_shared<SessionActivity>();
   std::shared_ptr<WorkQueue> work_ = std::make_shared<WorkQueue>();
   std::unique_ptr<ApiState> state_;
+  // On a store with an inbox: requests for sessions held elsewhere are
+  // relayed, and the items of the sessions open here applied.
+  std::unique_ptr<InboxRelay> relay_;
+  // Shared with the pool's hook, which outlives the Api: stopped by the
+  // destructor, after which it routes nothing here.
+  std::shared_ptr<InboxApplier> applier_;
 };
 
 }  // namespace cairn::serve

@@ -16,6 +16,7 @@
 #include "cairn/error.hpp"
 #include "cairn/json.hpp"
 #include "cairn/serve/http.hpp"
+#include "cairn/store/inbox.hpp"
 
 namespace cairn::serve {
 
@@ -155,6 +156,17 @@ class Scheduler {
 // under way.
 class WorkQueue {
  public:
+  // Work posted while a thread applies an inbox item applies it too (a
+  // retry of its request): it carries the item's mark.
+  static std::function<void()> carry_mark(std::function<void()> work) {
+    auto mark = InboxMark::current();
+    if (!mark) return work;
+    return [mark = std::move(mark), work = std::move(work)] {
+      InboxMark::Scope scope(mark);
+      work();
+    };
+  }
+
   void attach(Scheduler* scheduler) {
     std::lock_guard lock(mu_);
     scheduler_ = scheduler;
@@ -167,13 +179,13 @@ class WorkQueue {
   bool post(std::function<void()> work) {
     std::lock_guard lock(mu_);
     if (!scheduler_) return false;
-    scheduler_->post(std::move(work));
+    scheduler_->post(carry_mark(std::move(work)));
     return true;
   }
   bool post_after(std::chrono::milliseconds delay, std::function<void()> work) {
     std::lock_guard lock(mu_);
     if (!scheduler_) return false;
-    scheduler_->post_after(delay, std::move(work));
+    scheduler_->post_after(delay, carry_mark(std::move(work)));
     return true;
   }
 

@@ -16,6 +16,8 @@ std::vector<Route> api_routes() {
       {"GET", "/openapi.json", get_openapi},
       {"GET", "/metrics", get_metrics},
       {"GET", "/v1/models", get_models},
+      // What became of a request relayed to another server's session.
+      {"GET", "/v1/inbox/{rest...}", get_inbox_item},
       // A2A v1.0: the card, the JSON-RPC binding, the HTTP+JSON binding (a
       // task id holds slashes: the rest of the path, up to its verb).
       {"GET", "/.well-known/agent-card.json", get_agent_card},

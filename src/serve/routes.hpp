@@ -19,6 +19,7 @@ Reply get_healthz(RouteCall& call);
 Reply get_openapi(RouteCall& call);
 Reply get_metrics(RouteCall& call);
 Reply get_models(RouteCall& call);
+Reply get_inbox_item(RouteCall& call);
 
 // ---- sessions ----
 Reply list_sessions(RouteCall& call);

@@ -1,8 +1,10 @@
-// GET /healthz, /openapi.json, /metrics and /v1/models.
+// GET /healthz, /openapi.json, /metrics, /v1/models and /v1/inbox/{item}.
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 
+#include "inbox_relay.hpp"
 #include "openapi.hpp"
 #include "routes.hpp"
 #include "stream_hub.hpp"
@@ -87,6 +89,24 @@ Reply get_models(RouteCall& call) {
   Json body = {{"models", std::move(models)}};
   body["default"] = chosen ? Json(chosen->qualified_id()) : Json(nullptr);
   return json_reply(body);
+}
+
+// An item's id is a positive integer; anything else is no item.
+Reply get_inbox_item(RouteCall& call) {
+  Inbox* inbox = call.api.pool.inbox();
+  if (!inbox) {
+    return error_reply(Error{Errc::not_found, "this server's store has no inbox: one process writes it, so no request is "
+                                              "ever relayed"});
+  }
+  std::int64_t id = 0;
+  const auto [end, ec] = std::from_chars(call.rest.data(), call.rest.data() + call.rest.size(), id);
+  const bool number = ec == std::errc() && end == call.rest.data() + call.rest.size() && id > 0;
+  auto item = number ? inbox->item(id) : Result<std::optional<InboxItem>>(std::nullopt);
+  if (!item) return error_reply(item.error());
+  if (!*item) {
+    return error_reply(Error{Errc::not_found, "no such inbox item (an item is forgotten a day after it was decided)"});
+  }
+  return json_reply(item_json(**item));
 }
 
 }  // namespace cairn::serve

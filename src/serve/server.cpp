@@ -44,7 +44,9 @@ struct Server::Impl {
       : options(std::move(o)),
         pool(std::move(store), std::move(factory), options.tokens, options.idle_close),
         api(pool, options.tokens,
-            ApiLimits{.max_stream_queue = options.stream_queue, .max_stream_bytes = options.stream_queue_bytes}),
+            ApiLimits{.max_stream_queue = options.stream_queue,
+                      .max_stream_bytes = options.stream_queue_bytes,
+                      .inbox_wait = options.inbox_wait}),
         http(api, with_shedding(options)) {}
 
   HttpOptions with_shedding(const ServerOptions& server_options) {
@@ -69,8 +71,10 @@ struct Server::Impl {
         ::malloc_trim(0);
       }
       // On a store many processes share the server is a worker too.
-      if (claims && std::chrono::steady_clock::now() >= next_claim) {
-        claims = pool.claim_suspended(ClaimOptions{});
+      if (std::chrono::steady_clock::now() >= next_claim) {
+        if (claims) claims = pool.claim_suspended(ClaimOptions{});
+        // Requests left for sessions whose holder is gone are applied here.
+        api.sweep_inbox();
         next_claim = std::chrono::steady_clock::now() + options.claim_poll;
       }
     }

@@ -185,6 +185,7 @@ void SessionPool::finish_open(const std::string& id, const std::shared_ptr<Openi
     opening_.erase(id);
   }
   opened_.notify_all();
+  if (result && on_hosted_) on_hosted_(*result);
   for (auto& done : waiters) done(result);
 }
 
@@ -351,8 +352,9 @@ void SessionPool::run_detached(const std::shared_ptr<SessionHost>& host, std::fu
   host->running.fetch_add(1);
   // Detached: a server that stops leaves its operations to their log
   // (durable at every step, resumed at the next start) rather than wait.
-  std::thread([host, work = std::move(work), context = trace::current()] {
+  std::thread([host, work = std::move(work), context = trace::current(), mark = InboxMark::current()] {
     trace::ContextScope scope(context);  // the caller's trace, if it sent one
+    InboxMark::Scope applying(mark);     // the inbox item the caller applies, if it applies one
     work();
     touch(*host);
     host->running.fetch_sub(1);
@@ -435,6 +437,7 @@ bool SessionPool::claim_suspended(const ClaimOptions& options) {
       hosts_[id] = host;  // a claimed session was open nowhere: not here either
       opens_total_.fetch_add(1);
     }
+    if (on_hosted_) on_hosted_(host);  // what waits in its inbox, before its operations go on
     // The claim ends when the last of its resumed operations does.
     struct Turn {
       std::mutex mu;

@@ -43,6 +43,7 @@ struct SessionHost {
   std::mutex start_mu;
   std::atomic<int> running{0};  // operation threads still going
   std::atomic<std::int64_t> last_used{0};  // steady_clock ticks
+  std::unique_ptr<LogFollow> inbox_watch;  // its inbox's arrivals (a store with an inbox)
 };
 
 class SessionPool {
@@ -69,6 +70,13 @@ class SessionPool {
   // would read is read there. Set before the pool serves.
   using OnOpen = std::function<void(const std::string& id, const SessionHost& host)>;
   void set_on_open(OnOpen on_open) { on_open_ = std::move(on_open); }
+  // Runs once a session opened (or claimed) here is in the pool, before the
+  // requests that wait for its open are answered and before a claim
+  // resumes its operations. Set before the pool serves.
+  using OnHosted = std::function<void(const std::shared_ptr<SessionHost>& host)>;
+  void set_on_hosted(OnHosted on_hosted) { on_hosted_ = std::move(on_hosted); }
+  // The store's inbox (null: one process writes the store).
+  Inbox* inbox() const { return store_->inbox(); }
   // Sessions opened (or created) by this pool since it started.
   std::int64_t opens_total() const { return opens_total_.load(); }
   // A session another process holds for writing (`locked`: the store's
@@ -186,6 +194,7 @@ class SessionPool {
   std::vector<std::thread> openers_;
   std::atomic<std::int64_t> opens_total_{0};
   OnOpen on_open_;
+  OnHosted on_hosted_;
   std::map<std::string, std::weak_ptr<FollowedSession>> followed_;
   AppendStats closed_stats_;  // of the sessions closed since the start; guarded by mu_
   DescriptorBudget budget_;   // guarded by mu_

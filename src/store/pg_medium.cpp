@@ -39,6 +39,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace cairn::pg {
 
@@ -80,6 +81,24 @@ CREATE TABLE IF NOT EXISTS cairn_records (
   payload    text NOT NULL,
   PRIMARY KEY (session_id, seq)
 );
+-- Version 2. Requests for a session another process held (cairn/store/inbox.hpp):
+-- `request` is the JSON of what its sender received; an append that applies an
+-- item sets state 'applied' and applied_seq in its own transaction.
+CREATE TABLE IF NOT EXISTS cairn_inbox (
+  id           bigserial PRIMARY KEY,
+  session_id   text NOT NULL,
+  created      timestamptz NOT NULL DEFAULT now(),
+  request      text NOT NULL,
+  state        text NOT NULL DEFAULT 'pending',
+  generation   bigint NOT NULL DEFAULT 0,
+  applied_seq  bigint,
+  status       integer,
+  content_type text,
+  response     text,
+  decided      timestamptz
+);
+CREATE INDEX IF NOT EXISTS cairn_inbox_open ON cairn_inbox (session_id, id) WHERE state IN ('pending', 'applying', 'applied');
+CREATE INDEX IF NOT EXISTS cairn_inbox_decided ON cairn_inbox (decided) WHERE decided IS NOT NULL;
 CREATE TABLE IF NOT EXISTS cairn_repair_backups (
   session_id text NOT NULL,
   taken_at   timestamptz NOT NULL,
@@ -376,11 +395,21 @@ Error PgMedium::fenced_error_locked(std::int64_t expected_head) {
 
 // ---- appending --------------------------------------------------------------------
 
-std::string append_statement(std::size_t count) {
+std::string append_statement(std::size_t count, bool applying) {
   std::string sql =
       "WITH head AS (UPDATE cairn_sessions SET head_seq = $4::bigint, open_ops = open_ops + $6::bigint, "
       "claims = CASE WHEN open_ops + $6::bigint = 0 THEN 0 ELSE claims END "
-      "WHERE id = $1 AND generation = $2::bigint AND owner = $3 AND head_seq = $5::bigint RETURNING 1) "
+      "WHERE id = $1 AND generation = $2::bigint AND owner = $3 AND head_seq = $5::bigint RETURNING 1) ";
+  if (applying) {
+    // The inbox items these records apply (inbox.hpp), marked applied in the
+    // records' own transaction, and only if the records land (FROM head).
+    sql += fmt::format(
+        ", inbox AS (UPDATE cairn_inbox SET state = 'applied', applied_seq = $7::bigint FROM head "
+        "WHERE cairn_inbox.id = ANY(${}::bigint[]) AND cairn_inbox.session_id = $1 AND cairn_inbox.state = 'applying' "
+        "AND cairn_inbox.applied_seq IS NULL) ",
+        7 + count * 6);
+  }
+  sql +=
       "INSERT INTO cairn_records (session_id, seq, id, type, ref, run_id, payload) "
       "SELECT $1, v.seq, v.id, v.type, v.ref, v.run_id, v.payload FROM head, (VALUES ";
   for (std::size_t i = 0; i < count; ++i) {
@@ -392,9 +421,9 @@ std::string append_statement(std::size_t count) {
   return sql;
 }
 
-const std::string& PgMedium::append_sql(std::size_t count) {
-  auto& sql = append_sql_[count];
-  if (sql.empty()) sql = append_statement(count);
+const std::string& PgMedium::append_sql(std::size_t count, bool applying) {
+  auto& sql = append_sql_[{count, applying}];
+  if (sql.empty()) sql = append_statement(count, applying);
   return sql;
 }
 
@@ -403,17 +432,21 @@ const std::string& PgMedium::append_sql(std::size_t count) {
 // commit. Larger ones (rare: a fork, an import) are planned each time.
 constexpr std::size_t kPreparedBatches = 64;
 
-PgResult<Rows> PgMedium::run_append(std::size_t count, std::span<const Param> params) {
-  if (count > kPreparedBatches) return connection_.exec(append_sql(count), params);
-  const std::string name = fmt::format("cairn_append_{}", count);
-  if (!prepared_.contains(count)) {
-    if (auto prepared = connection_.prepare(name, append_sql(count)); !prepared) return std::unexpected(prepared.error());
-    prepared_.insert(count);
+PgResult<Rows> PgMedium::run_append(std::size_t count, bool applying, std::span<const Param> params) {
+  if (count > kPreparedBatches) return connection_.exec(append_sql(count, applying), params);
+  const std::string name = fmt::format("cairn_append_{}{}", applying ? "applying_" : "", count);
+  if (!prepared_.contains({count, applying})) {
+    if (auto prepared = connection_.prepare(name, append_sql(count, applying)); !prepared) {
+      return std::unexpected(prepared.error());
+    }
+    prepared_.insert({count, applying});
   }
   return connection_.exec_prepared(name, params);
 }
 
-Status PgMedium::append(const std::vector<PreparedRecord>& records) {
+Status PgMedium::append(const std::vector<PreparedRecord>& records) { return append_applying(records, {}); }
+
+Status PgMedium::append_applying(const std::vector<PreparedRecord>& records, const std::vector<std::int64_t>& inbox_items) {
   if (records.empty()) return {};
   std::lock_guard lock(mu_);
   if (lost_) return std::unexpected(*lost_);
@@ -437,9 +470,11 @@ Status PgMedium::append(const std::vector<PreparedRecord>& records) {
   params.emplace_back(std::to_string(expected));
   params.emplace_back(std::to_string(open_operations_delta(records)));
   for (const PreparedRecord& record : records) add_record_params(params, record);
+  const bool applying = !inbox_items.empty();
+  if (applying) params.emplace_back(fmt::format("{{{}}}", fmt::join(inbox_items, ",")));
   const auto give_up = Clock::now() + kRetryWindow;
   for (;;) {
-    auto inserted = run_append(records.size(), params);
+    auto inserted = run_append(records.size(), applying, params);
     if (inserted) {
       if (inserted->affected() == static_cast<std::int64_t>(records.size())) {
         landed_at_locked(last);

@@ -24,8 +24,9 @@
 
 namespace cairn::pg {
 
-// The schema this build writes and reads (cairn_meta.schema_version).
-inline constexpr std::int64_t kSchemaVersion = 1;
+// The schema this build writes and reads (cairn_meta.schema_version): 2
+// added the inbox (cairn_inbox); a version 1 database gains it on open.
+inline constexpr std::int64_t kSchemaVersion = 2;
 
 // Creates the tables if missing and returns the database's schema version;
 // a newer one is left as it is. Safe against other processes doing the same.
@@ -40,7 +41,9 @@ bool is_child(const SessionHeader& header);
 // so). Its parameters: $1 session id, $2 generation, $3 owner, $4 the
 // batch's last seq, $5 the head it expects, $6 open operations added; then
 // six per record: seq, id, type, ref, run id, stored line.
-std::string append_statement(std::size_t count);
+// With `applying`, one more parameter: the ids of the inbox items the
+// records apply (an array), marked applied in the same transaction.
+std::string append_statement(std::size_t count, bool applying = false);
 
 // The store's settings a medium needs.
 struct Settings {
@@ -76,6 +79,7 @@ class PgMedium final : public LogMedium {
   ~PgMedium() override;
 
   Status append(const std::vector<PreparedRecord>& records) override;
+  Status append_applying(const std::vector<PreparedRecord>& records, const std::vector<std::int64_t>& inbox_items) override;
   std::string describe() const override { return settings_.where; }
 
   std::int64_t generation() const { return generation_; }
@@ -110,12 +114,12 @@ class PgMedium final : public LogMedium {
   // yet (the connection went again); an error when another writer took over.
   enum class Landed { yes, no, unknown };
   Result<Landed> landed_locked(std::int64_t expected_head, const std::vector<PreparedRecord>& records);
-  const std::string& append_sql(std::size_t count);
+  const std::string& append_sql(std::size_t count, bool applying);
   // Records up to seq `last` are in the database (mu_ held): the new head,
   // announced to the session's followers.
   void landed_at_locked(std::int64_t last);
   // Runs the append statement for `count` records (mu_ held).
-  PgResult<Rows> run_append(std::size_t count, std::span<const Param> params);
+  PgResult<Rows> run_append(std::size_t count, bool applying, std::span<const Param> params);
 
   const Settings settings_;
   const std::int64_t generation_;
@@ -124,8 +128,8 @@ class PgMedium final : public LogMedium {
   std::int64_t head_;
   Clock::time_point deadline_;   // the local lease deadline: no append after it without a renewal
   std::optional<Error> lost_;    // the lease was taken over: every append fails with it
-  std::map<std::size_t, std::string> append_sql_;
-  std::set<std::size_t> prepared_;  // batch sizes prepared on the connection
+  std::map<std::pair<std::size_t, bool>, std::string> append_sql_;  // by batch size, applying
+  std::set<std::pair<std::size_t, bool>> prepared_;  // the statements prepared on the connection
   std::condition_variable_any wake_;
   std::jthread renewer_;  // last: stopped (joined) first
 };

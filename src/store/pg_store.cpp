@@ -18,6 +18,7 @@
 #include "cairn/store/store.hpp"
 #include "log/checksum.hpp"
 #include "pg_conn.hpp"
+#include "pg_inbox.hpp"
 #include "pg_medium.hpp"
 #include "pg_notify.hpp"
 #include "guarded.hpp"
@@ -37,7 +38,10 @@ class PostgresStore final : public SqlStore {
   PostgresStore(std::string conninfo, StoreOptions options, pg::Connection connection)
       : conninfo_(std::move(conninfo)), shown_(pg::redact(conninfo_)), options_(options), db_(std::move(connection)) {
     if (options_.announce_appends) announcer_ = pg::Announcer::for_database(conninfo_);
+    inbox_ = std::make_unique<pg::PgInbox>(conninfo_, shown_, [this] { return listener(); });
   }
+
+  Inbox* inbox() override { return inbox_.get(); }
 
   std::string uri() const override { return shown_; }
   SyncPolicy sync_policy() const override { return options_.sync; }
@@ -54,10 +58,7 @@ class PostgresStore final : public SqlStore {
   Result<std::unique_ptr<LogFollow>> follow(std::string_view id, std::chrono::milliseconds poll,
                                             std::function<void()> changed) override {
     if (poll <= std::chrono::milliseconds::zero()) return fail(Errc::invalid_argument, "a follow's poll must be positive");
-    std::lock_guard lock(listener_mu_);
-    // One LISTENing connection per store, started by its first follower.
-    if (!listener_) listener_ = pg::Listener::start(conninfo_);
-    return listener_->follow(std::string(id), poll, std::move(changed));
+    return listener()->follow(std::string(id), poll, std::move(changed));
   }
 
  private:
@@ -87,6 +88,14 @@ class PostgresStore final : public SqlStore {
   // them; inside the caller's snapshot.
   Result<SessionIndex> load(const std::string& id, const SessionHeader& header);
 
+  // One LISTENing connection per store, started by its first follower
+  // (of a session's log or its inbox).
+  std::shared_ptr<pg::Listener> listener() {
+    std::lock_guard lock(listener_mu_);
+    if (!listener_) listener_ = pg::Listener::start(conninfo_);
+    return listener_;
+  }
+
   std::string where(std::string_view id) const override { return fmt::format("postgres store {}, session {}", shown_, id); }
   pg::Settings settings(const std::string& id) const {
     return pg::Settings{conninfo_, where(id), id, options_.lease_ttl, announcer_};
@@ -106,6 +115,7 @@ class PostgresStore final : public SqlStore {
   std::shared_ptr<pg::Announcer> announcer_;  // null when appends are not announced
   std::mutex listener_mu_;
   std::shared_ptr<pg::Listener> listener_;  // started by the first follow
+  std::unique_ptr<pg::PgInbox> inbox_;       // last: it uses the listener
 };
 
 pg::PgResult<pg::Rows> PostgresStore::exec(std::string_view sql, std::span<const Param> params) {
@@ -429,6 +439,11 @@ Status PostgresStore::remove_session(const std::string& id) {
   }
   if (auto records = db_.exec("DELETE FROM cairn_records WHERE session_id = $1", params); !records) {
     return std::unexpected(db_error(id, "cannot remove", records.error()));
+  }
+  // What was left for it in its inbox can never be applied: said so to
+  // whoever asks after it, in the same transaction.
+  if (auto failed = db_.exec(fmt::format("{}session_id = $1", pg::kFailInboxItemsWhere), params); !failed) {
+    return std::unexpected(db_error(id, "cannot remove", failed.error()));
   }
   if (auto committed = tx->commit(); !committed) return std::unexpected(db_error(id, "cannot remove", committed.error()));
   return {};

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include "cairn/store/session.hpp"
+#include "cairn/store/inbox.hpp"
 #include "cairn/trace.hpp"
 
 #include <condition_variable>
@@ -31,6 +32,8 @@ namespace cairn {
 struct Session::Writer {
   enum State { waiting, done, leading };
   std::vector<PreparedRecord> batch;
+  // The inbox item its caller applies, until a record of it has landed.
+  std::shared_ptr<InboxMark> mark;
   Result<AppendResult> result = AppendResult{};
 
   // A condition variable rather than an atomic wait: libstdc++'s atomic wait
@@ -190,6 +193,7 @@ Result<AppendResult> Session::append_batch(std::vector<Record> batch) {
   if (batch.empty()) return AppendResult{size(), 0};
 
   auto self = std::make_shared<Writer>();
+  if (auto mark = InboxMark::current(); mark && !mark->landed.load()) self->mark = std::move(mark);
   self->batch.reserve(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
     auto one = prepare(batch[i], *this);
@@ -267,7 +271,12 @@ void Session::lead_group(std::vector<std::shared_ptr<Writer>>& group) {
   }
   if (accepted.empty()) return;
 
-  if (auto status = medium_->append(accepted); !status) {
+  std::vector<std::int64_t> inbox_items;
+  for (const Writer* writer : landed) {
+    if (writer->mark) inbox_items.push_back(writer->mark->item);
+  }
+  if (auto status = inbox_items.empty() ? medium_->append(accepted) : medium_->append_applying(accepted, inbox_items);
+      !status) {
     // Nothing of the group is durable. Appends after a failed write or sync
     // cannot be trusted (the medium's state is unknown), so the session stops
     // accepting: the caller reopens it.
@@ -280,6 +289,9 @@ void Session::lead_group(std::vector<std::shared_ptr<Writer>>& group) {
     return;
   }
 
+  for (Writer* writer : landed) {
+    if (writer->mark) writer->mark->landed.store(true);
+  }
   std::unique_lock index_lock(index_mu_);
   for (const PreparedRecord& record : accepted) index_->add(record.meta, record.line);
 }

@@ -79,6 +79,13 @@ struct ServerOptions {
   // processes left, every `claim_poll`.
   bool resume = true;
   std::chrono::milliseconds claim_poll{1000};
+  // On a store many servers share (PostgreSQL), a request for a session
+  // another live process holds is left in the session's inbox for that
+  // process to apply; the client is answered with its outcome, or after
+  // this long with 202 {queued: ITEM} (GET /v1/inbox/{ITEM} tells its fate
+  // later). Every claim_poll, sessions whose items nobody live holds are
+  // opened here and their items applied.
+  std::chrono::milliseconds inbox_wait{5000};
 };
 
 class Server {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cairn/error.hpp"
+#include "cairn/store/inbox.hpp"
 #include "cairn/store/session.hpp"
 
 namespace cairn {
@@ -180,6 +181,10 @@ class Store {
   // read_log from the cursor). The stores one process writes only poll.
   virtual Result<std::unique_ptr<LogFollow>> follow(std::string_view id, std::chrono::milliseconds poll,
                                                     std::function<void()> changed);
+  // The sessions' inbox (inbox.hpp): on a store many processes share
+  // (PostgreSQL), where a server leaves a request for a session another
+  // process holds. Null on the stores one process writes.
+  virtual Inbox* inbox() { return nullptr; }
   // A new session holding the source's branch (up to an entry, before or at
   // it) or its whole tree; its header names the source as parent. Made whole
   // or not at all (create_with_log).

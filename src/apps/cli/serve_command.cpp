@@ -36,6 +36,7 @@ struct ServeOptions {
   bool no_resume = false;
   double idle_close_seconds = 300;
   double claim_poll_seconds = 1;
+  double inbox_wait_seconds = 5;
   std::size_t max_body = 16u << 20;
   int workers = 16;
   double request_timeout_seconds = 30;
@@ -107,6 +108,7 @@ int run_serve(const ServeOptions& options) {
   server.stream_queue_bytes = options.stream_queue_bytes;
   server.idle_close = std::chrono::milliseconds(static_cast<std::int64_t>(options.idle_close_seconds * 1000));
   server.claim_poll = std::chrono::milliseconds(static_cast<std::int64_t>(options.claim_poll_seconds * 1000));
+  server.inbox_wait = std::chrono::milliseconds(static_cast<std::int64_t>(options.inbox_wait_seconds * 1000));
   server.resume = !options.no_resume;
 
   const std::filesystem::path token_file =
@@ -203,6 +205,12 @@ void register_serve_command(CLI::App& app, Commands& commands) {
   sub->add_option("--claim-poll", options->claim_poll_seconds,
                   "On a shared store (postgres://…): seconds between looks for runs other processes left suspended. "
                   "Default: 1")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.05, 3600.0));
+  sub->add_option("--inbox-wait", options->inbox_wait_seconds,
+                  "On a shared store (postgres://…): how long a request for a session another process holds waits "
+                  "for that process's answer through the session's inbox before it is answered 202 {queued}. "
+                  "Default: 5")
       ->type_name("SECONDS")
       ->check(CLI::Range(0.05, 3600.0));
   sub->add_option("--idle-close", options->idle_close_seconds,
