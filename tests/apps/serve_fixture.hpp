@@ -470,8 +470,9 @@ class ServeTest : public ::testing::Test {
     posix_spawn_file_actions_addopen(&actions, 1, (err.string() + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addchdir_np(&actions, path("work").c_str());
-    std::vector<std::string> argv_strings{CAIRN_CLI_PATH};
-    std::string program = CAIRN_CLI_PATH;
+    std::vector<std::string> argv_strings = launcher_;
+    argv_strings.push_back(CAIRN_CLI_PATH);
+    std::string program = argv_strings.front();
     if (descriptor_limit_) {
       // ulimit -n: the soft and the hard limit, which the server cannot raise.
       program = "/bin/sh";
@@ -485,6 +486,7 @@ class ServeTest : public ::testing::Test {
                                     "XDG_DATA_HOME=" + path("data").string(), "XDG_CACHE_HOME=" + path("cache").string(),
                                     "LANG=C.UTF-8", "USER=tester"};
     if (const char* system_path = std::getenv("PATH")) env.push_back(std::string("PATH=") + system_path);
+    env.insert(env.end(), extra_env_.begin(), extra_env_.end());
     // Under the sanitizers the server runs with the suite's options (halt on error).
     for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"}) {
       if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
@@ -623,6 +625,8 @@ class ServeTest : public ::testing::Test {
   testing::TempDir dir_;
   std::optional<int> descriptor_limit_;  // set: the server runs under `ulimit -n` this
   std::string store_uri_;  // empty: a sqlite file in dir_
+  std::vector<std::string> launcher_;   // a program (absolute path) and its arguments that run cairn
+  std::vector<std::string> extra_env_;  // NAME=VALUE given to cairn besides spawn()'s
   HttpTestServer model_{HttpTestServer::Responder(serve_scripted_model)};
   pid_t pid_ = -1;
   int port_ = 0;
