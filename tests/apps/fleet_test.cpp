@@ -82,15 +82,16 @@ class FleetTest : public ServeTest {
     }
   }
 
-  void launch(int index) {
+  void launch(int index, const std::vector<std::string>& extra = {}) {
     Member& member = members_[static_cast<std::size_t>(index)];
     member.elsewhere = index > 0 && namespaces_;
     member.err = path(fmt::format("fleet-{}-{}.err", index, ++launches_));
     if (member.elsewhere) launcher_ = {"/usr/bin/unshare", "--pid", "--uts", "--fork", "--kill-child=SIGKILL"};
-    const pid_t pid = spawn({"serve", "--listen", "127.0.0.1:0", "--store", store(), "--token-file", token_file().string(),
-                             "--api", "openai-completions", "--base-url", model_.url("/v1"), "--model", "test",
-                             "--approval", "ask", "--claim-poll", "0.2"},
-                            member.err);
+    std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0", "--store", store(), "--token-file",
+                                     token_file().string(), "--api", "openai-completions", "--base-url",
+                                     model_.url("/v1"), "--model", "test", "--approval", "ask", "--claim-poll", "0.2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const pid_t pid = spawn(args, member.err);
     launcher_.clear();
     const std::string marker = "listening on http://127.0.0.1:";
     const auto deadline = std::chrono::steady_clock::now() + 60s;
@@ -434,6 +435,73 @@ TEST_F(FleetTest, AnyServerTakesAnyRequestAndACrashLosesOrDoublesNothing) {
     for (auto& member : members_) stop(member);
     if (HasFailure()) break;
   }
+}
+
+// A holder that does not decide within the bound (stopped, here): the
+// request is answered 202 {queued: ITEM} and applied once the holder comes
+// back; one left when the holder dies is applied by the server that takes
+// the session over. A read is withdrawn instead, and said unreachable.
+TEST_F(FleetTest, ARequestTheHolderDoesNotDecideInTimeIsQueuedThenAppliedOnce) {
+  extra_env_ = {"CAIRN_LEASE_TTL=3"};
+  ASSERT_NO_FATAL_FAILURE(launch(0));
+  token_ = testing::lines_of(serve_slurp(token_file())).at(0);
+  ASSERT_NO_FATAL_FAILURE(launch(1, {"--inbox-wait", "0.5"}));
+  const int holder = members_[0].port, other = members_[1].port;
+  ASSERT_EQ(call_at(holder, "POST", "/v1/sessions", Json{{"id", "q1"}, {"cwd", path("work").string()}}.dump()).status, 201);
+  const auto queue_prompt = [&](const std::string& text) -> std::int64_t {
+    const auto sent_at = std::chrono::steady_clock::now();
+    const ServeReply reply = call_at(other, "POST", "/v1/sessions/q1/refs/main/prompt", Json{{"text", text}}.dump());
+    const auto took = std::chrono::steady_clock::now() - sent_at;
+    EXPECT_EQ(reply.status, 202) << reply.body;
+    EXPECT_LT(took, 3s) << "the bound is half a second";
+    const Json body = reply.json();
+    EXPECT_TRUE(body.contains("queued") && body["queued"].is_number_integer()) << reply.body;
+    EXPECT_EQ(reply.headers.count("cairn-inbox-item"), 1u);
+    return body.value("queued", std::int64_t{0});
+  };
+  const auto wait_decided = [&](std::int64_t item, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      const Json state = call_at(other, "GET", fmt::format("/v1/inbox/{}", item)).json();
+      if (state.value("state", "") == "decided" || std::chrono::steady_clock::now() > deadline) return state;
+      std::this_thread::sleep_for(50ms);
+    }
+  };
+
+  ::kill(members_[0].pid, SIGSTOP);
+  const std::int64_t first = queue_prompt("say queued one");
+  const Json pending = call_at(other, "GET", fmt::format("/v1/inbox/{}", first)).json();
+  EXPECT_EQ(pending.value("state", ""), "pending") << pending.dump();
+  EXPECT_EQ(pending["request"].value("path", ""), "/v1/sessions/q1/refs/main/prompt") << pending.dump();
+  const ServeReply read = call_at(other, "GET", "/v1/sessions/q1/refs/main");
+  EXPECT_EQ(read.status, 409) << read.body;
+  EXPECT_EQ(serve_error_code(read), "locked");
+  EXPECT_NE(read.body.find("did not answer within"), std::string::npos) << read.body;
+  ::kill(members_[0].pid, SIGCONT);
+  const Json applied = wait_decided(first, 20s);
+  ASSERT_EQ(applied.value("state", ""), "decided") << applied.dump();
+  EXPECT_EQ(applied["response"].value("status", 0), 202) << applied.dump();
+  EXPECT_TRUE(applied["response"]["body"].contains("runId")) << applied.dump();
+
+  // The holder dies with an item left: the server that takes the session
+  // over once the lease has expired applies it.
+  ::kill(members_[0].pid, SIGSTOP);
+  const std::int64_t second = queue_prompt("say queued two");
+  stop(members_[0]);
+  const Json taken = wait_decided(second, 30s);
+  ASSERT_EQ(taken.value("state", ""), "decided") << taken.dump() << serve_slurp(members_[1].err);
+  EXPECT_EQ(taken["response"].value("status", 0), 202) << taken.dump();
+  EXPECT_EQ(call_at(other, "GET", "/v1/inbox/999999").status, 404);
+  EXPECT_EQ(call_at(other, "GET", "/v1/inbox/x").status, 404);
+
+  int ones = 0, twos = 0;
+  for (const Json& record : records_of("q1")) {
+    if (record.value("type", "") != "operation_started") continue;
+    ones += record.dump().find("say queued one") != std::string::npos;
+    twos += record.dump().find("say queued two") != std::string::npos;
+  }
+  EXPECT_EQ(ones, 1);
+  EXPECT_EQ(twos, 1);
 }
 
 }  // namespace
