@@ -46,13 +46,16 @@ struct ServeProcess {
 // Starts `cairn serve` in `dir` (its store, tokens and stderr there) with
 // `extra` options; under `ulimit -n` `descriptors` when given. Returns once
 // it listens (port 0: it did not start; see dir/serve.err).
+// `store_uri`: another store than dir/store.db (a postgres:// URI, say).
 inline ServeProcess start_serve(const std::filesystem::path& dir, const std::string& model_url,
-                                const std::vector<std::string>& extra, std::optional<int> descriptors = std::nullopt) {
+                                const std::vector<std::string>& extra, std::optional<int> descriptors = std::nullopt,
+                                const std::string& store_uri = {}) {
   ServeProcess server;
   const auto err = dir / "serve.err";
-  const std::string store = "sqlite:" + (dir / "store.db").string();
+  const std::string store = store_uri.empty() ? "sqlite:" + (dir / "store.db").string() : store_uri;
   std::vector<std::string> args = {CAIRN_CLI_PATH, "serve", "--listen", "127.0.0.1:0", "--store", store, "--token-file",
-                                   (dir / "tokens").string(), "--approval", "never-ask"};
+                                   (dir / "tokens").string()};
+  if (std::find(extra.begin(), extra.end(), "--approval") == extra.end()) args.insert(args.end(), {"--approval", "never-ask"});
   // The scripted model, unless `extra` names models of its own (--models-file).
   if (std::find(extra.begin(), extra.end(), "--models-file") == extra.end()) {
     args.insert(args.end(), {"--api", "openai-completions", "--base-url", model_url, "--model", "test"});

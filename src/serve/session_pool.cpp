@@ -17,6 +17,11 @@ namespace {
 // How often a followed session is read whatever its writer announced (a
 // store one process writes announces nothing; a lost notification).
 constexpr std::chrono::milliseconds kFollowPoll{1000};
+// How long a session another process holds is taken to be held still: a
+// holder that lets it go meanwhile delays its next open here by at most
+// this (the inbox's items wait as long, then the sweep applies them).
+constexpr std::chrono::milliseconds kHeldElsewhereFor{500};
+constexpr std::size_t kHeldElsewhereMax = 4096;
 
 std::int64_t now_ticks() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 }  // namespace
@@ -156,6 +161,10 @@ Result<SessionPool::Claim> SessionPool::claim_open(const std::string& id) {
     touch(*it->second);
     return Claim{.open = it->second};
   }
+  if (auto it = held_elsewhere_.find(id); it != held_elsewhere_.end()) {
+    if (std::chrono::steady_clock::now() < it->second.until) return std::unexpected(it->second.error);
+    held_elsewhere_.erase(it);
+  }
   if (auto it = opening_.find(id); it != opening_.end()) return Claim{.opening = it->second};
   if (auto room = make_room(); !room) return std::unexpected(room.error());
   auto opening = std::make_shared<Opening>();
@@ -179,6 +188,11 @@ void SessionPool::finish_open(const std::string& id, const std::shared_ptr<Openi
     if (result) {
       hosts_[id] = *result;
       opens_total_.fetch_add(1);
+    } else if (result.error().is(Errc::locked)) {
+      // Taking the lease costs a connection of its own: the requests that
+      // come meanwhile are relayed (or followed) without trying again.
+      if (held_elsewhere_.size() > kHeldElsewhereMax) held_elsewhere_.clear();
+      held_elsewhere_[id] = HeldElsewhere{result.error(), std::chrono::steady_clock::now() + kHeldElsewhereFor};
     }
     opening->result = result;
     waiters.swap(opening->waiters);
@@ -306,9 +320,12 @@ Result<std::shared_ptr<SessionHost>> SessionPool::create(const CreateOptions& op
   const std::string id = (*session)->id();
   auto host = host_for(std::move(*session));
   if (!host) return host;
-  std::lock_guard lock(mu_);
-  hosts_[id] = *host;
-  opens_total_.fetch_add(1);
+  {
+    std::lock_guard lock(mu_);
+    hosts_[id] = *host;
+    opens_total_.fetch_add(1);
+  }
+  if (on_hosted_) on_hosted_(*host);  // a request relayed to it from now on is applied here
   return host;
 }
 

@@ -70,7 +70,7 @@ class SessionPool {
   // would read is read there. Set before the pool serves.
   using OnOpen = std::function<void(const std::string& id, const SessionHost& host)>;
   void set_on_open(OnOpen on_open) { on_open_ = std::move(on_open); }
-  // Runs once a session opened (or claimed) here is in the pool, before the
+  // Runs once a session opened, created or claimed here is in the pool, before the
   // requests that wait for its open are answered and before a claim
   // resumes its operations. Set before the pool serves.
   using OnHosted = std::function<void(const std::shared_ptr<SessionHost>& host)>;
@@ -186,6 +186,13 @@ class SessionPool {
   Hosts hosts_;
   std::map<std::string, std::shared_ptr<Opening>> opening_;
   std::set<std::string> closing_;  // taken out, not yet closed
+  // Sessions an open found another process holding, and until when that
+  // answer stands (claim_open gives it without trying again).
+  struct HeldElsewhere {
+    Error error;
+    std::chrono::steady_clock::time_point until;
+  };
+  std::map<std::string, HeldElsewhere> held_elsewhere_;
   std::condition_variable opened_;  // an opening ended
   // The opener threads of open_async, started with the first call.
   std::deque<std::string> open_queue_;  // ids whose opening waits for a thread; under mu_
