@@ -18,7 +18,7 @@ constexpr std::chrono::milliseconds kInboxPoll{500};
 constexpr std::chrono::hours kKeepDecided{24};
 
 // The headers that shape a request's meaning (never its credentials).
-constexpr std::array<std::string_view, 3> kKeptHeaders{"content-type", "traceparent", "last-event-id"};
+constexpr std::array<std::string_view, 4> kKeptHeaders{"content-type", "traceparent", "last-event-id", "a2a-version"};
 
 bool valid_utf8(std::string_view text) {
   for (std::size_t at = 0; at < text.size();) {

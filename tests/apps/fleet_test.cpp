@@ -483,6 +483,23 @@ TEST_F(FleetTest, ARequestTheHolderDoesNotDecideInTimeIsQueuedThenAppliedOnce) {
   EXPECT_EQ(applied["response"].value("status", 0), 202) << applied.dump();
   EXPECT_TRUE(applied["response"]["body"].contains("runId")) << applied.dump();
 
+  // An A2A message to the server that does not hold its context's session
+  // is relayed too, and answered as the holder answers it.
+  const Json send = {{"message",
+                      {{"messageId", "m1"}, {"role", "ROLE_USER"}, {"contextId", "q1/main"}, {"parts", {{{"text", "say by a2a"}}}}}},
+                     {"configuration", {{"returnImmediately", true}}}};
+  const ServeReply a2a = serve_raw(other, serve_request_text("POST", "/a2a/rest/message:send", send.dump(),
+                                                             {"Authorization: Bearer " + token_,
+                                                              "Content-Type: application/json", "A2A-Version: 1.0"}));
+  EXPECT_EQ(a2a.status, 200) << a2a.body;
+  EXPECT_EQ(a2a.headers.count("cairn-inbox-item"), 1u);
+  EXPECT_TRUE(a2a.json().contains("task")) << a2a.body;
+  for (const auto deadline = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < deadline;) {
+    const Json ref = call_at(holder, "GET", "/v1/sessions/q1/refs/main").json();
+    if (ref.contains("ref") && ref["ref"].value("status", "") == "idle") break;
+    std::this_thread::sleep_for(20ms);
+  }
+
   // The holder dies with an item left: the server that takes the session
   // over once the lease has expired applies it.
   ::kill(members_[0].pid, SIGSTOP);
