@@ -235,6 +235,8 @@ TEST_F(PgInboxTest, TheHolderAndTheSenderAreToldWithoutWaitingForAPoll) {
   drain(holder);
   lock.lock();
   EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return decisions >= 1; }));
+  // The follows end without the lock their calls take.
+  lock.unlock();
 }
 
 }  // namespace
