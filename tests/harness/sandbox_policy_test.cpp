@@ -37,7 +37,7 @@ TEST_F(HarnessTest, ARunKeepsItsRecordedSandboxAcrossAResumeWithAnotherPolicy) {
   auto first = options();
   first.tools.push_back(policy_spy(seen));
   first.sandbox = kWorkspaceWrite;
-  auto& harness = make_harness_with(first);
+  auto& harness = make_harness_with(std::move(first));
   faux_->push(FauxResponse::tool_call("call-1", "spy", Json::object()));
   memory_store_fail_after(*store_, 5);  // operation_started, user, generation_started, assistant, tool_started
   EXPECT_EQ(harness.main().prompt("go").outcome, Outcome::faulted);
@@ -53,7 +53,7 @@ TEST_F(HarnessTest, ARunKeepsItsRecordedSandboxAcrossAResumeWithAnotherPolicy) {
     checked.push_back(policy);
     return std::string();
   };
-  auto& again = make_harness_with(second);
+  auto& again = make_harness_with(std::move(second));
   faux_->push(FauxResponse::tool_call("call-2", "spy", Json::object()));
   faux_->push(FauxResponse::text("done"));
   auto resumed = again.main().resume();
@@ -77,7 +77,7 @@ TEST_F(HarnessTest, AResumeThatCannotEnforceTheRecordedSandboxIsRefused) {
   auto first = options();
   first.tools.push_back(policy_spy(seen));
   first.sandbox = kWorkspaceWrite;
-  auto& harness = make_harness_with(first);
+  auto& harness = make_harness_with(std::move(first));
   faux_->push(FauxResponse::tool_call("call-1", "spy", Json::object()));
   memory_store_fail_after(*store_, 5);
   EXPECT_EQ(harness.main().prompt("go").outcome, Outcome::faulted);
@@ -86,7 +86,7 @@ TEST_F(HarnessTest, AResumeThatCannotEnforceTheRecordedSandboxIsRefused) {
   auto second = options();
   second.tools.push_back(policy_spy(seen));
   second.sandbox_check = [](const SandboxRecord&) { return std::string("the kernel has no Landlock"); };
-  auto& again = make_harness_with(second);
+  auto& again = make_harness_with(std::move(second));
   auto resumed = again.main().resume();
   EXPECT_EQ(resumed.outcome, Outcome::rejected);
   ASSERT_TRUE(resumed.error);
@@ -102,7 +102,7 @@ TEST_F(HarnessTest, WithoutAPolicyNothingIsRecorded) {
   std::vector<std::optional<SandboxRecord>> seen;
   auto opts = options();
   opts.tools.push_back(policy_spy(seen));
-  auto& harness = make_harness_with(opts);
+  auto& harness = make_harness_with(std::move(opts));
   faux_->push(FauxResponse::tool_call("call-1", "spy", Json::object()));
   faux_->push(FauxResponse::text("done"));
   ASSERT_TRUE(harness.main().prompt("go").ok());

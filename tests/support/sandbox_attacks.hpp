@@ -119,7 +119,9 @@ int main(void) {
         {"ptrace", fmt::format("{}/ptracer", out), {}},
         {".git/hooks", "echo 'exit 0' > .git/hooks/pre-commit", workspace() / ".git/hooks/pre-commit"},
         {"background process",
-         fmt::format("setsid sh -c 'sleep 0.3; echo x > {}/background' </dev/null >/dev/null 2>&1 &", out),
+         // The pause lets setsid leave the command's group before the command
+         // ends and its group is ended.
+         fmt::format("setsid sh -c 'sleep 0.5; echo x > {}/background' </dev/null >/dev/null 2>&1 & sleep 0.2", out),
          outside() / "background", true},
     };
   }
