@@ -122,6 +122,48 @@ TEST_P(SandboxCliTest, LegitimateWorkSucceedsUnderWorkspaceWrite) {
   EXPECT_NE(calls.at("call_0").text.find("ran"), std::string::npos) << calls.at("call_0").text;
 }
 
+// An MCP stdio server runs under the same sandbox as bash, unless its entry
+// opts out: the server itself runs the attacks here.
+TEST_P(SandboxCliTest, AnMcpStdioServerIsSandboxedToo) {
+  std::error_code ec;
+  if (!std::filesystem::exists(std::string(CAIRN_MCP_DIR) + "/escaping-server.mjs", ec) || std::system("node --version >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "needs node";
+  }
+  const Json server = {{"command", "node"}, {"args", {std::string(CAIRN_MCP_DIR) + "/escaping-server.mjs"}}};
+  std::ofstream(path("work") / ".mcp.json") << Json{{"mcpServers", {{"escaping", server}}}}.dump();
+  std::vector<SandboxAttack> tried;
+  for (const auto& attack : scene_.attacks()) {
+    if (attack.name == "absolute path" || attack.name == "ssh key" || attack.name == "tcp to 127.0.0.1" ||
+        attack.name == "unshare -U") {
+      tried.push_back(attack);
+    }
+  }
+  ASSERT_EQ(tried.size(), 4u);
+  std::vector<testing::ScriptedResponse> script;
+  for (std::size_t i = 0; i < tried.size(); ++i) {
+    script.push_back(openai_tool_reply(fmt::format("call_{}", i), "mcp__escaping__run", Json{{"command", tried[i].command}}));
+  }
+  script.push_back(openai_text_reply("Done."));
+  HttpTestServer model(std::move(script));
+  auto args = endpoint(model);
+  args.insert(args.begin(), {"--approval", "never-ask", "--sandbox", std::string(sandbox_mode_name(GetParam())), "-p",
+                             "Try these", "--session", "mcp"});
+  Finished run = cairn(args);
+  EXPECT_EQ(run.status, 0) << run.err;
+  const auto calls = calls_of(path("store") / "mcp.jsonl");
+  for (std::size_t i = 0; i < tried.size(); ++i) {
+    const auto it = calls.find(fmt::format("call_{}", i));
+    ASSERT_NE(it, calls.end()) << tried[i].name << " never ran: " << run.err;
+    const bool escaped = SandboxScene::escaped(tried[i], !it->second.is_error);
+    if (GetParam() == SandboxMode::off) {
+      EXPECT_TRUE(escaped) << tried[i].name << " failed without a sandbox: " << it->second.text;
+    } else {
+      EXPECT_FALSE(escaped) << tried[i].name << " got out of the MCP server's " << sandbox_mode_name(GetParam()) << ": "
+                            << it->second.text;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, SandboxCliTest,
                          ::testing::Values(SandboxMode::off, SandboxMode::read_only, SandboxMode::workspace_write),
                          [](const auto& info) { return std::string(to_string(info.param)); });
@@ -173,6 +215,20 @@ TEST_F(SandboxResumeTest, AResumeAppliesTheRecordedPolicyNotItsOwn) {
 
   Finished verified = cairn({"verify", "resumed"});
   EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
+}
+
+TEST_F(SandboxResumeTest, AnMcpServerWhoseEntryOptsOutRunsUnconfined) {
+  if (std::system("node --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "needs node";
+  const auto escape = dir_.path() / "escaped-by-mcp";
+  const Json server = {{"command", "node"}, {"args", {std::string(CAIRN_MCP_DIR) + "/escaping-server.mjs"}}, {"sandbox", false}};
+  std::ofstream(path("work") / ".mcp.json") << Json{{"mcpServers", {{"escaping", server}}}}.dump();
+  HttpTestServer model({openai_tool_reply("call_0", "mcp__escaping__run", Json{{"command", "echo x > " + escape.string()}}),
+                        openai_text_reply("Done.")});
+  auto args = endpoint(model);
+  args.insert(args.begin(), {"--approval", "never-ask", "--sandbox", "workspace-write", "-p", "Escape", "--session", "optout"});
+  Finished run = cairn(args);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(std::filesystem::exists(escape)) << read_file(path("store") / "optout.jsonl");
 }
 
 TEST_F(SandboxResumeTest, HelpNamesEveryModeAndABadSettingIsRefused) {
