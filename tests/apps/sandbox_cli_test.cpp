@@ -231,6 +231,39 @@ TEST_F(SandboxResumeTest, AnMcpServerWhoseEntryOptsOutRunsUnconfined) {
   EXPECT_TRUE(std::filesystem::exists(escape)) << read_file(path("store") / "optout.jsonl");
 }
 
+// settings.json chooses the mode and adds hidden paths; a flag wins over it.
+TEST_F(SandboxResumeTest, TheUsersSettingsChooseTheSandboxAndAFlagWins) {
+  const auto secret_dir = dir_.path() / "secrets";
+  std::filesystem::create_directories(secret_dir);
+  std::ofstream(secret_dir / "token") << "SETTINGS-HIDDEN\n";
+  std::filesystem::create_directories(path("config") / "cairn");
+  std::ofstream(path("config") / "cairn" / "settings.json")
+      << Json{{"sandbox", {{"mode", "read-only"}, {"hide", {secret_dir.string()}}}}}.dump();
+  const std::string read_secret = "grep SETTINGS-HIDDEN " + (secret_dir / "token").string();
+  const auto run = [&](const std::string& session, std::vector<std::string> flags) {
+    HttpTestServer model({openai_tool_reply("call_write", "bash", Json{{"command", "echo x > inside"}}),
+                          openai_tool_reply("call_read", "bash", Json{{"command", read_secret}}),
+                          openai_text_reply("Done.")});
+    auto args = endpoint(model);
+    args.insert(args.begin(), {"--approval", "never-ask", "-p", "Write, then read", "--session", session});
+    args.insert(args.end(), flags.begin(), flags.end());
+    Finished finished = cairn(args);
+    EXPECT_EQ(finished.status, 0) << finished.err;
+    return calls_of(path("store") / (session + ".jsonl"));
+  };
+  const auto by_settings = run("by-settings", {});
+  EXPECT_EQ(by_settings.at("call_write").sandbox, (Json{{"mode", "readOnly"}, {"network", false}}));
+  EXPECT_TRUE(by_settings.at("call_write").is_error) << by_settings.at("call_write").text;
+  EXPECT_TRUE(by_settings.at("call_read").is_error) << by_settings.at("call_read").text;
+  EXPECT_FALSE(std::filesystem::exists(path("work") / "inside"));
+
+  const auto by_flag = run("by-flag", {"--sandbox", "workspace-write"});
+  EXPECT_EQ(by_flag.at("call_write").sandbox, (Json{{"mode", "workspaceWrite"}, {"network", false}}));
+  EXPECT_FALSE(by_flag.at("call_write").is_error) << by_flag.at("call_write").text;
+  EXPECT_TRUE(by_flag.at("call_read").is_error) << by_flag.at("call_read").text;  // still hidden
+  EXPECT_TRUE(std::filesystem::exists(path("work") / "inside"));
+}
+
 TEST_F(SandboxResumeTest, HelpNamesEveryModeAndABadSettingIsRefused) {
   Finished help = cairn({"--help"});
   for (const char* text : {"--sandbox", "workspace-write", "read-only", "--sandbox-network"}) {
