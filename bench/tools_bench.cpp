@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "cairn/tools/sandbox.hpp"
 #include "tools/process.hpp"
 
 using Clock = std::chrono::steady_clock;
@@ -66,9 +67,12 @@ double bare_spawn() {
   return millis(Clock::now() - start);
 }
 
-double runner(const std::vector<std::string>& argv) {
+double runner(const std::vector<std::string>& argv, const cairn::SandboxPolicy& sandbox = {},
+              const std::string& cwd = {}) {
   cairn::tools::ProcessSpec spec;
   spec.argv = argv;
+  spec.sandbox = sandbox;
+  spec.cwd = cwd;
   spec.on_output = [](std::string_view) { return true; };
   const auto start = Clock::now();
   const auto outcome = cairn::tools::run_process(spec);
@@ -134,15 +138,31 @@ int main(int argc, char** argv) {
   const int kills = quick ? 5 : 30;
 
   std::printf("tool processes (%d runs each, %d kills)\n", spawns, kills);
-  std::vector<double> bare, through_runner, bash_runner;
+  // The sandbox's rows run in a workspace of their own, hiding what the
+  // coding agent hides by default.
+  const std::string unavailable = cairn::sandbox_unavailable(cairn::SandboxMode::workspace_write);
+  char workspace_template[] = "/tmp/cairn-bench-workspace-XXXXXX";
+  const char* workspace = ::mkdtemp(workspace_template);
+  if (workspace == nullptr) die("mkdtemp failed");
+  const cairn::SandboxPolicy sandbox{.mode = cairn::SandboxMode::workspace_write, .deny = cairn::default_sandbox_deny()};
+  std::vector<double> bare, through_runner, bash_runner, bash_sandboxed;
   for (int i = 0; i < spawns; ++i) {
     bare.push_back(bare_spawn());
     through_runner.push_back(runner({"true"}));
-    bash_runner.push_back(runner({"bash", "-c", "true"}));
+    bash_runner.push_back(runner({"bash", "-c", "true"}, {}, workspace));
+    if (unavailable.empty()) bash_sandboxed.push_back(runner({"bash", "-c", "true"}, sandbox, workspace));
   }
+  ::rmdir(workspace);
   print_row("posix_spawn + waitpid of true", summarize(bare), "(reference: the least any runner costs)");
   print_row("run_process of true", summarize(through_runner), "(own group, watcher, group ended)");
   print_row("run_process of bash -c true", summarize(bash_runner), "(what a bash tool call costs at least)");
+  if (unavailable.empty()) {
+    const Summary off = summarize(bash_runner), on = summarize(bash_sandboxed);
+    print_row("the same under the sandbox (workspace-write)", on,
+              fmt::format("(+{:.2f} ms median over off; bound: 5 ms)", on.median - off.median).c_str());
+  } else {
+    std::printf("  the same under the sandbox: not measured, %s\n", unavailable.c_str());
+  }
 
   std::vector<double> gone;
   for (int i = 0; i < kills; ++i) gone.push_back(kill_round(argv[0]));

@@ -46,13 +46,13 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cairnConfig.cmake ${CMAKE_CURRENT_BINA
 file(RELATIVE_PATH CAIRN_PC_PREFIX_FROM_PCDIR /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 if(BUILD_SHARED_LIBS)
   set(CAIRN_PC_REQUIRES "")
-  set(CAIRN_PC_REQUIRES_PRIVATE "simdjson fmt sqlite3 libpq")
+  set(CAIRN_PC_REQUIRES_PRIVATE "simdjson fmt sqlite3 libpq libseccomp")
   set(CAIRN_PC_LIBS "")
   set(CAIRN_PC_LIBS_PRIVATE "-pthread -ldl")
 else()
   # A static library: what it was built with is needed to link at all, so
   # it is listed where `pkg-config --libs cairn` (without --static) sees it.
-  set(CAIRN_PC_REQUIRES "simdjson fmt sqlite3 libpq")
+  set(CAIRN_PC_REQUIRES "simdjson fmt sqlite3 libpq libseccomp")
   set(CAIRN_PC_REQUIRES_PRIVATE "")
   set(CAIRN_PC_LIBS "-pthread -ldl")
   set(CAIRN_PC_LIBS_PRIVATE "")

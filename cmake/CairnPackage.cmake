@@ -42,7 +42,7 @@ coding agent and its HTTP server.")
 # libraries it was built with.
 set(CAIRN_DEV_DEPENDS "nlohmann-json3-dev (>= 3.10)")
 if(NOT BUILD_SHARED_LIBS)
-  string(APPEND CAIRN_DEV_DEPENDS ", libsimdjson-dev, libfmt-dev, libsqlite3-dev, libpq-dev, libcurl4")
+  string(APPEND CAIRN_DEV_DEPENDS ", libsimdjson-dev, libfmt-dev, libsqlite3-dev, libpq-dev, libseccomp-dev, pkg-config, libcurl4")
 endif()
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "${CAIRN_DEV_DEPENDS}")
 if(BUILD_SHARED_LIBS)

@@ -47,6 +47,7 @@ enum class Errc {
   not_suspended,       // resume with no suspended operation on the ref
   missing_identities,  // resume while the log names tools or models this harness lacks
   damaged_log,         // resume of an operation open where `cairn repair` replaced a damaged record
+  sandbox_unavailable, // resume of a run whose recorded sandbox policy this machine cannot enforce
   unknown_tool,        // an active tool name that is not registered
   ref_active,          // delete_ref of a ref whose operation is active or suspended
   main_ref,            // delete_ref("main")

@@ -7,6 +7,7 @@
 #include "cairn/llm/models_file.hpp"
 #include "cairn/llm/wire_providers.hpp"
 #include "cairn/tools/coding_tools.hpp"
+#include "cairn/tools/sandbox.hpp"
 #include "directories.hpp"
 #include "environment_policy.hpp"
 #include "mcp_servers.hpp"
@@ -14,6 +15,15 @@
 #include "task_tool.hpp"
 
 namespace cairn::agent {
+
+SandboxPolicy agent_sandbox_policy(const AgentOptions& options) {
+  SandboxPolicy policy{.mode = options.sandbox, .network = options.sandbox_network};
+  policy.deny = default_sandbox_deny();
+  // cairn's own configuration: settings, models (with keys), serve's tokens.
+  if (const auto config = global_config_dir()) policy.deny.push_back(*config);
+  for (const auto& path : options.sandbox_hide) policy.deny.emplace_back(path);
+  return policy;
+}
 
 Result<CodingHarnessOptions> coding_harness_options(const AgentOptions& options, const ModelRegistry& registry,
                                                     const std::optional<ConfiguredModel>& model,
@@ -49,6 +59,9 @@ Result<CodingHarnessOptions> coding_harness_options_for(const AgentOptions& opti
   tool_options.environment = tool_environment_policy(options, std::move(keys.variables));
   tool_options.secrets = std::move(keys.values);
   tool_options.report = options.warn;
+  tool_options.sandbox = agent_sandbox_policy(options);
+  harness_options.sandbox = tool_options.sandbox.record();
+  harness_options.sandbox_check = [](const SandboxRecord& policy) { return sandbox_unavailable(policy.mode); };
   std::vector<Tool> all_tools = make_coding_tools(tool_options);
   for (auto& tool : all_tools) {
     if (std::find(tool_names.begin(), tool_names.end(), tool.name) != tool_names.end()) {

@@ -14,11 +14,17 @@
 #include "cairn/harness/harness.hpp"
 #include "cairn/llm/model_registry.hpp"
 #include "cairn/store/store.hpp"
+#include "cairn/tools/sandbox.hpp"
 #include "system_prompt.hpp"
 
 namespace cairn::agent {
 
 class McpServers;
+
+// The sandbox of the tools' processes the options ask for: their mode and
+// network, hiding the default deny list, cairn's configuration directory
+// and options.sandbox_hide.
+SandboxPolicy agent_sandbox_policy(const AgentOptions& options);
 
 struct CodingHarnessOptions {
   HarnessOptions harness;

@@ -49,7 +49,8 @@ std::string approval_reason(const mcp::ServerConfig& server, const mcp::McpTool&
 
 Result<std::shared_ptr<McpServers>> McpServers::start(const std::vector<std::string>& extra_files,
                                                       const std::filesystem::path& cwd, std::chrono::milliseconds wait,
-                                                      std::function<bool(std::string_view)> withhold, Warn warn) {
+                                                      std::function<bool(std::string_view)> withhold, Warn warn,
+                                                      const SandboxPolicy& sandbox) {
   std::vector<std::filesystem::path> files;
   if (auto dir = global_config_dir()) files.push_back(*dir / "mcp.json");
   files.push_back(cwd / ".mcp.json");
@@ -60,6 +61,13 @@ Result<std::shared_ptr<McpServers>> McpServers::start(const std::vector<std::str
   }
   auto config = mcp::load_config(files, environment_entries());
   if (!config) return std::unexpected(config.error());
+  // Every stdio server under the agent's sandbox, unless its entry says
+  // "sandbox": false.
+  for (auto& server : config->servers) {
+    if (auto* stdio = std::get_if<mcp::StdioTransport>(&server.transport); stdio && stdio->sandboxed) {
+      stdio->sandbox = sandbox;
+    }
+  }
   if (config->servers.empty()) return std::shared_ptr<McpServers>();
 
   auto servers = std::make_shared<McpServers>(Key{});

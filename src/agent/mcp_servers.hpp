@@ -40,7 +40,8 @@ class McpServers {
   // whose tools could not follow a change (McpToolsBinding).
   static Result<std::shared_ptr<McpServers>> start(const std::vector<std::string>& extra_files,
                                                    const std::filesystem::path& cwd, std::chrono::milliseconds wait,
-                                                   std::function<bool(std::string_view)> withhold, Warn warn);
+                                                   std::function<bool(std::string_view)> withhold, Warn warn,
+                                                   const SandboxPolicy& sandbox = {});
   // Made by start(); public for make_shared only (the key is private).
   struct Key {
    private:

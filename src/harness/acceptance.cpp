@@ -278,6 +278,16 @@ std::optional<Error> HarnessCore::unresumable(const RefRuntime& rt) const {
                                                 "there, so it is not resumed; abort ends it",
                                                 op.id, listed, seqs.size() > 5 ? ", ..." : ""));
   }
+  // A run that recorded a sandbox runs its later calls under it, here as
+  // on the machine that recorded it; a machine that cannot is refused
+  // before anything runs (DESIGN.md, invariant 18).
+  if (op.sandbox && !op.cancelled && options.sandbox_check) {
+    if (std::string missing = options.sandbox_check(*op.sandbox); !missing.empty()) {
+      return Error(Errc::sandbox_unavailable,
+                   fmt::format("run '{}' recorded the sandbox policy {}, which this machine cannot enforce: {}", op.id,
+                               to_string(op.sandbox->mode), missing));
+    }
+  }
   const auto& missing = rt.suspended->missing;
   if (missing.tools.empty() && missing.models.empty()) return std::nullopt;
   std::string named;

@@ -132,6 +132,7 @@ Status reduce(OpState& op, const Record& record) {
                                                    record.seq, body.tool_call_id, body.tool_index));
           }
           it->started = body;
+          if (!op.sandbox) op.sandbox = body.sandbox;
         } else if constexpr (std::is_same_v<B, InputRequested>) {
           const bool in_batch = op.tool_batch && op.tool_batch->assistant_entry_id == body.assistant_entry_id;
           const auto& calls = in_batch ? op.tool_batch->calls : std::vector<ToolCallState>{};

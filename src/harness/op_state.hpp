@@ -66,6 +66,9 @@ struct OpState {
   // Attempts made for the current request cycle: +1 per generation_started,
   // back to 0 whenever a tree entry of this operation commits.
   std::int64_t request_attempts = 0;
+  // The sandbox policy the run's first recorded tool_started named: the
+  // one its later calls run under, whoever resumes it.
+  std::optional<SandboxRecord> sandbox;
   std::optional<ToolBatch> tool_batch;
   // Accepted and not yet applied, in acceptance order.
   std::vector<ProvisionedEntry> pending_steer;

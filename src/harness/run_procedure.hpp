@@ -71,6 +71,7 @@ class RunProcedure final : public Operation {
     bool began = false;                // tool_start was published and running_tools holds it
     std::any app;                      // the application's context for the call
     std::optional<std::string> child_session;  // replay resume: provisioned in tool_started
+    std::optional<SandboxRecord> sandbox;      // recorded in tool_started: what the call runs under
     // Replay resume: the child parked on these requests (ToolAwaitingInput); no result.
     std::optional<std::vector<PendingInput>> waiting;
   };

@@ -211,7 +211,8 @@ RunProcedure::PendingCall RunProcedure::prepare(const ToolCallState& call, const
 // that runs a child session (replay resume) is not settled but run again
 // with its provisioned child, which it picks up where the child's log is.
 RunProcedure::PendingCall RunProcedure::resumed_call(const ToolCallState& call) {
-  PendingCall p{.call = call, .args = call.started->effective_args, .result_id = call.started->result_entry_id};
+  PendingCall p{.call = call, .args = call.started->effective_args, .result_id = call.started->result_entry_id,
+                .sandbox = call.started->sandbox};
   if (replay_of(*call.started) == Replay::resume) {
     p.child_session = call.started->child_session;
     if (const Tool* tool = config_.find_tool(call.name); tool && tool->replay == Replay::resume) {
@@ -272,12 +273,16 @@ void RunProcedure::start(PendingCall& p, const std::string& assistant_id, const 
   if (!p.call.started) {
     p.result_id = core_.session->new_entry_id();
     if (p.tool->replay == Replay::resume) p.child_session = new_session_id();
+    // The run's policy once it has one: a resume elsewhere keeps it.
+    const auto recorded = with_op([](const OpState& op) { return op.sandbox; });
+    p.sandbox = recorded ? recorded : core_.options.sandbox;
     seq = append_harness(ToolStarted{.run_id = run_id_, .assistant_entry_id = assistant_id,
                                      .tool_index = p.call.index, .tool_call_id = p.call.call_id,
                                      .tool_name = p.call.name, .effective_args = p.args,
                                      .result_entry_id = p.result_id,
                                      .replay = p.tool->replay,
-                                     .child_session = p.child_session});
+                                     .child_session = p.child_session,
+                                     .sandbox = p.sandbox});
   }
   {
     std::lock_guard lock(core_.mu);
@@ -322,7 +327,8 @@ ToolResult RunProcedure::execute(PendingCall& p, std::stop_token cancel, const s
 ToolResult RunProcedure::execute_tool(PendingCall& p, std::stop_token cancel, const std::string& step_id) {
   ToolContext context{.ref = rt_->name, .run_id = run_id_, .tool_call_id = p.call.call_id, .cancel = std::move(cancel),
                       .app = std::move(p.app), .session_id = core_.session->header().id,
-                      .depth = child_depth(core_.session->header()), .child_session = p.child_session, .recovery = p.call.started.has_value()};
+                      .depth = child_depth(core_.session->header()), .child_session = p.child_session, .recovery = p.call.started.has_value(),
+                      .sandbox = p.sandbox};
   if (p.child_session) {
     // Relayed without a seq of this session: the child's own stays inside.
     context.relay = [this](const Json& linkage, const Event& child_event) {

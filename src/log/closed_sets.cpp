@@ -46,6 +46,8 @@ std::optional<GenerationPurpose> parse_generation_purpose(std::string_view text)
 
 std::string_view to_string(Replay replay) { return name_of(replay); }
 std::optional<Replay> parse_replay(std::string_view text) { return parse_name<Replay>(text); }
+std::string_view to_string(SandboxMode mode) { return name_of(mode); }
+std::optional<SandboxMode> parse_sandbox_mode(std::string_view text) { return parse_name<SandboxMode>(text); }
 
 std::string_view to_string(QueueKind queue) { return name_of(queue); }
 std::optional<QueueKind> parse_queue_kind(std::string_view text) { return parse_name<QueueKind>(text); }

@@ -31,6 +31,7 @@ constexpr std::array<std::string_view, 3> names_of(GenerationPurpose) {
   return {"step", "compaction", "branch_summary"};
 }
 constexpr std::array<std::string_view, 3> names_of(Replay) { return {"never", "safe", "resume"}; }
+constexpr std::array<std::string_view, 3> names_of(SandboxMode) { return {"off", "readOnly", "workspaceWrite"}; }
 constexpr std::array<std::string_view, 3> names_of(QueueKind) { return {"steer", "followUp", "nextRun"}; }
 constexpr std::array<std::string_view, 2> names_of(InputKind) { return {"approval", "question"}; }
 constexpr std::array<std::string_view, 3> names_of(InputDecision) { return {"allow", "deny", "answer"}; }

@@ -34,6 +34,7 @@ std::string_view to_string(Errc code) {
     case Errc::no_active_run: return "no_active_run";
     case Errc::not_suspended: return "not_suspended";
     case Errc::missing_identities: return "missing_identities";
+    case Errc::sandbox_unavailable: return "sandbox_unavailable";
     case Errc::damaged_log: return "damaged_log";
     case Errc::unknown_tool: return "unknown_tool";
     case Errc::ref_active: return "ref_active";

@@ -317,6 +317,7 @@ void check_harness_body(Checks& c, const HarnessBody& body) {
                    } else if (b.child_session) {
                      c.fail("childSession", "is only for replay \"resume\"");
                    }
+                   if (b.sandbox) c.extra("sandbox", b.sandbox->extra);
                  },
                  [&](const QueueEnqueued& b) { check_queue_item(c, b); },
                  [&](const WriteDeferred& b) {

@@ -61,6 +61,20 @@ struct FieldCodec<OperationIntent> {
 template <>
 struct FieldCodec<ModelRef> : NestedObject<ModelRef> {};
 
+template <>
+struct FieldCodec<SandboxRecord> : NestedObject<SandboxRecord> {};
+
+// Optional: a tool_started written before sandboxes has none.
+template <>
+struct FieldCodec<std::optional<SandboxRecord>> {
+  static void read(ObjectReader& r, std::string_view key, std::optional<SandboxRecord>& value) {
+    r.nested(key, ObjectReader::Presence::optional, [&](ObjectReader& inner) {
+      value.emplace();
+      read_object(inner, *value);
+    });
+  }
+};
+
 // ---- the tables -------------------------------------------------------------
 
 template <>
@@ -130,6 +144,12 @@ inline constexpr auto kFields<OperationFinished> = std::tuple{
 };
 
 template <>
+inline constexpr auto kFields<SandboxRecord> = std::tuple{
+    field("mode", &SandboxRecord::mode),
+    field("network", &SandboxRecord::network),
+};
+
+template <>
 inline constexpr auto kFields<GenerationStarted> = std::tuple{
     field("runId", &GenerationStarted::run_id),
     field("purpose", &GenerationStarted::purpose),
@@ -156,6 +176,7 @@ inline constexpr auto kFields<ToolStarted> = std::tuple_cat(
         field("resultEntryId", &ToolStarted::result_entry_id),
         field("replay", &ToolStarted::replay),
         field("childSession", &ToolStarted::child_session),
+        field("sandbox", &ToolStarted::sandbox),
     });
 
 template <>

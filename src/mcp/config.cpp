@@ -143,6 +143,10 @@ Result<ServerConfig> server_of(const std::string& name, const Json& entry, const
       // Relative to the file that says it, as a project's .mcp.json means.
       stdio.cwd = std::filesystem::path(*cwd).is_absolute() ? std::filesystem::path(*cwd) : file.parent_path() / *cwd;
     }
+    if (auto sandboxed = entry.find("sandbox"); sandboxed != entry.end()) {
+      if (!sandboxed->is_boolean()) return std::unexpected(where.error("\"sandbox\" must be true or false"));
+      stdio.sandboxed = sandboxed->get<bool>();
+    }
     server.transport = std::move(stdio);
   } else if (type == "http" || type == "streamable-http" || type == "streamableHttp") {
     HttpTransport http;

@@ -25,7 +25,9 @@
 #include <fmt/format.h>
 
 #include "tools/death_link.hpp"
+#include "sandbox/prepared_sandbox.hpp"
 #include "tools/process.hpp"
+#include "tools/sandboxed_spawn.hpp"
 #include "transport.hpp"
 
 extern char** environ;
@@ -103,6 +105,38 @@ class StdioChannel final : public Transport {
       return fail(Errc::io_error, fmt::format("cannot open {}: {}", stderr_log_.string(), std::strerror(errno)));
     }
 
+    std::vector<char*> argv = {const_cast<char*>("sh"), const_cast<char*>("-c"),
+                               const_cast<char*>(tools::kWatchedLaunch), const_cast<char*>("sh"),
+                               config_.command.data()};
+    for (auto& arg : config_.args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    if (config_.sandboxed && config_.sandbox.enabled()) {
+      // Under the agent's sandbox, like bash's commands (tools/process.hpp).
+      std::error_code ec;
+      const std::filesystem::path workspace = config_.cwd.empty() ? std::filesystem::current_path(ec) : config_.cwd;
+      sandbox::Preparation prepared = sandbox::prepare_sandbox(config_.sandbox, workspace);
+      std::string refused = prepared.error;
+      if (refused.empty()) {
+        std::vector<std::string> entries = tools::with_private_tmpdir(environment);
+        std::vector<char*> envp;
+        for (auto& entry : entries) envp.push_back(entry.data());
+        envp.push_back(nullptr);
+        const tools::ChildFiles files{.in = their_in.get(), .out = their_out.get(), .err = log.get(),
+                                      .watcher = link_.theirs(), .cwd = config_.cwd.empty() ? nullptr : config_.cwd.c_str()};
+        tools::SandboxedSpawn spawned = tools::spawn_sandboxed(prepared.sandbox, files, "/bin/sh", argv.data(), envp.data());
+        if (spawned.pid > 0) {
+          pid_ = spawned.pid;
+          link_.spawned();
+          reader_ = std::thread([this] { read_loop(); });
+          return {};
+        }
+        refused = spawned.error;
+      }
+      return fail(Errc::io_error, fmt::format("cannot run {} under the sandbox ({}): {}. \"sandbox\": false in its "
+                                              "configuration, or `--sandbox off`, runs it without one",
+                                              config_.command, describe_sandbox(config_.sandbox.record()), refused));
+    }
+
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, their_in.get(), 0);
@@ -113,11 +147,6 @@ class StdioChannel final : public Transport {
     // Its own group (killed as one), default signal handling whatever
     // cairn has (serve ignores SIGPIPE; a thread may block signals).
     const tools::OwnGroupSpawnAttributes attr;
-    std::vector<char*> argv = {const_cast<char*>("sh"), const_cast<char*>("-c"),
-                               const_cast<char*>(tools::kWatchedLaunch), const_cast<char*>("sh"),
-                               config_.command.data()};
-    for (auto& arg : config_.args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
     std::vector<char*> envp;
     for (auto& entry : environment) envp.push_back(entry.data());
     envp.push_back(nullptr);

@@ -66,6 +66,7 @@ int http_status(Errc code) {
     case Errc::not_suspended:
     case Errc::no_active_run:
     case Errc::missing_identities:
+    case Errc::sandbox_unavailable:
     case Errc::damaged_log:
     case Errc::ambiguous_id:
     case Errc::ambiguous_model:

@@ -145,6 +145,26 @@ std::string name_hint(const std::string& call_id) {
   return out.empty() ? "call" : out;
 }
 
+// Whether a failed command's output reads like the sandbox refused it: the
+// messages of EACCES, EPERM and EROFS, as programs print them.
+bool looks_denied(std::string_view output) {
+  for (std::string_view denial : {"Permission denied", "Operation not permitted", "Read-only file system"}) {
+    if (output.find(denial) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// The one line cairn adds to a sandboxed command that failed that way.
+std::string sandbox_note(const SandboxPolicy& policy) {
+  const bool writes = policy.mode == SandboxMode::workspace_write;
+  return fmt::format("[cairn] this command ran in the sandbox ({}): {}, ~/.ssh and other hidden paths are empty{}; "
+                     "the user can choose `--sandbox off`",
+                     describe_sandbox(policy.record()),
+                     writes ? "writes outside the workspace and $TMPDIR, and into .git/hooks and .cairn, are refused"
+                            : "writes outside $TMPDIR are refused",
+                     policy.network ? "" : ", the network is off");
+}
+
 std::string format_seconds(double seconds) {
   return seconds == std::floor(seconds) ? fmt::format("{}", static_cast<long long>(seconds)) : fmt::format("{}", seconds);
 }
@@ -169,7 +189,8 @@ Tool make_bash_tool(const CodingToolsOptions& options) {
   tool.parallel = false;
   tool.settle = settle_call_processes(options.report);
   tool.execute = [cwd = options.cwd, spill_dir = options.spill_dir, policy = options.environment,
-                  secrets = options.secrets](const Json& args, const ToolContext& context) -> ToolResult {
+                  secrets = options.secrets, sandbox = options.sandbox](const Json& args,
+                                                                        const ToolContext& context) -> ToolResult {
     const auto command = string_arg(args, "command");
     if (!command || command->empty()) return error_result("bash: the command argument is required");
     double timeout_seconds = kDefaultTimeoutSeconds;
@@ -204,6 +225,11 @@ Tool make_bash_tool(const CodingToolsOptions& options) {
     spec.cwd = cwd;
     spec.environment = tool_environment(policy, tool_call_marker(context.run_id, context.tool_call_id));
     spec.cancel = context.cancel;
+    spec.sandbox = sandbox;
+    if (context.sandbox) {  // the policy the call's tool_started records
+      spec.sandbox.mode = context.sandbox->mode;
+      spec.sandbox.network = context.sandbox->network;
+    }
     if (timeout_seconds > 0) {
       spec.timeout = std::chrono::milliseconds(static_cast<long long>(std::min(timeout_seconds, 1e9) * 1000));
     }
@@ -237,7 +263,12 @@ Tool make_bash_tool(const CodingToolsOptions& options) {
           is_error = false;
           if (!output.has_output()) text = "(no output)";
         } else {
+          const bool denied = spec.sandbox.enabled() && looks_denied(text);
           text = with_status(fmt::format("Command exited with code {}", outcome.exit_code));
+          if (denied) {
+            text += "\n" + sandbox_note(spec.sandbox);
+            details["sandbox"] = describe_sandbox(spec.sandbox.record());
+          }
         }
         break;
       case ProcessOutcome::End::signaled:

@@ -18,6 +18,8 @@
 #include <fmt/format.h>
 
 #include "death_link.hpp"
+#include "sandbox/prepared_sandbox.hpp"
+#include "sandboxed_spawn.hpp"
 
 extern char** environ;
 
@@ -125,7 +127,25 @@ bool read_stat(int proc_fd, const char* pid, char& state, long& pgrp) {
   return close != nullptr && std::sscanf(close + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3;
 }
 
+// What a program that could not start under its sandbox is told.
+std::string sandbox_refusal(const SandboxPolicy& policy, const std::string& what) {
+  return fmt::format("cannot run under the sandbox ({}): {}. `--sandbox off` runs tools without a sandbox",
+                     describe_sandbox(policy.record()), what);
+}
+
 }  // namespace
+
+std::vector<std::string> with_private_tmpdir(const std::optional<std::vector<std::string>>& environment) {
+  std::vector<std::string> out;
+  if (environment) {
+    out = *environment;
+  } else {
+    for (char** entry = environ; *entry != nullptr; ++entry) out.emplace_back(*entry);
+  }
+  std::erase_if(out, [](const std::string& entry) { return entry.starts_with("TMPDIR="); });
+  out.push_back("TMPDIR=" + sandbox_temp_dir().string());
+  return out;
+}
 
 std::vector<pid_t> live_group_members(pid_t pgid) {
   std::vector<pid_t> live;
@@ -201,6 +221,17 @@ ProcessOutcome run_process(const ProcessSpec& spec) {
     outcome.error = "no program given";
     return outcome;
   }
+  // Made ready before anything is started, so that a policy this machine
+  // cannot enforce starts nothing.
+  std::optional<sandbox::PreparedSandbox> sandboxed;
+  if (spec.sandbox.enabled()) {
+    sandbox::Preparation prepared = sandbox::prepare_sandbox(spec.sandbox, spec.cwd);
+    if (!prepared.error.empty()) {
+      outcome.error = sandbox_refusal(spec.sandbox, prepared.error);
+      return outcome;
+    }
+    sandboxed = std::move(prepared.sandbox);
+  }
   if (const int missing = find_program(spec.argv[0], spec.environment, spec.cwd); missing != 0) {
     outcome.error = fmt::format("cannot run {}: {}", spec.argv[0], std::strerror(missing));
     return outcome;
@@ -240,18 +271,36 @@ ProcessOutcome run_process(const ProcessSpec& spec) {
                              const_cast<char*>("sh")};
   for (const auto& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  // A sandboxed program's TMPDIR is the sandbox's private directory, the
+  // one temporary place it may write.
+  std::vector<std::string> sandbox_environment;
+  if (sandboxed) sandbox_environment = with_private_tmpdir(spec.environment);
+  const std::vector<std::string>* entries = sandboxed ? &sandbox_environment
+                                                      : spec.environment ? &*spec.environment : nullptr;
   std::vector<char*> envp;
-  if (spec.environment) {
-    for (const auto& entry : *spec.environment) envp.push_back(const_cast<char*>(entry.c_str()));
+  if (entries) {
+    for (const auto& entry : *entries) envp.push_back(const_cast<char*>(entry.c_str()));
     envp.push_back(nullptr);
   }
   Child child;
-  char** const child_environment = spec.environment ? envp.data() : environ;
-  const int rc = ::posix_spawn(&child.pid, "/bin/sh", &actions, attr.get(), argv.data(), child_environment);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    outcome.error = fmt::format("cannot run {}: /bin/sh: {}", spec.argv[0], std::strerror(rc));
-    return outcome;
+  char** const child_environment = entries ? envp.data() : environ;
+  if (sandboxed) {
+    posix_spawn_file_actions_destroy(&actions);
+    const ChildFiles files{.out = out_write.fd, .err = spec.merge_stderr ? out_write.fd : err_write.fd,
+                           .watcher = link.theirs(), .cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str()};
+    SandboxedSpawn spawned = spawn_sandboxed(*sandboxed, files, "/bin/sh", argv.data(), child_environment);
+    if (spawned.pid < 0) {
+      outcome.error = sandbox_refusal(spec.sandbox, spawned.error);
+      return outcome;
+    }
+    child.pid = spawned.pid;
+  } else {
+    const int rc = ::posix_spawn(&child.pid, "/bin/sh", &actions, attr.get(), argv.data(), child_environment);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      outcome.error = fmt::format("cannot run {}: /bin/sh: {}", spec.argv[0], std::strerror(rc));
+      return outcome;
+    }
   }
   outcome.pgid = child.pid;
   link.spawned();

@@ -31,6 +31,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cairn/tools/sandbox.hpp"
+
 namespace cairn::tools {
 
 struct ProcessSpec {
@@ -47,6 +49,10 @@ struct ProcessSpec {
   // Called about every 50 ms while the program runs (throttled updates).
   std::function<void()> on_tick;
   std::chrono::milliseconds kill_grace{500};
+  // The sandbox the program and everything it starts run under (sandbox.hpp);
+  // the workspace is `cwd`. A policy this machine cannot enforce, or a
+  // failure while entering it, is a spawn failure: never an unconfined run.
+  SandboxPolicy sandbox;
 };
 
 struct [[nodiscard]] ProcessOutcome {
@@ -82,6 +88,11 @@ class OwnGroupSpawnAttributes {
  private:
   posix_spawnattr_t attr_;
 };
+
+// `environment` (else this process's) with TMPDIR set to the sandbox's
+// private directory (sandbox_temp_dir), the one temporary place a sandboxed
+// program may write.
+std::vector<std::string> with_private_tmpdir(const std::optional<std::vector<std::string>>& environment);
 
 // Whether any process of group `pgid` is still running (zombies do not count:
 // once killed they only wait for their parent, often init, to reap them).

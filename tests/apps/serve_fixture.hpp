@@ -69,7 +69,7 @@ inline std::string serve_content_text(const Json& content) {
 // The last user message says what to do:
 //   "say TEXT"    answer TEXT
 //   "loop N"      call ls N times, then answer "looped"
-//   "touch NAME"  call bash once to append NAME to ran.txt (beside the work
+//   "touch NAME"  call bash once to append NAME to ran.txt (in the work
 //                 directory), then answer "touched"
 //   "touch slowly NAME"  the same, the answer taking 1.2 s to stream
 //   "ask"         call ask_user once, then answer with what came back
@@ -102,7 +102,7 @@ inline ScriptedResponse serve_scripted_model(const ReceivedRequest& request) {
     const bool slowly = prompt.rfind("touch slowly ", 0) == 0;
     const std::string name = prompt.substr(slowly ? 13 : 6);
     if (results_since == 0) {
-      return testing::openai_tool_reply(call_id, "bash", {{"command", fmt::format("echo {} >> ../ran.txt", name)}});
+      return testing::openai_tool_reply(call_id, "bash", {{"command", fmt::format("echo {} >> ran.txt", name)}});
     }
     return testing::openai_text_reply("touched", slowly ? 300ms : 1ms);
   }

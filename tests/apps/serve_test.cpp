@@ -457,7 +457,7 @@ TEST_F(ServeTest, AnApprovalWaitsDurablyAndIsAnsweredOverHttp) {
   Json inputs = call("GET", "/v1/sessions/s1/refs/main/inputs").json()["inputs"];
   ASSERT_EQ(inputs.size(), 1u) << inputs.dump();
   EXPECT_EQ(inputs[0]["toolName"], "bash");
-  EXPECT_FALSE(std::filesystem::exists(path("ran.txt")));
+  EXPECT_FALSE(std::filesystem::exists(path("work/ran.txt")));
   const std::string request_id = inputs[0]["id"];
 
   // A restart between the question and its answer loses nothing.
@@ -475,7 +475,7 @@ TEST_F(ServeTest, AnApprovalWaitsDurablyAndIsAnsweredOverHttp) {
   ASSERT_EQ(allowed.status, 200) << allowed.body;
   EXPECT_TRUE(allowed.json()["resumed"].get<bool>());
   EXPECT_EQ(wait_settled("s1", "main"), "idle");
-  EXPECT_EQ(serve_slurp(path("ran.txt")), "one\n");
+  EXPECT_EQ(serve_slurp(path("work/ran.txt")), "one\n");
   EXPECT_EQ(serve_error_code(call("POST", "/v1/sessions/s1/refs/main/inputs/" + request_id, Json{{"decision", "allow"}})), "unknown_input");
 
   // A question, answered.
@@ -1112,7 +1112,7 @@ TEST_F(ServeTest, AKilledServerResumesEveryRunAndRunsNoToolTwice) {
   // Each command ran at most once; the ones killed mid-call were not run
   // again (their result says so), and every run finished.
   std::map<std::string, int> ran;
-  for (const auto& line : testing::lines_of(serve_slurp(path("ran.txt")))) ++ran[line];
+  for (const auto& line : testing::lines_of(serve_slurp(path("work/ran.txt")))) ++ran[line];
   for (const auto& [name, count] : ran) EXPECT_EQ(count, 1) << name;
   std::map<std::string, int> open;
   for (const auto& record : records("s1")) {

@@ -5,8 +5,10 @@
 # Usage: check_layers.sh SOURCE_DIR
 set -euo pipefail
 source_dir=$(realpath "$1")
-# Each folder's rank; folders of one rank may include each other.
-ranks="util=0 log=1 store=2 llm=3 harness=4 trace=4 tools=5 mcp=5 agent=6 serve=7 apps=8"
+# Each folder's rank; folders of one rank may include each other. The
+# sandbox is part of the tools layer (DESIGN.md: "the sandbox every tool
+# process runs in").
+ranks="util=0 log=1 store=2 llm=3 harness=4 trace=4 tools=5 mcp=5 sandbox=5 agent=6 serve=7 apps=8"
 broken=0
 for root in "$source_dir/src" "$source_dir/include/cairn"; do
   for dir in "$root"/*/; do

@@ -376,6 +376,31 @@ TEST(RecordCodec, RoundTripsEveryHarnessRecordType) {
   }
 }
 
+TEST(RecordCodec, ToolStartedCarriesItsSandboxPolicyAndReadsWithoutOne) {
+  expect_record_round_trip(
+      R"({"type":"tool_started","seq":7,"id":"x4","ref":"main","timestamp":"t","runId":"op1","assistantEntryId":"a2",)"
+      R"("toolIndex":0,"toolCallId":"call_1","toolName":"bash","effectiveArgs":{},"resultEntryId":"r1","replay":"never",)"
+      R"("sandbox":{"mode":"workspaceWrite","network":false,"newer":[1]}})");
+  const Record with = decode_ok(parse(
+      R"({"type":"tool_started","seq":7,"id":"x4","ref":"main","timestamp":"t","runId":"op1","assistantEntryId":"a2",)"
+      R"("toolIndex":0,"toolCallId":"call_1","toolName":"bash","effectiveArgs":{},"resultEntryId":"r1","replay":"never",)"
+      R"("sandbox":{"mode":"readOnly","network":true}})"));
+  const auto& started = std::get<ToolStarted>(std::get<HarnessRecord>(with.body).body);
+  ASSERT_TRUE(started.sandbox);
+  EXPECT_EQ(started.sandbox->mode, SandboxMode::read_only);
+  EXPECT_TRUE(started.sandbox->network);
+  const Record without = decode_ok(parse(
+      R"({"type":"tool_started","seq":7,"id":"x4","ref":"main","timestamp":"t","runId":"op1","assistantEntryId":"a2",)"
+      R"("toolIndex":0,"toolCallId":"call_1","toolName":"bash","effectiveArgs":{},"resultEntryId":"r1","replay":"never"})"));
+  EXPECT_FALSE(std::get<ToolStarted>(std::get<HarnessRecord>(without.body).body).sandbox);
+  auto bad = decode_record(parse(
+      R"({"type":"tool_started","seq":7,"id":"x4","ref":"main","timestamp":"t","runId":"op1","assistantEntryId":"a2",)"
+      R"("toolIndex":0,"toolCallId":"call_1","toolName":"bash","effectiveArgs":{},"resultEntryId":"r1","replay":"never",)"
+      R"("sandbox":{"mode":"danger","network":false}})"));
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("sandbox.mode"), std::string::npos) << bad.error().message;
+}
+
 TEST(RecordCodec, PiLinesReencodeByteForByte) {
   // Lines as pi writes them (no seq): same fields, same order, same numbers.
   for (std::string_view line : {

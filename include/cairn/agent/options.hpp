@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cairn/log/message.hpp"
+#include "cairn/log/record.hpp"
 
 namespace cairn::agent {
 
@@ -48,6 +49,15 @@ struct AgentOptions {
   std::vector<std::string> tool_env_allow;  // --tool-env-allow NAME,...: let through the filter
   ApprovalMode approval = ApprovalMode::ask;  // --approval ask|auto-edit|never-ask
   std::vector<std::string> mcp_configs;     // --mcp-config FILE, repeatable, after the user's and the project's
+  // The sandbox of bash's and the MCP stdio servers' processes
+  // (cairn/tools/sandbox.hpp): --sandbox read-only|workspace-write|off and
+  // --sandbox-network. Off here, for programs that embed the agent; the
+  // cairn command's default is workspace-write.
+  SandboxMode sandbox = SandboxMode::off;
+  bool sandbox_network = false;
+  // Hidden from those processes besides ~/.ssh, ~/.gnupg and the like and
+  // cairn's configuration directory: the store's files, the settings' "hide".
+  std::vector<std::string> sandbox_hide;
   // Values no record, event or tool output may hold, beside the provider
   // keys (cairn serve's bearer tokens): redacted as the keys are.
   std::vector<std::string> secrets;

@@ -119,6 +119,17 @@ struct HarnessOptions {
   // tool this describes resumes, the call answered with that error; one of
   // a tool it does not describe (nullopt) is refused with missing_identities.
   std::function<std::optional<std::string>(std::string_view tool_name)> describe_missing_tool;
+  // The sandbox policy of tool calls (DESIGN.md, "Sandbox"), recorded in
+  // each call's tool_started and handed to the tool as ToolContext::sandbox.
+  // A run keeps the policy its first call recorded: a resume, here or on
+  // another machine, applies that one to the run's later calls, not this.
+  // Empty: nothing is recorded and the tools decide.
+  std::optional<SandboxRecord> sandbox;
+  // Whether this process can enforce a recorded policy: an error message
+  // when it cannot (cairn::sandbox_unavailable), and resume() then refuses
+  // the run with sandbox_unavailable. Empty: every policy is taken as
+  // enforceable.
+  std::function<std::string(const SandboxRecord& policy)> sandbox_check;
 };
 
 class HarnessCore;

@@ -56,6 +56,10 @@ struct ToolContext {
   std::optional<std::string> child_session;
   // Runs again after its process stopped (its tool_started was in the log).
   bool recovery = false;
+  // The sandbox the call's processes must run under, as its tool_started
+  // records it (HarnessOptions::sandbox, or what the run recorded first);
+  // empty when the harness was given no policy.
+  std::optional<SandboxRecord> sandbox;
   // Replay "resume": passes an event of the child session on to the
   // parent's observers (a child_session_event, see events.hpp).
   std::function<void(const Json& linkage, const Event& child_event)> relay;

@@ -183,6 +183,27 @@ std::optional<Replay> parse_replay(std::string_view text);
 template <>
 inline constexpr bool kSpelledInJson<Replay> = true;
 
+// Which sandbox a tool call's processes ran under (DESIGN.md, "Sandbox"),
+// spelled "off" | "readOnly" | "workspaceWrite" in a tool_started (the CLI
+// spells them read-only and workspace-write, as Codex does). read_only:
+// nothing is writable but a private temporary directory; workspace_write:
+// also the session's working directory; off: no sandbox.
+enum class SandboxMode { off, read_only, workspace_write };
+std::string_view to_string(SandboxMode mode);
+std::optional<SandboxMode> parse_sandbox_mode(std::string_view text);
+template <>
+inline constexpr bool kSpelledInJson<SandboxMode> = true;
+
+// The policy a tool_started records: what a resume on any machine applies to
+// the run's later calls. The paths it covers (the workspace, the hidden
+// files) are the machine's own; the record names only what they mean.
+struct SandboxRecord {
+  SandboxMode mode = SandboxMode::off;
+  bool network = false;  // sockets other than AF_UNIX allowed
+  Json extra = Json::object();
+  bool operator==(const SandboxRecord& other) const { return mode == other.mode && network == other.network; }
+};
+
 // The three queues of a ref (durable-harness-design.txt, timelines), spelled
 // "steer" | "followUp" | "nextRun".
 enum class QueueKind { steer, follow_up, next_run };
@@ -269,6 +290,9 @@ struct ToolStarted {
   // replay "resume": the id of the child session the call runs, provisioned
   // here before the session exists, so that it is created exactly once.
   std::optional<std::string> child_session;
+  // The sandbox the call's processes run under; absent in logs written
+  // before there was one, and when the harness was given no policy.
+  std::optional<SandboxRecord> sandbox;
 };
 struct QueueEnqueued {
   QueueKind queue = QueueKind::steer;

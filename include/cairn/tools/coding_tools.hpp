@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cairn/harness/tool.hpp"
+#include "cairn/tools/sandbox.hpp"
 #include "cairn/secrets.hpp"
 
 namespace cairn {
@@ -50,6 +51,10 @@ struct CodingToolsOptions {
   // still running after it gave up (another user's, or stuck in the kernel).
   // Empty: nobody is told.
   std::function<void(const std::string& message)> report;
+  // The sandbox bash's commands run under (cairn/tools/sandbox.hpp), the
+  // workspace being `cwd`. A call's ToolContext::sandbox, when set, decides
+  // the mode and the network in its place: the policy its run recorded.
+  SandboxPolicy sandbox;
 };
 
 // read, bash, edit, write, grep, find, ls, ask_user — in that order.

@@ -29,6 +29,7 @@
 #include "cairn/harness/tool.hpp"
 #include "cairn/json.hpp"
 #include "cairn/secrets.hpp"
+#include "cairn/tools/sandbox.hpp"
 
 namespace cairn::mcp {
 
@@ -43,6 +44,12 @@ struct StdioTransport {
   std::vector<std::string> args;
   std::map<std::string, std::string> env;  // added to the server's environment
   std::filesystem::path cwd;               // empty: ours
+  // "sandbox": false in its configuration: the server runs unconfined.
+  bool sandboxed = true;
+  // The sandbox it runs under when sandboxed, its workspace being `cwd`
+  // (else ours): set by whoever starts the servers (McpServers::start, from
+  // the agent's options); off unless they do.
+  SandboxPolicy sandbox;
 };
 
 struct HttpTransport {

@@ -186,6 +186,7 @@ void add_agent_options(CLI::App* app, AgentCommandOptions& options, unsigned gro
                     "MCP servers from FILE too (repeatable; after $XDG_CONFIG_HOME/cairn/mcp.json and ./.mcp.json, "
                     "a server named again replaces the earlier one). See cairn mcp list")
         ->type_name("FILE");
+    add_sandbox_options(app, options.sandbox_flags);
     app->add_option("--tool-env-allow", options.tool_env_allow,
                     "Variables the filter lets through after all, comma-separated or repeated (e.g. GITHUB_TOKEN)")
         ->type_name("NAMES")
@@ -296,15 +297,19 @@ Outcome<AgentSetup> setup_agent(const AgentCommandOptions& options, const SetupM
     return std::unexpected(kUsage);
   }
 
+  agent::AgentOptions shape = options;
+  shape.warn = print_warning;
+  if (auto sandboxed = resolve_sandbox(shape, options.sandbox_flags, options.store, mode.mcp && !options.no_tools);
+      !sandboxed) {
+    return std::unexpected(sandboxed.error());
+  }
   std::shared_ptr<agent::McpServers> mcp;
   if (mode.mcp && !options.no_tools) {
-    auto started =
-        process_mcp_servers(options.mcp_configs, cwd, agent::mcp_withheld_variables(options, *registry, model));
+    auto started = process_mcp_servers(options.mcp_configs, cwd, agent::mcp_withheld_variables(options, *registry, model),
+                                       agent::agent_sandbox_policy(shape));
     if (!started) return std::unexpected(started.error());
     mcp = std::move(*started);
   }
-  agent::AgentOptions shape = options;
-  shape.warn = print_warning;
   auto harness_options =
       agent::coding_harness_options(shape, *registry, model, *tool_names, session, cwd, mcp, store);
   if (!harness_options) return std::unexpected(report(kUsage, harness_options.error().message));
@@ -365,14 +370,16 @@ Outcome<AgentSetup> setup_agent(const AgentCommandOptions& options, const SetupM
 
 Outcome<std::shared_ptr<agent::McpServers>> process_mcp_servers(const std::vector<std::string>& extra_files,
                                                                 const std::filesystem::path& cwd,
-                                                                std::function<bool(std::string_view)> withhold) {
+                                                                std::function<bool(std::string_view)> withhold,
+                                                                const SandboxPolicy& sandbox) {
   // Once per process: interactive mode's /new, /resume and /fork make new
   // setups, which keep the servers (and their tools' state) they had.
   static std::mutex mu;
   static std::optional<std::shared_ptr<agent::McpServers>> started;
   std::lock_guard lock(mu);
   if (started) return *started;
-  auto servers = agent::McpServers::start(extra_files, cwd, std::chrono::seconds(10), std::move(withhold), print_warning);
+  auto servers =
+      agent::McpServers::start(extra_files, cwd, std::chrono::seconds(10), std::move(withhold), print_warning, sandbox);
   if (!servers) return std::unexpected(report(kUsage, servers.error().message));
   started = *servers;
   return *servers;

@@ -31,6 +31,7 @@
 #include "cairn/llm/model_registry.hpp"
 #include "cairn/store/store.hpp"
 #include "cli.hpp"
+#include "sandbox_options.hpp"
 
 namespace cairn::cli {
 
@@ -43,6 +44,7 @@ struct AgentCommandOptions : agent::AgentOptions {
   bool continue_latest = false;       // -c/--continue: the newest session whose cwd is this directory
   std::optional<std::string> resume;  // -r/--resume [ID]: "" when given without an id
   std::string ref = "main";           // --ref NAME
+  SandboxFlags sandbox_flags;         // --sandbox MODE, --sandbox-network
 };
 
 // Which options a command takes. --store is always there.
@@ -50,7 +52,7 @@ enum AgentOptionGroups : unsigned {
   kSessionChoice = 1u << 0,  // --session, -c/--continue, -r/--resume
   kRefChoice = 1u << 1,      // --ref
   kModelChoice = 1u << 2,    // --model, --thinking, --api, --base-url, --api-key, --models-file
-  kAgentShape = 1u << 3,     // --system-prompt, --append-system-prompt, --tools, --no-tools, --tool-env, --tool-env-allow, --approval, --mcp-config
+  kAgentShape = 1u << 3,     // --system-prompt, --append-system-prompt, --tools, --no-tools, --tool-env, --tool-env-allow, --approval, --mcp-config, --sandbox, --sandbox-network
   kAllAgentOptions = kSessionChoice | kRefChoice | kModelChoice | kAgentShape,
 };
 
@@ -129,7 +131,8 @@ Outcome<AgentSetup> setup_agent(const AgentCommandOptions& options, const SetupM
 // pass. Null when none is configured. A bad configuration is reported.
 Outcome<std::shared_ptr<agent::McpServers>> process_mcp_servers(const std::vector<std::string>& extra_files,
                                                                 const std::filesystem::path& cwd,
-                                                                std::function<bool(std::string_view)> withhold);
+                                                                std::function<bool(std::string_view)> withhold,
+                                                                const SandboxPolicy& sandbox);
 
 // The text shown when no model is configured: the key variables, models.json
 // with an example, a local server on the command line.

@@ -15,6 +15,7 @@
 
 #include "agent/chosen_tools.hpp"
 #include "agent/environment_policy.hpp"
+#include "agent/harness_options.hpp"
 #include "agent/named_model.hpp"
 #include "agent_run.hpp"
 #include "agent_setup.hpp"
@@ -136,14 +137,20 @@ int run_serve(const ServeOptions& options) {
   if (!store) return store.error();
   std::error_code ec;
   const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  agent::AgentOptions shape = options.agent;
+  if (auto sandboxed = resolve_sandbox(shape, options.agent.sandbox_flags, options.agent.store, !options.agent.no_tools);
+      !sandboxed) {
+    return sandboxed.error();
+  }
+  shape.sandbox_hide.push_back(token_file.string());  // wherever --token-file put it
   std::shared_ptr<agent::McpServers> mcp;
   if (!options.agent.no_tools) {
     auto started = process_mcp_servers(options.agent.mcp_configs, cwd,
-                                       agent::mcp_withheld_variables(options.agent, *registry, model));
+                                       agent::mcp_withheld_variables(options.agent, *registry, model),
+                                       agent::agent_sandbox_policy(shape));
     if (!started) return started.error();
     mcp = std::move(*started);
   }
-  agent::AgentOptions shape = options.agent;
   shape.secrets = *tokens;  // a tool that reads the token file shows "[redacted]"
   shape.warn = print_warning;
   auto factory = std::make_shared<CodingAgentFactory>(agent::CodingAgent({.options = std::move(shape),

@@ -1,0 +1,115 @@
+// The sandbox policy in the harness: every tool_started records the policy
+// the call runs under and the tool is handed it; a run keeps the policy its
+// first call recorded across a resume with another configuration; a resume
+// on a machine that cannot enforce the recorded policy is refused.
+#include "harness/harness_support.hpp"
+#include "support/test_support.hpp"
+
+namespace cairn::testing {
+namespace {
+
+// A tool that notes the policy each call was handed.
+Tool policy_spy(std::vector<std::optional<SandboxRecord>>& seen) {
+  Tool tool;
+  tool.name = "spy";
+  tool.parameters = Json{{"type", "object"}};
+  tool.execute = [&seen](const Json&, const ToolContext& context) {
+    seen.push_back(context.sandbox);
+    return ToolResult::text("seen");
+  };
+  return tool;
+}
+
+std::vector<SandboxRecord> recorded_policies(const std::vector<Record>& log) {
+  std::vector<SandboxRecord> out;
+  for (const auto& record : log) {
+    const auto* harness = std::get_if<HarnessRecord>(&record.body);
+    const auto* started = harness ? std::get_if<ToolStarted>(&harness->body) : nullptr;
+    if (started) out.push_back(started->sandbox.value_or(SandboxRecord{.mode = SandboxMode::off, .network = true}));
+  }
+  return out;
+}
+
+const SandboxRecord kWorkspaceWrite{.mode = SandboxMode::workspace_write};
+
+TEST_F(HarnessTest, ARunKeepsItsRecordedSandboxAcrossAResumeWithAnotherPolicy) {
+  std::vector<std::optional<SandboxRecord>> seen;
+  auto first = options();
+  first.tools.push_back(policy_spy(seen));
+  first.sandbox = kWorkspaceWrite;
+  auto& harness = make_harness_with(std::move(first));
+  faux_->push(FauxResponse::tool_call("call-1", "spy", Json::object()));
+  memory_store_fail_after(*store_, 5);  // operation_started, user, generation_started, assistant, tool_started
+  EXPECT_EQ(harness.main().prompt("go").outcome, Outcome::faulted);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], kWorkspaceWrite);
+  reopen();
+
+  auto second = options();
+  second.tools.push_back(policy_spy(seen));
+  second.sandbox = SandboxRecord{.mode = SandboxMode::off};
+  std::vector<SandboxRecord> checked;
+  second.sandbox_check = [&checked](const SandboxRecord& policy) {
+    checked.push_back(policy);
+    return std::string();
+  };
+  auto& again = make_harness_with(std::move(second));
+  faux_->push(FauxResponse::tool_call("call-2", "spy", Json::object()));
+  faux_->push(FauxResponse::text("done"));
+  auto resumed = again.main().resume();
+  ASSERT_TRUE(resumed.ok()) << resumed.error->message;
+  ASSERT_EQ(checked.size(), 1u);
+  EXPECT_EQ(checked[0], kWorkspaceWrite);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], kWorkspaceWrite);  // not the resuming process's "off"
+  EXPECT_EQ(recorded_policies(records()), (std::vector<SandboxRecord>{kWorkspaceWrite, kWorkspaceWrite}));
+
+  // The next run is this process's own: its policy is recorded.
+  faux_->push(FauxResponse::tool_call("call-3", "spy", Json::object()));
+  faux_->push(FauxResponse::text("done"));
+  ASSERT_TRUE(again.main().prompt("again").ok());
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[2], SandboxRecord{.mode = SandboxMode::off});
+}
+
+TEST_F(HarnessTest, AResumeThatCannotEnforceTheRecordedSandboxIsRefused) {
+  std::vector<std::optional<SandboxRecord>> seen;
+  auto first = options();
+  first.tools.push_back(policy_spy(seen));
+  first.sandbox = kWorkspaceWrite;
+  auto& harness = make_harness_with(std::move(first));
+  faux_->push(FauxResponse::tool_call("call-1", "spy", Json::object()));
+  memory_store_fail_after(*store_, 5);
+  EXPECT_EQ(harness.main().prompt("go").outcome, Outcome::faulted);
+  reopen();
+
+  auto second = options();
+  second.tools.push_back(policy_spy(seen));
+  second.sandbox_check = [](const SandboxRecord&) { return std::string("the kernel has no Landlock"); };
+  auto& again = make_harness_with(std::move(second));
+  auto resumed = again.main().resume();
+  EXPECT_EQ(resumed.outcome, Outcome::rejected);
+  ASSERT_TRUE(resumed.error);
+  EXPECT_EQ(resumed.error->code, "sandbox_unavailable");
+  EXPECT_NE(resumed.error->message.find("workspaceWrite"), std::string::npos) << resumed.error->message;
+  EXPECT_NE(resumed.error->message.find("the kernel has no Landlock"), std::string::npos) << resumed.error->message;
+  EXPECT_EQ(seen.size(), 1u);  // nothing ran
+  // Abort still ends it.
+  EXPECT_TRUE(again.main().abort().ok());
+}
+
+TEST_F(HarnessTest, WithoutAPolicyNothingIsRecorded) {
+  std::vector<std::optional<SandboxRecord>> seen;
+  auto opts = options();
+  opts.tools.push_back(policy_spy(seen));
+  auto& harness = make_harness_with(std::move(opts));
+  faux_->push(FauxResponse::tool_call("call-1", "spy", Json::object()));
+  faux_->push(FauxResponse::text("done"));
+  ASSERT_TRUE(harness.main().prompt("go").ok());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_FALSE(seen[0].has_value());
+  EXPECT_EQ(recorded_policies(records()), (std::vector<SandboxRecord>{SandboxRecord{.mode = SandboxMode::off, .network = true}}));
+}
+
+}  // namespace
+}  // namespace cairn::testing
