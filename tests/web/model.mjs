@@ -4,7 +4,8 @@
 // to do:
 //   "say TEXT"       answer TEXT, streamed in pieces 40 ms apart
 //   "slowly TEXT"    answer TEXT, streamed over ~4 s (time to reload or abort mid-run)
-//   "touch NAME"     call bash once (`echo NAME >> ../ran.txt`), then answer "touched NAME"
+//   "touch NAME"     call bash once (`echo NAME >> ran.txt`, in the workspace: the sandbox lets
+//                    nothing write beside it), then answer "touched NAME"
 //   "ask"            call ask_user once, then answer "got " and the answer
 //   anything else    answer "ok"
 import http from 'node:http';
@@ -61,7 +62,7 @@ function answer(body) {
   if (prompt.startsWith('slowly ')) return textReply(prompt.slice(7), 20, 200);
   if (prompt.startsWith('touch ')) {
     const name = prompt.slice(6);
-    if (resultsSince === 0) return toolReply(callId, 'bash', { command: `echo ${name} >> ../ran.txt` });
+    if (resultsSince === 0) return toolReply(callId, 'bash', { command: `echo ${name} >> ran.txt` });
     return textReply(`touched ${name}`, 2, 20);
   }
   if (prompt === 'ask') {

@@ -298,7 +298,7 @@ async function main() {
   await accessible('a session waiting for an approval');
   await press(card.getByRole('button', { name: 'Allow', exact: true }));
   await until(async () => (await transcriptTexts()).some((t) => t.includes('touched marker-one')), 'the approved run ends');
-  const ran = fs.readFileSync(path.join(dir, 'ran.txt'), 'utf8');
+  const ran = fs.readFileSync(path.join(work, 'ran.txt'), 'utf8');
   check(ran === 'marker-one\n', 'the approved command ran once');
   check(await page.locator('.tool.done', { hasText: 'echo marker-one' }).count() === 1, 'the call shows its result');
 
