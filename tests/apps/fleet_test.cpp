@@ -487,6 +487,11 @@ TEST_F(FleetTest, ARequestTheHolderDoesNotDecideInTimeIsQueuedThenAppliedOnce) {
   ASSERT_EQ(applied.value("state", ""), "decided") << applied.dump();
   EXPECT_EQ(applied["response"].value("status", 0), 202) << applied.dump();
   EXPECT_TRUE(applied["response"]["body"].contains("runId")) << applied.dump();
+  for (const auto deadline = std::chrono::steady_clock::now() + 30s; std::chrono::steady_clock::now() < deadline;) {
+    const Json ref = call_at(holder, "GET", "/v1/sessions/q1/refs/main").json();
+    if (ref.contains("ref") && ref["ref"].value("status", "") == "idle") break;
+    std::this_thread::sleep_for(20ms);
+  }
 
   // An A2A message to the server that does not hold its context's session
   // is relayed too, and answered as the holder answers it.

@@ -37,6 +37,19 @@ void add_sandbox_options(CLI::App* app, SandboxFlags& flags) {
                 "Let sandboxed processes use the network (sockets other than AF_UNIX)");
 }
 
+namespace {
+// ThreadSanitizer's runtime starts a thread in every forked child, and a
+// process of more than one thread cannot make a user namespace: a TSan
+// build of cairn cannot enter the sandbox at all, so it runs without one
+// unless asked (and then refuses, as on any machine that cannot). That
+// build is for finding races; the release and ASan builds test the sandbox.
+#if defined(__SANITIZE_THREAD__)
+constexpr SandboxMode kDefaultSandbox = SandboxMode::off;
+#else
+constexpr SandboxMode kDefaultSandbox = SandboxMode::workspace_write;
+#endif
+}  // namespace
+
 Outcome<void> resolve_sandbox(agent::AgentOptions& shape, const SandboxFlags& flags, const std::string& store,
                               bool tools_run) {
   agent::SandboxSettings settings;
@@ -45,7 +58,7 @@ Outcome<void> resolve_sandbox(agent::AgentOptions& shape, const SandboxFlags& fl
     if (!read) return std::unexpected(report(kUsage, read.error().message));
     settings = std::move(*read);
   }
-  shape.sandbox = flags.mode.value_or(settings.mode.value_or(SandboxMode::workspace_write));
+  shape.sandbox = flags.mode.value_or(settings.mode.value_or(kDefaultSandbox));
   shape.sandbox_network = flags.network || settings.network.value_or(false);
   shape.sandbox_hide = settings.hide;
   if (auto uri = store_uri(store)) {
