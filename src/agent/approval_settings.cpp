@@ -57,6 +57,41 @@ Status read_rules(const std::filesystem::path& file, bool keep_ask_and_allow, st
   return {};
 }
 
+bool is_edit(const ApprovalCall& call) {
+  return (call.tool_name == "edit" || call.tool_name == "write") && call.subject.has_value();
+}
+
+// Whether `path` is inside the workspace's .git/hooks or .cairn, which the
+// sandbox keeps read-only for commands: edit and write run in cairn's own
+// process, outside the sandbox, so there a human decides.
+bool in_protected_part(const std::filesystem::path& cwd, std::string_view path) {
+  for (const char* part : {".git/hooks", ".cairn"}) {
+    const auto dir = cwd / part;
+    std::error_code ec;
+    const auto real = std::filesystem::weakly_canonical(dir, ec);
+    const std::filesystem::path given(path);
+    const auto target = std::filesystem::weakly_canonical(given.is_absolute() ? given : cwd / given, ec);
+    if (ec) return true;
+    const auto relative = target.lexically_relative(real);
+    if (!relative.empty() && relative.begin()->string() != "..") return true;
+  }
+  return false;
+}
+
+// --approval auto: what the sandbox bounds runs unasked, the rest asks.
+std::optional<ApprovalVerdict> sandboxed_verdict(const ApprovalCall& call, const std::filesystem::path& cwd) {
+  const bool sandboxed = call.sandbox && call.sandbox->mode != SandboxMode::off;
+  if (call.wants_network && sandboxed && !call.sandbox->network) {
+    return ApprovalVerdict{ApprovalDecision::ask, "auto: the command asks for the network"};
+  }
+  if (call.tool_name == "bash" && sandboxed) return ApprovalVerdict{ApprovalDecision::allow, "auto: sandboxed"};
+  if (is_edit(call) && sandboxed && call.sandbox->mode == SandboxMode::workspace_write &&
+      inside_directory(cwd, *call.subject) && !in_protected_part(cwd, *call.subject)) {
+    return ApprovalVerdict{ApprovalDecision::allow, "auto: inside the workspace"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool inside_directory(const std::filesystem::path& cwd, std::string_view path) {
@@ -88,13 +123,14 @@ std::string_view to_string(ApprovalMode mode) {
   switch (mode) {
     case ApprovalMode::ask: return "ask";
     case ApprovalMode::auto_edit: return "auto-edit";
+    case ApprovalMode::sandboxed_auto: return "auto";
     case ApprovalMode::never_ask: return "never-ask";
   }
   return "unknown";
 }
 
 std::optional<ApprovalMode> parse_approval_mode(std::string_view text) {
-  for (auto mode : {ApprovalMode::ask, ApprovalMode::auto_edit, ApprovalMode::never_ask}) {
+  for (auto mode : {ApprovalMode::ask, ApprovalMode::auto_edit, ApprovalMode::sandboxed_auto, ApprovalMode::never_ask}) {
     if (to_string(mode) == text) return mode;
   }
   return std::nullopt;
@@ -118,17 +154,16 @@ Result<ApprovalPolicy> make_approval_policy(ApprovalMode mode, const std::filesy
     policy.fallback = ApprovalDecision::allow;
     return policy;
   }
-  const bool auto_edit = mode == ApprovalMode::auto_edit;
-  // The files' rules decide first; then, in auto-edit, edits inside the
-  // working directory; then the mode's rules below.
-  policy.decide = [file_rules = std::move(file_rules), auto_edit, cwd](const ApprovalCall& call) -> std::optional<ApprovalVerdict> {
+  // The files' rules decide first; then the mode's own (auto-edit's, auto's);
+  // then the rules below.
+  policy.decide = [file_rules = std::move(file_rules), mode, cwd](const ApprovalCall& call) -> std::optional<ApprovalVerdict> {
     for (const auto& rule : file_rules) {
       if (rule.matches(call.tool_name, call.subject)) return ApprovalVerdict{rule.decision, rule.text()};
     }
-    if (auto_edit && (call.tool_name == "edit" || call.tool_name == "write") && call.subject &&
-        inside_directory(cwd, *call.subject)) {
+    if (mode == ApprovalMode::auto_edit && is_edit(call) && inside_directory(cwd, *call.subject)) {
       return ApprovalVerdict{ApprovalDecision::allow, "auto-edit"};
     }
+    if (mode == ApprovalMode::sandboxed_auto) return sandboxed_verdict(call, cwd);
     return std::nullopt;
   };
   // task runs unasked: the subagent's own calls ask for themselves, through this ref.

@@ -11,6 +11,12 @@
 //   ask        read, grep, find and ls run; bash, edit, write and any other tool ask
 //   auto-edit  the same, but edit and write of a path inside the working
 //              directory run unasked
+//   auto       the same as auto-edit where the sandbox bounds a call, and
+//              bash runs unasked under a sandbox (read-only or
+//              workspace-write): ask only for what needs more than the
+//              sandbox allows — bash without a sandbox, a command that asks
+//              for the network the sandbox keeps off, an edit outside the
+//              workspace or into its .git/hooks or .cairn, MCP tools
 //   never-ask  nothing asks (a rule's deny still refuses)
 #pragma once
 

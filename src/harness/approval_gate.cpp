@@ -19,16 +19,37 @@ std::optional<std::string> subject_of(const Tool& tool, const Json& args) {
   return it->get<std::string>();
 }
 
+bool wants_network(const Tool& tool, const Json& args) {
+  if (tool.network_argument.empty() || !args.is_object()) return false;
+  auto it = args.find(tool.network_argument);
+  return it != args.end() && it->is_boolean() && it->get<bool>();
+}
+
 Json pending_json(const PendingInput& input) {
   Json out = {{"requestId", input.id},     {"kind", to_string(input.kind)}, {"toolCallId", input.tool_call_id},
               {"toolName", input.tool_name}, {"arguments", input.arguments}, {"requestedAt", input.requested_at}};
   if (input.rule) out["rule"] = *input.rule;
   if (input.question) out["question"] = *input.question;
   if (!input.choices.empty()) out["choices"] = input.choices;
+  if (input.sandbox) {
+    out["sandbox"] = {{"mode", to_string(input.sandbox->mode)}, {"network", input.sandbox->network}};
+    if (input.sandbox->network_granted) out["sandbox"]["networkGranted"] = true;
+  }
   return out;
 }
 
 }  // namespace
+
+std::optional<SandboxRecord> RunProcedure::sandbox_for(const PendingCall& p, bool human_allowed) {
+  const auto recorded = with_op([](const OpState& op) { return op.sandbox; });
+  std::optional<SandboxRecord> policy = recorded ? recorded : core_.options.sandbox;
+  if (policy && policy->mode != SandboxMode::off && !policy->network && human_allowed &&
+      wants_network(*p.tool, p.args)) {
+    policy->network = true;
+    policy->network_granted = true;
+  }
+  return policy;
+}
 
 void RunProcedure::gate(PendingCall& p, const std::string& assistant_id) {
   auto find = [&] {
@@ -58,7 +79,9 @@ void RunProcedure::gate(PendingCall& p, const std::string& assistant_id) {
       ApprovalVerdict verdict;
       try {
         verdict = core_.approve(ApprovalCall{.ref = rt_->name, .tool_name = p.call.name, .args = &p.args,
-                                             .subject = subject_of(*p.tool, p.args)});
+                                             .subject = subject_of(*p.tool, p.args),
+                                             .sandbox = sandbox_for(p, false),
+                                             .wants_network = wants_network(*p.tool, p.args)});
       } catch (const std::exception& e) {
         // A policy callback that throws cannot say yes: a human decides.
         core_.report_handler_error(rt_->name, run_id_, "approval", p.call.name, e.what());
@@ -71,6 +94,7 @@ void RunProcedure::gate(PendingCall& p, const std::string& assistant_id) {
       }
       request.kind = InputKind::approval;
       request.rule = verdict.rule.empty() ? std::string("default") : verdict.rule;
+      request.sandbox = sandbox_for(p, true);
     }
     ask(std::move(request));
     input = find();  // an answer may have come already

@@ -43,7 +43,8 @@ std::vector<PendingInput> OpState::pending_inputs() const {
     const InputRequested& r = input.request;
     pending.push_back(PendingInput{.id = input.id, .ref = ref, .run_id = id, .kind = r.kind,
                                    .tool_call_id = r.tool_call_id, .tool_name = r.tool_name, .arguments = r.arguments,
-                                   .rule = r.rule, .question = r.question, .choices = r.choices, .seq = input.seq,
+                                   .rule = r.rule, .question = r.question, .choices = r.choices, .sandbox = r.sandbox,
+                                   .seq = input.seq,
                                    .requested_at = input.requested_at});
   }
   return pending;
@@ -132,7 +133,8 @@ Status reduce(OpState& op, const Record& record) {
                                                    record.seq, body.tool_call_id, body.tool_index));
           }
           it->started = body;
-          if (!op.sandbox) op.sandbox = body.sandbox;
+          // A network granted to one call is not the run's policy.
+          if (!op.sandbox && body.sandbox) op.sandbox = body.sandbox->run_policy();
         } else if constexpr (std::is_same_v<B, InputRequested>) {
           const bool in_batch = op.tool_batch && op.tool_batch->assistant_entry_id == body.assistant_entry_id;
           const auto& calls = in_batch ? op.tool_batch->calls : std::vector<ToolCallState>{};

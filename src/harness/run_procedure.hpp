@@ -88,6 +88,10 @@ class RunProcedure final : public Operation {
   void gate(PendingCall& p, const std::string& assistant_id);
   void ask(InputRequested request);
   void apply_answer(PendingCall& p, const InputState& input);
+  // The sandbox a call runs under: the run's recorded policy, else the
+  // harness's; with the network when the call asks for it and
+  // `human_allowed` (its approval was answered allow).
+  std::optional<SandboxRecord> sandbox_for(const PendingCall& p, bool human_allowed);
   PendingCall resumed_call(const ToolCallState& call);
   bool before_tool(PendingCall& p);
   void start(PendingCall& p, const std::string& assistant_id, const std::string& step_id);

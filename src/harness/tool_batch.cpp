@@ -273,9 +273,14 @@ void RunProcedure::start(PendingCall& p, const std::string& assistant_id, const 
   if (!p.call.started) {
     p.result_id = core_.session->new_entry_id();
     if (p.tool->replay == Replay::resume) p.child_session = new_session_id();
-    // The run's policy once it has one: a resume elsewhere keeps it.
-    const auto recorded = with_op([](const OpState& op) { return op.sandbox; });
-    p.sandbox = recorded ? recorded : core_.options.sandbox;
+    // The run's policy once it has one (a resume elsewhere keeps it), with
+    // the network when a human allowed this call that asked for it.
+    const bool human_allowed = with_op([&](const OpState& op) {
+      const InputState* input = op.input_for(assistant_id, p.call.index);
+      return input && input->request.kind == InputKind::approval && input->resolution &&
+             input->resolution->decision == InputDecision::allow;
+    });
+    p.sandbox = sandbox_for(p, human_allowed);
     seq = append_harness(ToolStarted{.run_id = run_id_, .assistant_entry_id = assistant_id,
                                      .tool_index = p.call.index, .tool_call_id = p.call.call_id,
                                      .tool_name = p.call.name, .effective_args = p.args,

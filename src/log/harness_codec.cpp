@@ -147,6 +147,7 @@ template <>
 inline constexpr auto kFields<SandboxRecord> = std::tuple{
     field("mode", &SandboxRecord::mode),
     field("network", &SandboxRecord::network),
+    field("networkGranted", &SandboxRecord::network_granted),
 };
 
 template <>
@@ -213,6 +214,7 @@ inline constexpr auto kFields<InputRequested> = std::tuple_cat(
         field("rule", &InputRequested::rule),
         field("question", &InputRequested::question),
         field("choices", &InputRequested::choices, Rule::omit_empty),
+        field("sandbox", &InputRequested::sandbox),
     });
 
 template <>

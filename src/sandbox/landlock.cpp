@@ -7,7 +7,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
 
 namespace cairn::sandbox {
 
@@ -55,7 +61,39 @@ std::size_t attr_size(int abi) {
   return sizeof(std::uint64_t);
 }
 
+constexpr int kRuleNetPort = 2;  // LANDLOCK_RULE_NET_PORT, ABI 4
+
+struct NetPortAttr {
+  std::uint64_t allowed_access;
+  std::uint64_t port;
+} __attribute__((packed));
+
 }  // namespace
+
+int closed_ports_ruleset(const std::vector<std::uint16_t>& closed, std::string& error) {
+  static std::mutex mu;
+  static std::map<std::vector<std::uint16_t>, int> made;  // open for the process's life
+  std::lock_guard lock(mu);
+  if (auto it = made.find(closed); it != made.end()) return it->second;
+  RulesetAttr attr{0, kNetConnectTcp, 0};
+  const long ruleset = ::syscall(SYS_landlock_create_ruleset, &attr, attr_size(4), 0);
+  if (ruleset < 0) {
+    error = fmt::format("creating the Landlock ruleset of TCP ports failed: {}", std::strerror(errno));
+    return -1;
+  }
+  const int fd = static_cast<int>(ruleset);
+  for (std::uint32_t port = 0; port <= 0xffff; ++port) {
+    if (std::find(closed.begin(), closed.end(), port) != closed.end()) continue;
+    NetPortAttr rule{kNetConnectTcp, port};
+    if (::syscall(SYS_landlock_add_rule, fd, kRuleNetPort, &rule, 0) != 0) {
+      error = fmt::format("adding the Landlock rule of TCP port {} failed: {}", port, std::strerror(errno));
+      ::close(fd);
+      return -1;
+    }
+  }
+  made.emplace(closed, fd);
+  return fd;
+}
 
 int landlock_abi() {
   const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
@@ -103,6 +141,9 @@ ChildFailure enter_landlock(const LandlockPlan& plan) noexcept {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return {ChildStep::no_new_privs, errno};
   if (::syscall(SYS_landlock_restrict_self, ruleset_fd, 0) != 0) return {ChildStep::landlock_restrict, errno};
   ::close(ruleset_fd);
+  if (plan.ports_ruleset >= 0 && ::syscall(SYS_landlock_restrict_self, plan.ports_ruleset, 0) != 0) {
+    return {ChildStep::landlock_restrict, errno};
+  }
   return {};
 }
 

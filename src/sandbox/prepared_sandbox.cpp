@@ -59,6 +59,17 @@ Preparation prepare_sandbox(const SandboxPolicy& policy, const fs::path& workspa
   for (const auto& path : policy.deny) deny.push_back(path.string());
   out.sandbox.mounts = plan_mounts(deny, read_only);
   out.sandbox.landlock = plan_landlock(abi, writable, policy.network);
+  // An allowed network still never reaches cairn's own listening ports.
+  if (const auto closed = closed_ports(); policy.network && !closed.empty()) {
+    if (abi < 4) {
+      out.error = fmt::format("the kernel's Landlock (ABI {}) cannot keep an allowed network off cairn's own port {} "
+                              "(ABI 4, Linux 6.7, can); without --sandbox-network the network is off altogether",
+                              abi, closed.front());
+      return out;
+    }
+    out.sandbox.landlock.ports_ruleset = closed_ports_ruleset(closed, out.error);
+    if (out.sandbox.landlock.ports_ruleset < 0) return out;
+  }
   return out;
 }
 

@@ -31,6 +31,9 @@ struct [[nodiscard]] Preparation {
 };
 Preparation prepare_sandbox(const SandboxPolicy& policy, const std::filesystem::path& workspace);
 
+// The TCP ports close_port_to_sandbox named, sorted (sandbox.cpp).
+std::vector<std::uint16_t> closed_ports();
+
 // In the child: namespaces and mounts, Landlock, seccomp, in that order
 // (each step needs what the next forbids). Async-signal-safe.
 ChildFailure enter_sandbox(const PreparedSandbox& sandbox) noexcept;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -40,7 +41,8 @@ std::optional<SandboxMode> parse_sandbox_mode_name(std::string_view text) {
 
 std::string describe_sandbox(const SandboxRecord& policy) {
   if (policy.mode == SandboxMode::off) return "off";
-  return fmt::format("{}, network {}", sandbox_mode_name(policy.mode), policy.network ? "on" : "off");
+  return fmt::format("{}, network {}", sandbox_mode_name(policy.mode),
+                     policy.network_granted.value_or(false) ? "on for this call" : policy.network ? "on" : "off");
 }
 
 std::vector<fs::path> default_sandbox_deny(fs::path home) {
@@ -129,17 +131,37 @@ const fs::path& sandbox_temp_dir() {
 std::string sandbox_unavailable(SandboxMode mode) {
   if (mode == SandboxMode::off) return {};
   static std::mutex mu;
-  static std::optional<std::string> known;
+  static std::optional<std::string> known[3];  // by mode: read-only and workspace-write differ in their mounts
   std::lock_guard lock(mu);
-  if (!known) {
+  auto& answer = known[static_cast<std::size_t>(mode)];
+  if (!answer) {
     const std::string missing = try_sandbox(mode);
-    known = missing.empty() ? std::string()
-                            : fmt::format("this machine cannot enforce the sandbox: {}. A sandbox needs Landlock, "
-                                          "seccomp and unprivileged user namespaces; `--sandbox off` runs tools "
-                                          "without one",
-                                          missing);
+    answer = missing.empty() ? std::string()
+                             : fmt::format("this machine cannot enforce the sandbox: {}. A sandbox needs Landlock, "
+                                           "seccomp and unprivileged user namespaces; `--sandbox off` runs tools "
+                                           "without one",
+                                           missing);
   }
-  return *known;
+  return *answer;
 }
+
+namespace {
+std::mutex closed_mu;
+std::vector<std::uint16_t> closed;
+}  // namespace
+
+void close_port_to_sandbox(std::uint16_t port) {
+  std::lock_guard lock(closed_mu);
+  if (std::find(closed.begin(), closed.end(), port) != closed.end()) return;
+  closed.push_back(port);
+  std::sort(closed.begin(), closed.end());
+}
+
+namespace sandbox {
+std::vector<std::uint16_t> closed_ports() {
+  std::lock_guard lock(closed_mu);
+  return closed;
+}
+}  // namespace sandbox
 
 }  // namespace cairn

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "api.hpp"
+#include "cairn/tools/sandbox.hpp"
 #include "http_server.hpp"
 #include "session_pool.hpp"
 
@@ -108,6 +109,8 @@ Result<std::unique_ptr<Server>> Server::start(std::unique_ptr<Store> store, std:
   auto port = impl->http.listen();
   if (!port) return std::unexpected(port.error());
   impl->port = *port;
+  // A tool given the network must still not reach this server's API.
+  close_port_to_sandbox(impl->port);
   if (impl->options.resume) impl->pool.resume_suspended();
   impl->sweeper = std::thread([raw = impl.get()] { raw->sweep(); });
   impl->serving = std::thread([raw = impl.get()] { raw->serve(); });

@@ -162,7 +162,8 @@ std::string sandbox_note(const SandboxPolicy& policy) {
                      describe_sandbox(policy.record()),
                      writes ? "writes outside the workspace and $TMPDIR, and into .git/hooks and .cairn, are refused"
                             : "writes outside $TMPDIR are refused",
-                     policy.network ? "" : ", the network is off");
+                     policy.network ? "" : ", the network is off (a command that needs it can say \"network\": true; "
+                                           "it gets the network when the user approves that call)");
 }
 
 std::string format_seconds(double seconds) {
@@ -182,9 +183,14 @@ Tool make_bash_tool(const CodingToolsOptions& options) {
                   "defaults to {} seconds; pass timeout in seconds for a longer limit, or 0 for none. Background "
                   "processes the command leaves running are stopped when it exits.",
                   kMaxLines, format_size(kMaxBytes), format_seconds(kDefaultTimeoutSeconds)),
-      object_schema({{"command", parameter("string", "Bash command to execute")}, {"timeout", std::move(timeout)}},
+      object_schema({{"command", parameter("string", "Bash command to execute")},
+                     {"timeout", std::move(timeout)},
+                     {"network", parameter("boolean", "true when the command needs the network (a download, a package "
+                                                      "install, git fetch): where the sandbox keeps the network off, "
+                                                      "the user is asked, and the command gets it only if they allow")}},
                     {"command"}),
       "command");
+  tool.network_argument = "network";
   tool.replay = Replay::never;
   tool.parallel = false;
   tool.settle = settle_call_processes(options.report);

@@ -53,6 +53,49 @@ TEST_F(ApprovalSettingsTest, AutoEditAllowsEditsInsideTheDirectoryOnly) {
   EXPECT_EQ(decide(*policy, "write", "etc-link/passwd"), ApprovalDecision::ask);
 }
 
+ApprovalDecision decide_sandboxed(const ApprovalPolicy& policy, const std::string& tool, std::optional<std::string> subject,
+                                  std::optional<SandboxRecord> sandbox, bool wants_network = false) {
+  const Json args = Json::object();
+  return policy
+      .evaluate(ApprovalCall{.ref = "main", .tool_name = tool, .args = &args, .subject = std::move(subject),
+                             .sandbox = std::move(sandbox), .wants_network = wants_network})
+      .decision;
+}
+
+TEST_F(ApprovalSettingsTest, AutoLetsRunWhatTheSandboxBoundsAndAsksForTheRest) {
+  auto policy = make_approval_policy(ApprovalMode::sandboxed_auto, cwd(), user());
+  ASSERT_TRUE(policy);
+  const SandboxRecord workspace{.mode = SandboxMode::workspace_write};
+  const SandboxRecord read_only{.mode = SandboxMode::read_only};
+  const SandboxRecord networked{.mode = SandboxMode::workspace_write, .network = true};
+  const SandboxRecord off{.mode = SandboxMode::off};
+  // bash: unasked under either sandbox; asked without one, or with none recorded.
+  EXPECT_EQ(decide_sandboxed(*policy, "bash", "make", workspace), ApprovalDecision::allow);
+  EXPECT_EQ(decide_sandboxed(*policy, "bash", "make", read_only), ApprovalDecision::allow);
+  EXPECT_EQ(decide_sandboxed(*policy, "bash", "make", off), ApprovalDecision::ask);
+  EXPECT_EQ(decide_sandboxed(*policy, "bash", "make", std::nullopt), ApprovalDecision::ask);
+  // The network the sandbox keeps off asks; one it allows does not.
+  EXPECT_EQ(decide_sandboxed(*policy, "bash", "npm ci", workspace, true), ApprovalDecision::ask);
+  EXPECT_EQ(decide_sandboxed(*policy, "bash", "npm ci", networked, true), ApprovalDecision::allow);
+  // Edits run in cairn's own process: only inside a writable workspace, never
+  // into what the sandbox keeps read-only there.
+  EXPECT_EQ(decide_sandboxed(*policy, "edit", "src/a.cpp", workspace), ApprovalDecision::allow);
+  EXPECT_EQ(decide_sandboxed(*policy, "write", "src/a.cpp", read_only), ApprovalDecision::ask);
+  EXPECT_EQ(decide_sandboxed(*policy, "write", "src/a.cpp", off), ApprovalDecision::ask);
+  EXPECT_EQ(decide_sandboxed(*policy, "write", "../outside.txt", workspace), ApprovalDecision::ask);
+  EXPECT_EQ(decide_sandboxed(*policy, "write", ".cairn/settings.json", workspace), ApprovalDecision::ask);
+  EXPECT_EQ(decide_sandboxed(*policy, "write", "./.git/hooks/pre-commit", workspace), ApprovalDecision::ask);
+  EXPECT_EQ(decide_sandboxed(*policy, "write", (cwd() / ".cairn").string(), workspace), ApprovalDecision::ask);
+  // Other tools ask (an MCP server's effects are its own); reading tools run.
+  EXPECT_EQ(decide_sandboxed(*policy, "mcp__x__y", std::nullopt, workspace), ApprovalDecision::ask);
+  EXPECT_EQ(decide_sandboxed(*policy, "read", "x", workspace), ApprovalDecision::allow);
+  // The files' rules still come first.
+  write(cwd() / ".cairn/settings.json", R"J({"approval": {"deny": ["bash(rm *)"]}})J");
+  auto ruled = make_approval_policy(ApprovalMode::sandboxed_auto, cwd(), user());
+  ASSERT_TRUE(ruled);
+  EXPECT_EQ(decide_sandboxed(*ruled, "bash", "rm -rf x", workspace), ApprovalDecision::deny);
+}
+
 TEST_F(ApprovalSettingsTest, UserRulesComeBeforeProjectRulesBeforeTheMode) {
   write(user() / "settings.json", R"j({"approval": {"deny": ["bash(rm -rf *)"], "allow": ["bash(git status)"]}})j");
   write(cwd() / ".cairn" / "settings.json",
@@ -93,7 +136,7 @@ TEST_F(ApprovalSettingsTest, ABadSettingsFileIsNamedWithWhatIsWrong) {
 
 TEST(ApprovalSettings, ModesAndEnvironmentsKeepTheirFlagsSpelling) {
   for (auto [mode, name] : {std::pair{ApprovalMode::ask, "ask"}, std::pair{ApprovalMode::auto_edit, "auto-edit"},
-                            std::pair{ApprovalMode::never_ask, "never-ask"}}) {
+                            std::pair{ApprovalMode::sandboxed_auto, "auto"}, std::pair{ApprovalMode::never_ask, "never-ask"}}) {
     EXPECT_EQ(to_string(mode), name);
     EXPECT_EQ(parse_approval_mode(name), mode);
   }

@@ -98,6 +98,74 @@ TEST_F(HarnessTest, AResumeThatCannotEnforceTheRecordedSandboxIsRefused) {
   EXPECT_TRUE(again.main().abort().ok());
 }
 
+// A spy that, like bash, takes a "network" wish.
+Tool networked_spy(std::vector<std::optional<SandboxRecord>>& seen) {
+  Tool tool = policy_spy(seen);
+  tool.network_argument = "network";
+  return tool;
+}
+
+TEST_F(HarnessTest, ANetworkAskedForIsGrantedToTheCallAHumanAllowedAndToNoOther) {
+  std::vector<std::optional<SandboxRecord>> seen;
+  auto opts = options();
+  opts.tools.push_back(networked_spy(seen));
+  opts.sandbox = kWorkspaceWrite;
+  opts.approval = ApprovalPolicy{.fallback = ApprovalDecision::ask};
+  auto& harness = make_harness_with(std::move(opts));
+  faux_->push(FauxResponse::tool_call("c1", "spy", Json{{"network", true}}));
+  faux_->push(FauxResponse::tool_call("c2", "spy", Json::object()));
+  faux_->push(FauxResponse::text("done"));
+  const SandboxRecord granted{.mode = SandboxMode::workspace_write, .network = true, .network_granted = true};
+
+  auto run = harness.main().prompt("go");
+  ASSERT_EQ(run.outcome, Outcome::awaiting_input);
+  ASSERT_EQ(run.awaiting_input.size(), 1u);
+  EXPECT_EQ(run.awaiting_input[0].sandbox, granted);  // what the person allows is shown to them
+  ASSERT_TRUE(harness.main().respond(run.awaiting_input[0].id, InputResponse{.decision = InputDecision::allow}).ok());
+  run = harness.main().resume();
+  ASSERT_EQ(run.outcome, Outcome::awaiting_input);
+  ASSERT_EQ(run.awaiting_input.size(), 1u);
+  EXPECT_EQ(run.awaiting_input[0].sandbox, kWorkspaceWrite);  // c2 asks for nothing more
+  ASSERT_TRUE(harness.main().respond(run.awaiting_input[0].id, InputResponse{.decision = InputDecision::allow}).ok());
+  ASSERT_TRUE(harness.main().resume().ok());
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], granted);
+  EXPECT_EQ(seen[1], kWorkspaceWrite);  // the run's policy is not the grant
+  EXPECT_EQ(recorded_policies(records()), (std::vector<SandboxRecord>{granted, kWorkspaceWrite}));
+}
+
+TEST_F(HarnessTest, ANetworkAskedForWithoutAHumanIsNotGranted) {
+  std::vector<std::optional<SandboxRecord>> seen;
+  auto opts = options();
+  opts.tools.push_back(networked_spy(seen));
+  opts.sandbox = kWorkspaceWrite;  // the policy allows every call: nobody is asked
+  auto& harness = make_harness_with(std::move(opts));
+  faux_->push(FauxResponse::tool_call("c1", "spy", Json{{"network", true}}));
+  faux_->push(FauxResponse::text("done"));
+  ASSERT_TRUE(harness.main().prompt("go").ok());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], kWorkspaceWrite);
+}
+
+TEST_F(HarnessTest, ADeniedNetworkCallRunsNothing) {
+  std::vector<std::optional<SandboxRecord>> seen;
+  auto opts = options();
+  opts.tools.push_back(networked_spy(seen));
+  opts.sandbox = kWorkspaceWrite;
+  opts.approval = ApprovalPolicy{.fallback = ApprovalDecision::ask};
+  auto& harness = make_harness_with(std::move(opts));
+  faux_->push(FauxResponse::tool_call("c1", "spy", Json{{"network", true}}));
+  faux_->push(FauxResponse::text("done"));
+  auto run = harness.main().prompt("go");
+  ASSERT_EQ(run.outcome, Outcome::awaiting_input);
+  ASSERT_TRUE(harness.main()
+                  .respond(run.awaiting_input[0].id, InputResponse{.decision = InputDecision::deny, .reason = "no"})
+                  .ok());
+  ASSERT_TRUE(harness.main().resume().ok());
+  EXPECT_TRUE(seen.empty());
+  EXPECT_TRUE(recorded_policies(records()).empty());
+}
+
 TEST_F(HarnessTest, WithoutAPolicyNothingIsRecorded) {
   std::vector<std::optional<SandboxRecord>> seen;
   auto opts = options();

@@ -8,6 +8,9 @@
 #pragma once
 
 #include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -54,8 +57,10 @@ class SandboxScene {
         "cd '{}' && git init -q . && git -c user.email=t@t -c user.name=t commit -q --allow-empty -m init",
         workspace().string());
     git_ok_ = std::system(init.c_str()) == 0 && fs::is_directory(workspace() / ".git/hooks");
-    // The ptrace program, built here (outside any sandbox): forks a child
-    // and attaches to it, exit 0 when the kernel let it.
+    // The ptrace program, built here (outside any sandbox): attaches to the
+    // pid it is given (a sibling: a process of the test, outside the
+    // sandbox), or forks a child and attaches to that; exit 0 when the
+    // kernel let it.
     std::ofstream(outside() / "ptracer.c") << R"(#include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,15 +68,15 @@ class SandboxScene {
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
-int main(void) {
-  pid_t child = fork();
-  if (child == 0) { for (;;) pause(); }
-  long rc = ptrace(PTRACE_ATTACH, child, 0, 0);
+#include <stdlib.h>
+int main(int argc, char** argv) {
+  pid_t target = argc > 1 ? (pid_t)atoi(argv[1]) : fork();
+  if (target == 0) { for (;;) pause(); }
+  long rc = ptrace(PTRACE_ATTACH, target, 0, 0);
   int err = errno;
-  kill(child, SIGKILL);
-  waitpid(child, 0, 0);
+  if (argc == 1) { kill(target, SIGKILL); waitpid(target, 0, 0); }
   if (rc != 0) { fprintf(stderr, "ptrace: %s\n", strerror(err)); return 1; }
-  return 0;
+  return 0;  /* exiting detaches a sibling */
 }
 )";
     const std::string build = fmt::format("cc -o '{0}/ptracer' '{0}/ptracer.c'", outside().string());
@@ -85,15 +90,35 @@ int main(void) {
         ::listen(listener_, 64) == 0 && ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
       port_ = ntohs(address.sin_port);
     }
+    // The sibling to trace: not the command's descendant. Yama (when the
+    // kernel has it) forbids that to everyone from scope 1 on, sandbox or
+    // not, so there the attack proves nothing and is left out.
+    if (ptrace_scope() == 0) {
+      char sleep_arg0[] = "sleep";
+      char sleep_arg1[] = "300";
+      char* const argv[] = {sleep_arg0, sleep_arg1, nullptr};
+      if (::posix_spawnp(&sibling_, "sleep", nullptr, nullptr, argv, environ) != 0) sibling_ = -1;
+    }
   }
   ~SandboxScene() {
     if (listener_ >= 0) ::close(listener_);
+    if (sibling_ > 0) {
+      ::kill(sibling_, SIGKILL);
+      ::waitpid(sibling_, nullptr, 0);
+    }
+  }
+  // /proc/sys/kernel/yama/ptrace_scope; 0 without Yama.
+  static int ptrace_scope() {
+    std::ifstream in("/proc/sys/kernel/yama/ptrace_scope");
+    int scope = 0;
+    return in >> scope ? scope : 0;
   }
   SandboxScene(const SandboxScene&) = delete;
   SandboxScene& operator=(const SandboxScene&) = delete;
 
-  // Whether the scene could be built (git, a C compiler, a listening port).
-  bool ready() const { return git_ok_ && ptracer_ok_ && port_ != 0; }
+  // Whether the scene could be built (git, a C compiler, a listening port,
+  // the sibling where Yama lets it be traced).
+  bool ready() const { return git_ok_ && ptracer_ok_ && port_ != 0 && (sibling_ > 0 || ptrace_scope() != 0); }
 
   std::filesystem::path root() const { return root_; }
   std::filesystem::path workspace() const { return root_ / "work"; }
@@ -104,7 +129,7 @@ int main(void) {
 
   std::vector<SandboxAttack> attacks() const {
     const std::string out = outside().string();
-    return {
+    std::vector<SandboxAttack> list{
         {"absolute path", fmt::format("echo x > {}/abs", out), outside() / "abs"},
         {"dot-dot", "echo x > ../outside/dotdot", outside() / "dotdot"},
         {"planted symlink", fmt::format("ln -sfn {} planted && echo x > planted/symlinked", out), outside() / "symlinked"},
@@ -124,6 +149,8 @@ int main(void) {
          fmt::format("setsid sh -c 'sleep 0.5; echo x > {}/background' </dev/null >/dev/null 2>&1 & sleep 0.2", out),
          outside() / "background", true},
     };
+    if (sibling_ > 0) list.push_back({"ptrace a sibling", fmt::format("{}/ptracer {}", out, sibling_), {}});
+    return list;
   }
 
   std::vector<SandboxAttack> legitimate() const {
@@ -157,6 +184,7 @@ int main(void) {
   bool ptracer_ok_ = false;
   int listener_ = -1;
   int port_ = 0;
+  pid_t sibling_ = -1;
 };
 
 }  // namespace cairn::testing

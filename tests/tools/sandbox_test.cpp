@@ -3,6 +3,11 @@
 // workspace-write and succeeds under off; the legitimate actions succeed
 // under workspace-write; a denied command's result ends with cairn's line
 // naming the policy; what goes wrong before exec is the call's error.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "cairn/tools/coding_tools.hpp"
@@ -117,6 +122,50 @@ TEST_P(SandboxDetailTest, AnAllowedNetworkReachesTheListener) {
   ASSERT_NE(tcp, attacks.end());
   const ToolResult result = bash(/*network=*/true).execute(Json{{"command", tcp->command}}, ToolContext{});
   EXPECT_FALSE(result.is_error) << text_of(result);
+}
+
+// A port of "cairn's own" (what cairn serve names when it listens), kept
+// listening for the whole process so that no later listener gets its number.
+std::uint16_t cairns_own_port() {
+  static const std::uint16_t port = [] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(fd, 8) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      return std::uint16_t{0};
+    }
+    return ntohs(address.sin_port);
+  }();
+  return port;
+}
+
+TEST_P(SandboxDetailTest, AnAllowedNetworkNeverReachesCairnsOwnPorts) {
+  const std::uint16_t own = cairns_own_port();
+  ASSERT_NE(own, 0);
+  const std::string connect = fmt::format("exec 3<>/dev/tcp/127.0.0.1/{} && echo connected", own);
+  // Before cairn names the port, a command given the network reaches it...
+  if (landlock_abi_version() >= 4) {
+    const ToolResult before = bash(/*network=*/true).execute(Json{{"command", connect}}, ToolContext{});
+    EXPECT_FALSE(before.is_error) << text_of(before);
+  }
+  close_port_to_sandbox(own);
+  const ToolResult refused = bash(/*network=*/true).execute(Json{{"command", connect}}, ToolContext{});
+  EXPECT_TRUE(refused.is_error) << text_of(refused);
+  if (landlock_abi_version() < 4) {
+    EXPECT_NE(text_of(refused).find("cannot keep an allowed network off cairn's own port"), std::string::npos)
+        << text_of(refused);
+    return;
+  }
+  EXPECT_NE(text_of(refused).find("Permission denied"), std::string::npos) << text_of(refused);
+  // ...and every other port stays reachable.
+  const auto attacks = scene_.attacks();
+  const auto tcp = std::find_if(attacks.begin(), attacks.end(), [](const auto& a) { return a.name == "tcp to 127.0.0.1"; });
+  ASSERT_NE(tcp, attacks.end());
+  const ToolResult other = bash(/*network=*/true).execute(Json{{"command", tcp->command}}, ToolContext{});
+  EXPECT_FALSE(other.is_error) << text_of(other);
 }
 
 TEST_P(SandboxDetailTest, AFailureBeforeExecIsTheCallsErrorNotACrash) {

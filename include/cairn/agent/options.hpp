@@ -27,9 +27,10 @@ enum class ToolEnvironment { filtered, inherit };
 std::string_view to_string(ToolEnvironment environment);
 std::optional<ToolEnvironment> parse_tool_environment(std::string_view text);
 
-// Which tool calls wait for a human's approval, spelled "ask", "auto-edit"
-// and "never-ask" (src/agent/approval_settings.hpp says what each lets run).
-enum class ApprovalMode { ask, auto_edit, never_ask };
+// Which tool calls wait for a human's approval, spelled "ask", "auto-edit",
+// "auto" and "never-ask" (src/agent/approval_settings.hpp says what each
+// lets run; "auto" leans on the sandbox).
+enum class ApprovalMode { ask, auto_edit, sandboxed_auto, never_ask };
 std::string_view to_string(ApprovalMode mode);
 std::optional<ApprovalMode> parse_approval_mode(std::string_view text);
 
@@ -47,7 +48,7 @@ struct AgentOptions {
   bool no_tools = false;              // --no-tools
   ToolEnvironment tool_env = ToolEnvironment::filtered;  // --tool-env filtered|inherit
   std::vector<std::string> tool_env_allow;  // --tool-env-allow NAME,...: let through the filter
-  ApprovalMode approval = ApprovalMode::ask;  // --approval ask|auto-edit|never-ask
+  ApprovalMode approval = ApprovalMode::ask;  // --approval ask|auto-edit|auto|never-ask
   std::vector<std::string> mcp_configs;     // --mcp-config FILE, repeatable, after the user's and the project's
   // The sandbox of bash's and the MCP stdio servers' processes
   // (cairn/tools/sandbox.hpp): --sandbox read-only|workspace-write|off and

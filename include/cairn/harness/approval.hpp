@@ -12,6 +12,7 @@
 
 #include "cairn/error.hpp"
 #include "cairn/json.hpp"
+#include "cairn/log/record.hpp"
 
 namespace cairn {
 
@@ -40,6 +41,12 @@ struct ApprovalCall {
   std::string tool_name;
   const Json* args = nullptr;
   std::optional<std::string> subject;  // the subject argument's value, when the tool has one
+  // The sandbox the call would run under (the run's recorded policy, else
+  // HarnessOptions::sandbox; empty without one), and whether it asks for the
+  // network that policy keeps off (Tool::network_argument): such a call runs
+  // with the network only when a human allows it.
+  std::optional<SandboxRecord> sandbox;
+  bool wants_network = false;
 };
 
 struct ApprovalVerdict {

@@ -36,6 +36,8 @@ struct PendingInput {
   std::optional<std::string> rule;      // approval: the rule that asked
   std::optional<std::string> question;  // question: its text
   std::vector<std::string> choices;
+  // approval: the sandbox the call runs under if allowed (its request's).
+  std::optional<SandboxRecord> sandbox;
   std::int64_t seq = 0;  // of its input_requested
   std::string requested_at;
   // Set: the request is a child session's (a subagent's, through a tool

@@ -72,6 +72,11 @@ struct Tool {
   Replay replay = Replay::never;  // cairn/log/record.hpp says what each means
   // May run at the same time as the other calls of its batch.
   bool parallel = true;
+  // A boolean argument by which a call asks for the network its sandbox
+  // keeps off (bash's "network"); empty: the tool has none. A call that sets
+  // it runs with the network only when a human allowed that call
+  // (SandboxRecord::network_granted); the approval policy sees the wish.
+  std::string network_argument;
   // Runs the call, on the run's thread or, for a parallel batch, on one of
   // its own. An exception becomes an error result.
   std::function<ToolResult(const Json& args, const ToolContext& context)> execute;

@@ -200,8 +200,21 @@ inline constexpr bool kSpelledInJson<SandboxMode> = true;
 struct SandboxRecord {
   SandboxMode mode = SandboxMode::off;
   bool network = false;  // sockets other than AF_UNIX allowed
+  // Set on a call that asked for the network (bash's `network` argument)
+  // under a policy without it, and that a human allowed: the network is
+  // this call's alone, never the run's policy for its later calls.
+  std::optional<bool> network_granted;
   Json extra = Json::object();
-  bool operator==(const SandboxRecord& other) const { return mode == other.mode && network == other.network; }
+  bool operator==(const SandboxRecord& other) const {
+    return mode == other.mode && network == other.network && network_granted == other.network_granted;
+  }
+  // The policy of the run this call belongs to: without a grant of its own.
+  SandboxRecord run_policy() const {
+    SandboxRecord out = *this;
+    if (out.network_granted.value_or(false)) out.network = false;
+    out.network_granted.reset();
+    return out;
+  }
 };
 
 // The three queues of a ref (durable-harness-design.txt, timelines), spelled
@@ -326,6 +339,9 @@ struct InputRequested {
   std::optional<std::string> rule;  // approval: the rule that asked ("default" for the policy's default)
   std::optional<std::string> question;  // question: its text
   std::vector<std::string> choices;     // question: the offered answers, if any
+  // approval: the sandbox the call runs under if it is allowed, shown to
+  // whoever answers (absent without a sandbox policy, and in older logs).
+  std::optional<SandboxRecord> sandbox;
 };
 // The answer to an input request: "allow" (optionally with edited
 // arguments, and a rule to remember so that matching calls no longer ask),

@@ -12,6 +12,7 @@
 // refused with what is missing; nothing ever runs unconfined in its place.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -35,7 +36,9 @@ struct SandboxPolicy {
   std::vector<std::filesystem::path> read_only_in_workspace = {".git/hooks", ".cairn"};
 
   bool enabled() const { return mode != SandboxMode::off; }
-  SandboxRecord record() const { return SandboxRecord{.mode = mode, .network = network}; }
+  SandboxRecord record() const {
+    return SandboxRecord{.mode = mode, .network = network, .network_granted = {}, .extra = {}};
+  }
 };
 
 // The CLI's and settings.json's spelling: "read-only", "workspace-write", "off".
@@ -53,6 +56,13 @@ std::vector<std::filesystem::path> default_sandbox_deny(std::filesystem::path ho
 // and remembered); else what is missing, and that `--sandbox off` chooses
 // no sandbox. Always empty for off.
 std::string sandbox_unavailable(SandboxMode mode);
+
+// Keeps TCP `port` (on any address) out of reach of every sandbox prepared
+// from now on whose network is allowed: cairn serve names the port it
+// listens on, so that a command given the network cannot reach cairn's own
+// API. Needs Landlock ABI 4; a policy with the network on is refused where
+// the kernel has less (a policy with it off refuses all TCP anyway).
+void close_port_to_sandbox(std::uint16_t port);
 
 // The Landlock ABI version the kernel speaks; 0 when it has none.
 int landlock_abi_version();

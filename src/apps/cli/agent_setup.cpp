@@ -178,10 +178,13 @@ void add_agent_options(CLI::App* app, AgentCommandOptions& options, unsigned gro
              if (auto parsed = agent::parse_approval_mode(mode)) options.approval = *parsed;
            },
            "Which tool calls wait for your approval: ask (bash, edit and write ask; read, grep, find and ls "
-           "do not), auto-edit (edit and write inside this directory do not ask either), never-ask. Rules "
-           "from $XDG_CONFIG_HOME/cairn/settings.json and .cairn/settings.json come first. Default: ask")
+           "do not), auto-edit (edit and write inside this directory do not ask either), auto (what the "
+           "sandbox bounds does not ask: bash under a sandbox, edit and write inside the workspace under "
+           "workspace-write; a command that asks for the network the sandbox keeps off, and anything else, "
+           "asks), never-ask. Rules from $XDG_CONFIG_HOME/cairn/settings.json and .cairn/settings.json come "
+           "first. Default: ask")
         ->type_name("MODE")
-        ->check(CLI::IsMember({"ask", "auto-edit", "never-ask"}));
+        ->check(CLI::IsMember({"ask", "auto-edit", "auto", "never-ask"}));
     app->add_option("--mcp-config", options.mcp_configs,
                     "MCP servers from FILE too (repeatable; after $XDG_CONFIG_HOME/cairn/mcp.json and ./.mcp.json, "
                     "a server named again replaces the earlier one). See cairn mcp list")

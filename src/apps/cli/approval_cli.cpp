@@ -8,6 +8,7 @@
 
 #include "agent/approval_settings.hpp"
 #include "agent_setup.hpp"
+#include "cairn/tools/sandbox.hpp"
 #include "cli.hpp"
 #include "text.hpp"
 #include "tui/utf8_check.hpp"
@@ -35,8 +36,9 @@ std::string describe_input(const PendingInput& input) {
   } else {
     what = input.arguments.dump();
   }
-  return fmt::format("{} ({}): {}  [asked by rule {}]{}", input.tool_name, input.tool_call_id, one_line(what, 400),
-                     input.rule.value_or("default"), whose);
+  const std::string sandbox = input.sandbox ? fmt::format("  [sandbox {}]", describe_sandbox(*input.sandbox)) : "";
+  return fmt::format("{} ({}): {}  [asked by rule {}]{}{}", input.tool_name, input.tool_call_id, one_line(what, 400),
+                     input.rule.value_or("default"), sandbox, whose);
 }
 
 std::string answered_by() {

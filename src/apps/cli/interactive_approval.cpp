@@ -15,6 +15,7 @@
 
 #include "agent/approval_settings.hpp"
 #include "approval_cli.hpp"
+#include "cairn/tools/sandbox.hpp"
 #include "interactive_app.hpp"
 #include "tui/terminal_text.hpp"
 #include "util/untrusted_text.hpp"
@@ -137,8 +138,10 @@ void InteractiveApp::ask_input(std::vector<PendingInput> pending) {
   }
   // The call as the model asked for it: shown visibly, so that what is
   // approved is what can be read.
-  terminal_.print(style_.bold(visible_text(
-                      fmt::format("{} wants to run (rule {}):", input.tool_name, input.rule.value_or("default")))) +
+  const std::string sandbox =
+      input.sandbox ? fmt::format(", sandbox {}", describe_sandbox(*input.sandbox)) : std::string();
+  terminal_.print(style_.bold(visible_text(fmt::format("{} wants to run (rule {}{}):", input.tool_name,
+                                                       input.rule.value_or("default"), sandbox))) +
                   "\n" + visible_text(call_preview(input)));
   ask("allow? [y]es [n]o [a]lways [e]dit ", [this, input, answer, pending](const std::string& reply) {
     const std::string choice = tui::trim(reply);
