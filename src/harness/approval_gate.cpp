@@ -31,10 +31,7 @@ Json pending_json(const PendingInput& input) {
   if (input.rule) out["rule"] = *input.rule;
   if (input.question) out["question"] = *input.question;
   if (!input.choices.empty()) out["choices"] = input.choices;
-  if (input.sandbox) {
-    out["sandbox"] = {{"mode", to_string(input.sandbox->mode)}, {"network", input.sandbox->network}};
-    if (input.sandbox->network_granted) out["sandbox"]["networkGranted"] = true;
-  }
+  if (input.sandbox) out["sandbox"] = encode(*input.sandbox);
   return out;
 }
 

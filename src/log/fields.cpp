@@ -288,6 +288,16 @@ void check_call(Checks& c, const T& b) {
   c.non_empty("toolCallId", b.tool_call_id);
 }
 
+// A network granted to one call is a network on, under a sandbox.
+void check_sandbox(Checks& c, const std::optional<SandboxRecord>& sandbox) {
+  if (!sandbox) return;
+  c.extra("sandbox", sandbox->extra);
+  if (!sandbox->network_granted) return;
+  if (!*sandbox->network_granted) c.fail("sandbox.networkGranted", "is written only as true");
+  if (!sandbox->network) c.fail("sandbox.networkGranted", "needs \"network\": true");
+  if (sandbox->mode == SandboxMode::off) c.fail("sandbox.networkGranted", "needs a sandbox (mode is \"off\")");
+}
+
 void check_harness_body(Checks& c, const HarnessBody& body) {
   std::visit(Overloaded{
                  [&](const OperationStarted& b) {
@@ -317,7 +327,7 @@ void check_harness_body(Checks& c, const HarnessBody& body) {
                    } else if (b.child_session) {
                      c.fail("childSession", "is only for replay \"resume\"");
                    }
-                   if (b.sandbox) c.extra("sandbox", b.sandbox->extra);
+                   check_sandbox(c, b.sandbox);
                  },
                  [&](const QueueEnqueued& b) { check_queue_item(c, b); },
                  [&](const WriteDeferred& b) {
@@ -342,6 +352,8 @@ void check_harness_body(Checks& c, const HarnessBody& body) {
                      if (b.question) c.fail("question", "not allowed on an approval request");
                      if (!b.choices.empty()) c.fail("choices", "not allowed on an approval request");
                    }
+                   if (b.sandbox && b.kind == InputKind::question) c.fail("sandbox", "not allowed on a question request");
+                   check_sandbox(c, b.sandbox);
                  },
                  [&](const InputResolved& b) {
                    c.non_empty("runId", b.run_id);

@@ -285,6 +285,12 @@ Result<HarnessRecord> decode_harness(const Json& json, RecordType type) {
 
 }  // namespace detail
 
+Json encode(const SandboxRecord& policy) {
+  Json out = Json::object();
+  detail::write_object(out, policy);
+  return out;
+}
+
 OperationKind kind_of(const OperationIntent& intent) {
   // The alternatives are in the enum's order.
   return static_cast<OperationKind>(intent.index());

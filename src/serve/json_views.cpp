@@ -17,6 +17,7 @@ Json to_json(const PendingInput& input) {
   if (input.rule) out["rule"] = *input.rule;
   if (input.question) out["question"] = *input.question;
   if (!input.choices.empty()) out["choices"] = input.choices;
+  if (input.sandbox) out["sandbox"] = encode(*input.sandbox);
   return out;
 }
 

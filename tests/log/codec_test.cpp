@@ -401,6 +401,27 @@ TEST(RecordCodec, ToolStartedCarriesItsSandboxPolicyAndReadsWithoutOne) {
   EXPECT_NE(bad.error().message.find("sandbox.mode"), std::string::npos) << bad.error().message;
 }
 
+TEST(RecordCodec, ANetworkGrantedToOneCallRoundTripsAndMeansANetworkOnUnderASandbox) {
+  const std::string head =
+      R"({"type":"tool_started","seq":7,"id":"x4","ref":"main","timestamp":"t","runId":"op1","assistantEntryId":"a2",)"
+      R"("toolIndex":0,"toolCallId":"call_1","toolName":"bash","effectiveArgs":{},"resultEntryId":"r1","replay":"never",)";
+  expect_record_round_trip(head + R"("sandbox":{"mode":"workspaceWrite","network":true,"networkGranted":true}})");
+  expect_record_round_trip(
+      R"({"type":"input_requested","seq":8,"id":"x5","ref":"main","timestamp":"t","runId":"op1","kind":"approval",)"
+      R"("assistantEntryId":"a2","toolIndex":0,"toolCallId":"call_1","toolName":"bash","arguments":{},"rule":"default",)"
+      R"("sandbox":{"mode":"readOnly","network":false}})");
+  for (const auto& [sandbox, complaint] : {
+           std::pair{R"({"mode":"workspaceWrite","network":false,"networkGranted":true})", "needs \"network\": true"},
+           std::pair{R"({"mode":"off","network":true,"networkGranted":true})", "needs a sandbox"},
+           std::pair{R"({"mode":"readOnly","network":true,"networkGranted":false})", "only as true"},
+       }) {
+    auto refused = decode_record(parse(head + R"("sandbox":)" + sandbox + "}"));
+    ASSERT_FALSE(refused.has_value()) << sandbox;
+    EXPECT_NE(refused.error().message.find(complaint), std::string::npos) << refused.error().message;
+    EXPECT_NE(refused.error().message.find("sandbox.networkGranted"), std::string::npos) << refused.error().message;
+  }
+}
+
 TEST(RecordCodec, PiLinesReencodeByteForByte) {
   // Lines as pi writes them (no seq): same fields, same order, same numbers.
   for (std::string_view line : {

@@ -415,6 +415,8 @@ Json encode(const Record& record);
 Json encode(const TreeEntry& entry);
 Json encode(const HarnessRecord& record);
 Json encode_provisioned(const ProvisionedEntry& entry);
+// As a tool_started holds it: {"mode", "network", "networkGranted"?}.
+Json encode(const SandboxRecord& policy);
 
 // Decodes one log line's object. Checks the shape and the field rules of its
 // type (check_fields); unknown types without "ignorable": true are refused with
