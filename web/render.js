@@ -109,7 +109,8 @@ export function toolCall(call, result, sandbox) {
   const badge = sandboxBadge(sandbox);
   if (badge) summary.append(' ', badge);
   const box = h('details', {}, summary, body);
-  if (!result) box.setAttribute('open', '');
+  // Open while it runs, and when it changed a file: the diff is what a reader looks for.
+  if (!result || diff) box.setAttribute('open', '');
   node.append(box);
   return node;
 }
