@@ -129,7 +129,12 @@ function importLongSession() {
     lines.push(JSON.stringify({ type: 'message', id, parentId: parent, timestamp: new Date(1767225600000 + i).toISOString(), message }));
     parent = id;
   }
-  const file = path.join(dir, 'long.jsonl');
+  return importPi('long', lines);
+}
+
+/** Imports a pi session file of these lines; its new session's id. @param {string} name @param {string[]} lines */
+function importPi(name, lines) {
+  const file = path.join(dir, `${name}.jsonl`);
   fs.writeFileSync(file, `${lines.join('\n')}\n`);
   const printed = execFileSync(cairn, ['--store', store, 'import', 'pi', file], { encoding: 'utf8' });
   const id = /[0-9a-f-]{36}/.exec(printed)?.[0];
@@ -150,19 +155,9 @@ function importColourSession() {
     { role: 'toolResult', toolCallId: 'call_colour', toolName: 'bash', isError: false, timestamp: t + 2,
       content: [{ type: 'text', text: '\u001b[1;31mFAIL\u001b[0m parser \u001b[32mPASS\u001b[39m lexer \u001b[2K\u001b]8;;https://x.test\u0007link\u001b]8;;\u0007 <b>not bold</b>\n' }] },
   ];
-  const lines = [JSON.stringify({ type: 'session', version: 3, id: 'colour-session-import', timestamp: new Date(t).toISOString(), cwd: work })];
-  let parent = null;
-  for (const [i, message] of messages.entries()) {
-    const id = `c${i}`;
-    lines.push(JSON.stringify({ type: 'message', id, parentId: parent, timestamp: new Date(t + i).toISOString(), message }));
-    parent = id;
-  }
-  const file = path.join(dir, 'colour.jsonl');
-  fs.writeFileSync(file, `${lines.join('\n')}\n`);
-  const printed = execFileSync(cairn, ['--store', store, 'import', 'pi', file], { encoding: 'utf8' });
-  const id = /[0-9a-f-]{36}/.exec(printed)?.[0];
-  if (!id) throw new Error(`cairn import printed no session id: ${printed}`);
-  return id;
+  const header = JSON.stringify({ type: 'session', version: 3, id: 'colour-session-import', timestamp: new Date(t).toISOString(), cwd: work });
+  return importPi('colour', [header, ...messages.map((message, i) =>
+    JSON.stringify({ type: 'message', id: `c${i}`, parentId: i ? `c${i - 1}` : null, timestamp: new Date(t + i).toISOString(), message }))]);
 }
 
 // ---- the browser ---------------------------------------------------------------------
