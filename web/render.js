@@ -1,98 +1,20 @@
 // Entries and messages as DOM. Everything a session holds is text from a
-// model, a tool or a user: it only ever becomes text nodes (textContent),
-// never HTML, so a transcript cannot inject markup or script into the page.
+// model, a tool or a user: it becomes text nodes (textContent), or, for
+// Markdown, HTML that markdown.js has sanitised with its raw HTML escaped,
+// so a transcript cannot inject markup or script into the page.
 
-/**
- * @param {string} tag
- * @param {Record<string, string>} [attrs]
- * @param {...(Node | string | null | undefined)} children
- * @returns {HTMLElement}
- */
-export function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attrs)) {
-    if (name === 'class') node.className = value;
-    else node.setAttribute(name, value);
-  }
-  for (const child of children) {
-    if (child === null || child === undefined) continue;
-    node.append(typeof child === 'string' ? document.createTextNode(child) : child);
-  }
-  return node;
-}
+import { ansiText, hasEscapes } from './ansi.js';
+import { callDiff, diffBlock, parseUnified } from './diff.js';
+import { h } from './dom.js';
+import { markdown } from './markdown.js';
 
-/**
- * A small markdown: fenced code blocks, headings, bullet lists, paragraphs,
- * and inline code, bold and italic. Enough for a model's answers; anything
- * else stays as the text it is.
- * @param {string} text
- */
-export function markdown(text) {
-  const root = h('div', { class: 'md' });
-  const lines = text.split('\n');
-  /** @type {string[]} */
-  let paragraph = [];
-  /** @type {HTMLElement | null} */
-  let list = null;
-  const flush = () => {
-    if (paragraph.length) root.append(inline(h('p'), paragraph.join('\n')));
-    paragraph = [];
-    list = null;
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const fence = /^```(\S*)/.exec(line);
-    if (fence) {
-      flush();
-      const body = [];
-      for (i++; i < lines.length && !lines[i].startsWith('```'); i++) body.push(lines[i]);
-      const code = h('code', fence[1] ? { 'data-lang': fence[1] } : {}, body.join('\n'));
-      root.append(h('pre', {}, code));
-      continue;
-    }
-    const heading = /^(#{1,4})\s+(.*)$/.exec(line);
-    if (heading) {
-      flush();
-      root.append(inline(h(`h${Math.min(6, heading[1].length + 2)}`), heading[2]));
-      continue;
-    }
-    const item = /^\s*(?:[-*]|\d+\.)\s+(.*)$/.exec(line);
-    if (item) {
-      if (paragraph.length) root.append(inline(h('p'), paragraph.join('\n')));
-      paragraph = [];
-      if (!list) {
-        list = h('ul');
-        root.append(list);
-      }
-      list.append(inline(h('li'), item[1]));
-      continue;
-    }
-    if (!line.trim()) {
-      flush();
-      continue;
-    }
-    list = null;
-    paragraph.push(line);
-  }
-  flush();
-  return root;
-}
+export { h, markdown };
 
-/** @param {HTMLElement} into @param {string} text */
-function inline(into, text) {
-  const pattern = /(`[^`]+`|\*\*[^*]+\*\*|\*[^*\s][^*]*\*)/g;
-  let last = 0;
-  for (const match of text.matchAll(pattern)) {
-    const at = match.index ?? 0;
-    if (at > last) into.append(text.slice(last, at));
-    const token = match[0];
-    if (token.startsWith('`')) into.append(h('code', {}, token.slice(1, -1)));
-    else if (token.startsWith('**')) into.append(h('strong', {}, token.slice(2, -2)));
-    else into.append(h('em', {}, token.slice(1, -1)));
-    last = at + token.length;
-  }
-  if (last < text.length) into.append(text.slice(last));
-  return into;
+/** @typedef {import('./runlog.js').Sandbox} Sandbox */
+
+/** A status as people say it: `awaiting input`, not `awaiting_input`. @param {string} status */
+export function statusText(status) {
+  return String(status).replaceAll('_', ' ');
 }
 
 /** @param {unknown} content @returns {string} */
@@ -117,13 +39,30 @@ function pre(text, cls = '') {
   return h('pre', cls ? { class: cls } : {}, text);
 }
 
-/** @param {string} diff */
-function diffView(diff) {
-  const node = h('pre', { class: 'diff' });
-  for (const line of diff.split('\n')) {
-    const cls = line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : '';
-    node.append(h('span', cls ? { class: cls } : {}, `${line}\n`));
-  }
+/** A program's output, its terminal colours shown. @param {string} text @param {string} cls */
+function output(text, cls) {
+  if (!hasEscapes(text)) return pre(text, cls);
+  const node = h('pre', { class: `${cls} ansi` });
+  node.append(ansiText(text));
+  return node;
+}
+
+/**
+ * What a tool call's processes ran under, as its tool_started records it;
+ * null when the log says nothing (an older log, or no policy given).
+ * @param {Sandbox | undefined} sandbox
+ */
+export function sandboxBadge(sandbox) {
+  if (!sandbox) return null;
+  if (sandbox.mode === 'off') return h('span', { class: 'sandbox-badge off', title: 'This call\'s processes ran with no sandbox: they could read and write what the server\'s user can, and reach the network.' }, 'no sandbox');
+  const mode = { readOnly: 'read-only', workspaceWrite: 'workspace-write' }[sandbox.mode] ?? sandbox.mode;
+  return h('span', { class: 'sandbox-badge', title: `This call's processes ran in the ${mode} sandbox, ${sandbox.network ? 'with' : 'without'} network access.` },
+    `sandbox: ${mode}, network ${sandbox.network ? 'on' : 'off'}`);
+}
+
+/** @param {HTMLElement} node @param {string} cls */
+function withClass(node, cls) {
+  node.classList.add(cls);
   return node;
 }
 
@@ -143,29 +82,36 @@ function userContent(content) {
 }
 
 /**
- * A tool call, with its result when there is one.
- * @param {any} call @param {any} [result] the toolResult message
+ * A tool call, with its result when there is one, and the sandbox it ran
+ * under when its tool_started is known.
+ * @param {any} call @param {any} [result] the toolResult message @param {Sandbox} [sandbox]
  */
-export function toolCall(call, result) {
+export function toolCall(call, result, sandbox) {
   const args = call.arguments ?? {};
   const title = call.name === 'bash' && typeof args.command === 'string' ? `$ ${args.command}` : `${call.name}(${summarise(args)})`;
   const node = h('div', { class: 'tool', 'data-tool-call': String(call.id ?? '') });
   const body = h('div');
-  if (call.name === 'edit' && typeof args.oldText === 'string') {
-    body.append(h('p', { class: 'muted' }, String(args.path ?? '')));
-  } else {
-    body.append(pre(JSON.stringify(args, null, 2), 'args'));
-  }
+  // An edit or a write is its diff (the edit's own, with the file's line
+  // numbers, once it ran); any other call shows its arguments.
+  const diff = callDiff(String(call.name), args, result);
+  if (diff) body.append(diff);
+  else body.append(pre(JSON.stringify(args, null, 2), 'args'));
   if (result) {
     const text = textOf(result.content);
-    if (result.details && typeof result.details.diff === 'string') body.append(diffView(result.details.diff));
-    else if (text) body.append(pre(text, result.isError ? 'output error' : 'output'));
+    if (!diff && result.details && typeof result.details.diff === 'string') body.append(diffBlock(String(result.details.path ?? 'diff'), parseUnified(result.details.diff)));
+    else if (text) body.append(output(text, result.isError ? 'output error' : 'output'));
     for (const block of Array.isArray(result.content) ? result.content : []) if (block.type === 'image') body.append(image(block));
     node.classList.add(result.isError ? 'failed' : 'done');
   } else {
     node.classList.add('pending');
   }
-  node.append(details(title, body, !result));
+  const summary = h('summary', {}, h('span', { class: 'call-title' }, title));
+  const badge = sandboxBadge(sandbox);
+  if (badge) summary.append(' ', badge);
+  const box = h('details', {}, summary, body);
+  // Open while it runs, and when it changed a file: the diff is what a reader looks for.
+  if (!result || diff) box.setAttribute('open', '');
+  node.append(box);
   return node;
 }
 
@@ -180,18 +126,18 @@ function summarise(args) {
 /**
  * One message. `results` maps a tool call id to its toolResult message, so
  * a call shows its result beside it (the result's own entry is then not
- * drawn again).
- * @param {any} message @param {Map<string, any>} results
+ * drawn again). `sandboxes` maps a call id to the sandbox it ran under.
+ * @param {any} message @param {Map<string, any>} results @param {Map<string, Sandbox>} [sandboxes]
  */
-export function messageView(message, results) {
+export function messageView(message, results, sandboxes = new Map()) {
   const role = message.role;
   if (role === 'user') return h('article', { class: 'msg user', 'aria-label': 'user message' }, h('h3', { class: 'who' }, 'You'), userContent(message.content));
   if (role === 'assistant') {
     const node = h('article', { class: 'msg assistant', 'aria-label': 'assistant message' }, h('h3', { class: 'who' }, 'Assistant'));
     for (const block of message.content ?? []) {
       if (block.type === 'text') node.append(markdown(String(block.text ?? '')));
-      else if (block.type === 'thinking') node.append(details('Thinking', pre(String(block.thinking ?? ''), 'thinking')));
-      else if (block.type === 'toolCall') node.append(toolCall(block, results.get(block.id)));
+      else if (block.type === 'thinking') node.append(details('Thinking', withClass(markdown(String(block.thinking ?? '')), 'thinking')));
+      else if (block.type === 'toolCall') node.append(toolCall(block, results.get(block.id), sandboxes.get(block.id)));
     }
     if (message.stopReason === 'error' || message.stopReason === 'aborted') {
       node.append(h('p', { class: message.stopReason }, message.stopReason === 'aborted' ? 'Aborted.' : `Error: ${message.errorMessage ?? 'the request failed'}`));
@@ -199,10 +145,10 @@ export function messageView(message, results) {
     return node;
   }
   if (role === 'toolResult') {
-    return h('article', { class: 'msg tool-result' }, toolCall({ id: message.toolCallId, name: message.toolName, arguments: {} }, message));
+    return h('article', { class: 'msg tool-result' }, toolCall({ id: message.toolCallId, name: message.toolName, arguments: {} }, message, sandboxes.get(message.toolCallId)));
   }
   if (role === 'bashExecution') {
-    return h('article', { class: 'msg bash' }, details(`$ ${message.command}`, pre(String(message.output ?? ''), 'output'), true));
+    return h('article', { class: 'msg bash' }, details(`$ ${message.command}`, output(String(message.output ?? ''), 'output'), true));
   }
   if (role === 'branchSummary' || role === 'compactionSummary') {
     return h('article', { class: 'msg summary' }, h('h3', { class: 'who' }, role === 'branchSummary' ? 'Branch summary' : 'Compaction summary'), markdown(String(message.summary ?? '')));
@@ -213,12 +159,12 @@ export function messageView(message, results) {
 /**
  * An entry of the transcript, or null for one that draws nothing (a label,
  * a setting kept for the model).
- * @param {any} entry @param {Map<string, any>} results
+ * @param {any} entry @param {Map<string, any>} results @param {Map<string, Sandbox>} [sandboxes]
  */
-export function entryView(entry, results) {
+export function entryView(entry, results, sandboxes = new Map()) {
   switch (entry.type) {
     case 'message':
-      return messageView(entry.message, results);
+      return messageView(entry.message, results, sandboxes);
     case 'compaction':
       return h('div', { class: 'marker compaction', role: 'note' }, h('strong', {}, 'Compacted'), details('The summary the model reads', markdown(String(entry.summary ?? ''))));
     case 'branch_summary':

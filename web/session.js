@@ -3,11 +3,17 @@
 // answer an approval or a question, navigate, fork, label, change the model.
 
 import { ApiError, LiveStream, call, seg } from './api.js';
-import { h } from './render.js';
+import { callDiff } from './diff.js';
+import { h, statusText } from './render.js';
+import { RunLog } from './runlog.js';
+import { Timeline } from './timeline.js';
 import { Transcript } from './transcript.js';
 import { drawTree } from './tree.js';
 
 const SNAPSHOT_ENTRIES = 240;
+// The log records read for the timeline when the page opens: the newest
+// ones, enough for the last runs of a ref (a 20-step run is ~100 records).
+const TIMELINE_RECORDS = 2000;
 
 const TREE_TYPES = new Set(['message', 'model_change', 'thinking_level_change', 'active_tools_change', 'compaction',
   'branch_summary', 'custom', 'custom_message', 'label', 'session_info', 'damaged_entry']);
@@ -61,6 +67,15 @@ class SessionView {
         throw error;
       }
     });
+    // The runs' timeline, from the log's records: those before the
+    // snapshot's cursor read once, the newer ones as the stream brings them.
+    this.runLog = new RunLog(refName);
+    /** the seq up to which the session's records were read for it */
+    this.recordsRead = -1;
+    this.timeline = new Timeline((step) => {
+      if (step.entryId) void this.transcript.reveal(step.entryId, step.callId);
+    });
+    this.timelineFrame = 0;
     this.inputs = h('div', { class: 'inputs', 'aria-live': 'polite' });
     this.operation = h('div', { class: 'operation', 'aria-live': 'polite' });
     this.sendButton = h('button', { type: 'submit', class: 'primary' }, 'Send');
@@ -85,7 +100,7 @@ class SessionView {
       h('div', { class: 'session' },
         h('aside', { class: 'side', 'aria-label': 'Tree' }, this.title, this.refs, h('h2', {}, 'Tree'), this.treeBox,
           this.entryActions, this.children),
-        h('section', { class: 'chat', 'aria-label': `Ref ${refName}` }, this.statusLine, this.notice, this.scroller,
+        h('section', { class: 'chat', 'aria-label': `Ref ${refName}` }, this.statusLine, this.notice, this.timeline.node, this.scroller,
           this.inputs, this.operation, this.composer, this.settings)));
 
     // The transcript first: the tree and the settings are asked for once
@@ -98,6 +113,7 @@ class SessionView {
   close() {
     this.closed = true;
     this.stream.close();
+    this.timeline.close();
     clearTimeout(this.refreshTimer);
   }
 
@@ -140,6 +156,7 @@ class SessionView {
         this.transcript.streaming(frame.run?.streamingMessage ?? null);
         this.drawSpend();
         this.scheduleRefresh();
+        void this.readRecords(Number(frame.cursor ?? -1));
         if (!this.treeLoaded) {
           this.treeLoaded = true;
           void this.loadTree();
@@ -177,6 +194,7 @@ class SessionView {
 
   /** A record of this ref, in seq order. @param {any} record */
   record(record) {
+    if (this.runLog.add(record)) this.drawRuns(record.type === 'tool_started');
     if (TREE_TYPES.has(record.type) && 'parentId' in record) {
       if ((record.parentId ?? null) === this.leaf) {
         this.transcript.add(record);
@@ -197,6 +215,39 @@ class SessionView {
     if (record.type.startsWith('operation_') || record.type.startsWith('input_') || record.type === 'queue_enqueued') {
       this.scheduleRefresh();
     }
+  }
+
+  /**
+   * Reads the log's records up to the snapshot's cursor that the timeline
+   * has not seen: the newest TIMELINE_RECORDS when the page opens, then what
+   * a restarted stream's snapshot skipped. @param {number} cursor
+   */
+  async readRecords(cursor) {
+    let after = Math.max(this.recordsRead, cursor - TIMELINE_RECORDS);
+    let added = false;
+    try {
+      while (after < cursor && !this.closed) {
+        const page = await call('GET', `${this.base}/records?after=${after}&limit=${Math.min(TIMELINE_RECORDS, cursor - after)}`);
+        for (const record of page.records) added = this.runLog.add(record) || added;
+        const last = page.records.at(-1)?.seq;
+        if (typeof last !== 'number' || page.next === null) break;
+        after = last;
+      }
+      this.recordsRead = Math.max(this.recordsRead, cursor);
+    } catch {
+      return;  // the timeline shows what the stream brings; the next snapshot reads again
+    }
+    if (added) this.drawRuns(true);
+  }
+
+  /** Redraws the timeline (once a frame at most) and, when calls started, their sandbox badges. @param {boolean} calls */
+  drawRuns(calls) {
+    if (calls) this.transcript.setSandboxes(this.runLog.sandboxes());
+    if (this.timelineFrame) return;
+    this.timelineFrame = requestAnimationFrame(() => {
+      this.timelineFrame = 0;
+      this.timeline.update(this.runLog.runs());
+    });
   }
 
   scheduleRefresh() {
@@ -253,7 +304,7 @@ class SessionView {
     this.title.textContent = info.name ?? this.id;
     this.sessionCost = Number(info.activity?.cost ?? 0);
     this.refs.replaceChildren(...info.refs.map((/** @type {any} */ ref) => {
-      const link = h('a', { href: `#/s/${seg(this.id)}/${seg(ref.name)}` }, `${ref.name} · ${ref.status}`);
+      const link = h('a', { href: `#/s/${seg(this.id)}/${seg(ref.name)}`, title: `${ref.name} · ${statusText(ref.status)}` }, `${ref.name} · ${statusText(ref.status)}`);
       if (ref.name === this.ref) link.setAttribute('aria-current', 'page');
       return link;
     }));
@@ -316,7 +367,7 @@ class SessionView {
 
   drawSpend() {
     const last = this.transcript.lastUsage();
-    const parts = [`${this.ref}: ${this.status.replace('_', ' ')}`];
+    const parts = [`${this.ref}: ${statusText(this.status)}`];
     if (this.model) parts.push(this.model);
     if (this.thinking) parts.push(`thinking ${this.thinking}`);
     if (last) parts.push(`${last.totalTokens ?? 0} tokens`);
@@ -377,9 +428,11 @@ class SessionView {
       const why = /** @type {HTMLInputElement} */ (reason).value;
       answer({ decision: 'deny', ...(why ? { reason: why } : {}) });
     });
+    // An edit or a write is shown as the diff it would make, above its arguments.
+    const diff = callDiff(String(input.toolName), input.arguments ?? {});
     return h('div', { class: 'input-card', role: 'region', 'aria-label': `Approval for ${input.toolName}` },
       h('p', {}, h('strong', {}, `${input.toolName}`), ' wants to run. Edit the arguments to change what it runs.'),
-      args, h('div', { class: 'buttons' }, allow, always, deny, reason));
+      diff, args, h('div', { class: 'buttons' }, allow, always, deny, reason));
   }
 
   // ---- the composer and settings ---------------------------------------------------

@@ -2,7 +2,7 @@
 // to date while the list is on screen.
 
 import { ApiError, call, seg } from './api.js';
-import { h } from './render.js';
+import { h, statusText } from './render.js';
 
 const POLL_MS = 3000;
 const PAGE = 50;
@@ -12,7 +12,7 @@ export function openSessions(main) {
   const search = /** @type {HTMLInputElement} */ (h('input', { type: 'search', 'aria-label': 'Search sessions', placeholder: 'Search id, name, directory' }));
   const filter = /** @type {HTMLSelectElement} */ (h('select', { 'aria-label': 'Show' }));
   for (const [value, text] of [['', 'every state'], ['running', 'running'], ['suspended', 'suspended'],
-    ['awaiting_input', 'waiting for input'], ['faulted', 'faulted'], ['idle', 'idle']]) {
+    ['awaiting_input', 'awaiting input'], ['faulted', 'faulted'], ['idle', 'idle']]) {
     filter.append(h('option', { value }, text));
   }
   const create = h('button', { type: 'button' }, 'New session');
@@ -55,15 +55,20 @@ export function openSessions(main) {
       if (needle && ![header.id, name, header.cwd].some((text) => String(text).toLowerCase().includes(needle))) continue;
       const model = info?.model ? `${info.model.provider}/${info.model.id}` : '';
       const activity = info?.activity;
+      // Each cell names its column (shown where the table is a list of
+      // cards, on a narrow screen), and long text keeps its whole self in a title.
+      const cell = (/** @type {string} */ column, /** @type {Node | string} */ content, /** @type {string} */ full = '') =>
+        h('td', full ? { 'data-label': column, title: full } : { 'data-label': column }, content);
       rows.push(h('tr', {},
-        h('th', { scope: 'row' }, h('a', { href: `#/s/${seg(header.id)}/main` }, name || header.id), name ? h('span', { class: 'muted' }, ` ${header.id}`) : null),
-        h('td', {}, h('span', info?.open === false && status !== 'idle'
+        h('th', { scope: 'row', 'data-label': 'Session' }, h('a', { href: `#/s/${seg(header.id)}/main`, title: name ? `${name} (${header.id})` : header.id }, name || header.id),
+          name ? h('span', { class: 'muted id' }, ` ${header.id}`) : null),
+        cell('State', h('span', info?.open === false && status !== 'idle'
           ? { class: `badge ${status.replace(' ', '-')}`, title: 'as its log says: this server does not have it open' }
-          : { class: `badge ${status.replace(' ', '-')}` }, status.replace('_', ' '))),
-        h('td', {}, String(header.cwd)),
-        h('td', {}, model),
-        h('td', {}, activity ? `$${Number(activity.cost).toFixed(4)}` : ''),
-        h('td', {}, activity?.updatedAt ? new Date(activity.updatedAt).toLocaleString() : new Date(header.timestamp).toLocaleString())));
+          : { class: `badge ${status.replace(' ', '-')}` }, statusText(status))),
+        cell('Directory', String(header.cwd), String(header.cwd)),
+        cell('Model', model, model),
+        cell('Spend', activity ? `$${Number(activity.cost).toFixed(4)}` : ''),
+        cell('Last activity', activity?.updatedAt ? new Date(activity.updatedAt).toLocaleString() : new Date(header.timestamp).toLocaleString())));
     }
     body.replaceChildren(...rows);
     if (!rows.length) body.append(h('tr', {}, h('td', { colspan: '6' }, headers.length ? 'No session matches.' : 'No sessions yet.')));

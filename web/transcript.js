@@ -5,7 +5,7 @@
 // as the reader scrolls up, so a session of ten thousand entries opens at
 // once.
 
-import { entryView, h, messageView } from './render.js';
+import { entryView, h, messageView, sandboxBadge } from './render.js';
 
 const PAGE = 120;
 
@@ -31,6 +31,8 @@ export class Transcript {
     this.callers = new Map();
     /** entry id → its drawn node */
     this.nodes = new Map();
+    /** @type {Map<string, import('./runlog.js').Sandbox>} toolCallId → the sandbox its tool_started records */
+    this.sandboxes = new Map();
     /** the index of the oldest entry drawn */
     this.firstDrawn = 0;
     this.live = h('div', { class: 'live', 'aria-live': 'off' });
@@ -85,7 +87,7 @@ export class Transcript {
     const message = entry.type === 'message' ? entry.message : null;
     // A tool's result is drawn inside its call.
     if (message?.role === 'toolResult' && this.callers.has(message.toolCallId)) return null;
-    const node = entryView(entry, this.results);
+    const node = entryView(entry, this.results, this.sandboxes);
     if (node) {
       node.dataset.entry = entry.id;
       this.nodes.set(entry.id, node);
@@ -159,11 +161,47 @@ export class Transcript {
     const follow = this.atEnd();
     this.live.replaceChildren();
     if (message) {
-      const node = messageView(message, this.results);
+      const node = messageView(message, this.results, this.sandboxes);
       node.classList.add('streaming');
       this.live.append(node);
     }
     if (follow) this.scrollToEnd();
+  }
+
+  /**
+   * The sandboxes of the calls, as the log's tool_started records say: a
+   * call drawn before its record was read gets its badge now.
+   * @param {Map<string, import('./runlog.js').Sandbox>} sandboxes
+   */
+  setSandboxes(sandboxes) {
+    this.sandboxes = sandboxes;
+    for (const summary of this.list.querySelectorAll('.tool[data-tool-call] > details > summary')) {
+      const id = summary.parentElement?.parentElement?.getAttribute('data-tool-call') ?? '';
+      if (summary.querySelector('.sandbox-badge')) continue;
+      const badge = sandboxBadge(sandboxes.get(id));
+      if (badge) summary.append(' ', badge);
+    }
+  }
+
+  /**
+   * Shows an entry (drawing the older pages down to it when it is held but
+   * not drawn yet) and, within it, a tool call; false when it is not held.
+   * @param {string} entryId @param {string | null} [callId]
+   */
+  async reveal(entryId, callId = null) {
+    const index = this.entries.findIndex((entry) => entry.id === entryId);
+    if (index < 0 && !this.nodes.has(entryId)) return false;
+    while (index >= 0 && index < this.firstDrawn) await this.drawEarlier();
+    const node = this.nodes.get(entryId);
+    if (!node) return false;
+    const call = callId ? /** @type {HTMLElement | null} */ (node.querySelector(`[data-tool-call="${CSS.escape(callId)}"]`)) : null;
+    const target = call ?? node;
+    target.scrollIntoView({ block: 'center' });
+    target.classList.add('chosen');
+    setTimeout(() => target.classList.remove('chosen'), 2000);
+    const focusable = /** @type {HTMLElement | null} */ (target.querySelector('summary'));
+    focusable?.focus({ preventScroll: true });
+    return true;
   }
 
   atEnd() {

@@ -81,10 +81,10 @@ export function drawTree(into, tree, selected, onSelect, all = false) {
  * @param {(entry: TreeEntry) => void} onSelect
  */
 function row_of(entry, refs, selected, onSelect) {
-  const what = entry.preview ?? (entry.type === 'message' ? entry.role ?? 'message' : entry.type.replace('_', ' '));
+  const what = entry.preview ?? (entry.type === 'message' ? entry.role ?? 'message' : entry.type.replaceAll('_', ' '));
   const button = h('button', { type: 'button', class: 'row', 'aria-pressed': String(selected) },
     h('span', { class: `kind ${entry.role ?? entry.type}` }, entry.role === 'user' ? '›' : '·'),
-    h('span', { class: 'preview' }, what));
+    h('span', { class: 'preview', title: what }, what));
   for (const ref of refs) button.append(h('span', { class: 'leaf', title: `the leaf of ${ref}` }, `● ${ref}`));
   if (entry.label) button.append(h('span', { class: 'label' }, entry.label));
   button.addEventListener('click', () => onSelect(entry));

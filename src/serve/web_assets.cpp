@@ -12,6 +12,7 @@ std::string_view type_of(std::string_view path) {
   if (ends(".js")) return "text/javascript; charset=utf-8";
   if (ends(".css")) return "text/css; charset=utf-8";
   if (ends(".svg")) return "image/svg+xml";
+  if (ends(".txt")) return "text/plain; charset=utf-8";  // the libraries' licences
   return "application/octet-stream";
 }
 

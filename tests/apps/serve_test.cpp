@@ -84,6 +84,21 @@ TEST_F(ServeTest, TheViewersFilesAreServedWithoutATokenAndNothingElseIs) {
   }
   EXPECT_EQ(serve_raw(port_, serve_request_text("GET", "/ui/app.js", "", {})).headers.at("content-type"),
             "text/javascript; charset=utf-8");
+  // The libraries the page imports are built in, served as its own scripts
+  // under the same policy, with their licences beside them.
+  for (const std::string library : {"/ui/vendor/marked.js", "/ui/vendor/purify.js", "/ui/vendor/highlight.js"}) {
+    const ServeReply asset = serve_raw(port_, serve_request_text("GET", library, "", {}));
+    EXPECT_EQ(asset.status, 200) << library;
+    EXPECT_EQ(asset.headers.at("content-type"), "text/javascript; charset=utf-8") << library;
+    EXPECT_NE(asset.headers.at("content-security-policy").find("script-src 'self'"), std::string::npos) << library;
+    EXPECT_NE(asset.body.find("export"), std::string::npos) << library << " is an ES module";
+  }
+  const ServeReply licences = serve_raw(port_, serve_request_text("GET", "/ui/vendor/LICENSES.txt", "", {}));
+  EXPECT_EQ(licences.status, 200);
+  EXPECT_EQ(licences.headers.at("content-type"), "text/plain; charset=utf-8");
+  for (const std::string library : {"==== marked ", "==== dompurify ", "==== @highlightjs/cdn-assets "}) {
+    EXPECT_NE(licences.body.find(library), std::string::npos) << library;
+  }
   for (const std::string missing : {"/ui/nope.js", "/ui/", "/ui/../api.cpp", "/ui/%2e%2e/index.html"}) {
     EXPECT_EQ(serve_raw(port_, serve_request_text("GET", missing, "", {})).status, 404) << missing;
   }

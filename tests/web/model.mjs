@@ -7,6 +7,11 @@
 //   "touch NAME"     call bash once (`echo NAME >> ran.txt`, in the workspace: the sandbox lets
 //                    nothing write beside it), then answer "touched NAME"
 //   "ask"            call ask_user once, then answer "got " and the answer
+//   "markdown"       answer MARKDOWN: a code block, a table, a list and a link
+//   "hostile"        answer HOSTILE: raw HTML and Markdown that would build script
+//   "edit NAME"      call edit once on NAME (its "line two" becomes "line 2 changed"), then answer "edited NAME"
+//   "steps N"        call ls N - 1 times, one call a step, then answer "walked N steps": a run of N steps,
+//                    each request answered STEP_MS after it arrives
 //   anything else    answer "ok"
 import http from 'node:http';
 
@@ -27,6 +32,39 @@ function chunk(delta, finish = null) {
   };
   return `data: ${JSON.stringify(body)}\n\n`;
 }
+
+export const MARKDOWN = [
+  'Here is **the plan**:',
+  '',
+  '1. read the file',
+  '2. change it',
+  '',
+  '```js',
+  'const answer = 42; // the answer',
+  'function ask() { return "why"; }',
+  '```',
+  '',
+  '| name | value |',
+  '|------|-------|',
+  '| alpha | 1 |',
+  '| beta | 2 |',
+  '',
+  'See [the docs](https://example.com/docs) for more.',
+].join('\n');
+
+// Each would run script if it became markup: the page must show it as text.
+export const HOSTILE = [
+  'Raw: <img src="x" onerror="window.__pwned = 1"> and <script>window.__pwned = 2</script>',
+  '',
+  '<a href="javascript:window.__pwned = 3">a raw javascript link</a>',
+  '',
+  '<div onmouseover="window.__pwned = 4">a raw div</div>',
+  '',
+  'Built by Markdown: [click me](javascript:window.__pwned=5) and ![pic](x "onerror=window.__pwned=6")',
+  'and ![scripted](javascript:window.__pwned=7) and <javascript:window.__pwned=8> the end.',
+].join('\n');
+
+export const STEP_MS = 60;
 
 /** @param {string} text @param {number} pieces @param {number} gapMs */
 function textReply(text, pieces, gapMs) {
@@ -65,6 +103,18 @@ function answer(body) {
     if (resultsSince === 0) return toolReply(callId, 'bash', { command: `echo ${name} >> ran.txt` });
     return textReply(`touched ${name}`, 2, 20);
   }
+  if (prompt === 'markdown') return textReply(MARKDOWN, 6, 20);
+  if (prompt === 'hostile') return textReply(HOSTILE, 4, 20);
+  if (prompt.startsWith('edit ')) {
+    const name = prompt.slice(5);
+    if (resultsSince === 0) return toolReply(callId, 'edit', { path: name, oldText: 'line two\n', newText: 'line 2 changed\n' });
+    return textReply(`edited ${name}`, 2, 20);
+  }
+  const steps = /^steps (\d+)$/.exec(prompt);
+  if (steps) {
+    if (resultsSince < Number(steps[1]) - 1) return { ...toolReply(callId, 'ls', { path: '.' }), delayMs: STEP_MS };
+    return { ...textReply(`walked ${steps[1]} steps`, 2, 20), delayMs: STEP_MS };
+  }
   if (prompt === 'ask') {
     if (resultsSince === 0) return toolReply(callId, 'ask_user', { question: 'Which colour?' });
     return textReply(`got ${lastResult}`, 2, 20);
@@ -85,7 +135,8 @@ export async function startModel() {
         response.writeHead(400).end();
         return;
       }
-      const { events, gapMs } = answer(body);
+      const { events, gapMs, delayMs = 0 } = /** @type {{events: string[], gapMs: number, delayMs?: number}} */ (answer(body));
+      if (delayMs) await new Promise((done) => setTimeout(done, delayMs));
       response.writeHead(200, { 'Content-Type': 'text/event-stream' });
       for (const event of [...events, 'data: [DONE]\n\n']) {
         if (response.destroyed) return;

@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
-import { startModel } from './model.mjs';
+import { HOSTILE, startModel } from './model.mjs';
 
 const require = createRequire(import.meta.url);
 const args = process.argv.slice(2);
@@ -129,12 +129,35 @@ function importLongSession() {
     lines.push(JSON.stringify({ type: 'message', id, parentId: parent, timestamp: new Date(1767225600000 + i).toISOString(), message }));
     parent = id;
   }
-  const file = path.join(dir, 'long.jsonl');
+  return importPi('long', lines);
+}
+
+/** Imports a pi session file of these lines; its new session's id. @param {string} name @param {string[]} lines */
+function importPi(name, lines) {
+  const file = path.join(dir, `${name}.jsonl`);
   fs.writeFileSync(file, `${lines.join('\n')}\n`);
   const printed = execFileSync(cairn, ['--store', store, 'import', 'pi', file], { encoding: 'utf8' });
   const id = /[0-9a-f-]{36}/.exec(printed)?.[0];
   if (!id) throw new Error(`cairn import printed no session id: ${printed}`);
   return id;
+}
+
+// A pi session whose bash call's output holds terminal colours (cairn's own
+// bash tool strips escapes before the model sees them; an imported log, an
+// MCP tool's output or a `!command` can hold them).
+function importColourSession() {
+  const t = 1767225600000;
+  const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+  const messages = [
+    { role: 'user', content: [{ type: 'text', text: 'run the tests' }], timestamp: t },
+    { role: 'assistant', content: [{ type: 'toolCall', id: 'call_colour', name: 'bash', arguments: { command: 'make test' } }], api: 'openai-completions',
+      provider: 'custom', model: 'test', usage, stopReason: 'toolUse', timestamp: t + 1 },
+    { role: 'toolResult', toolCallId: 'call_colour', toolName: 'bash', isError: false, timestamp: t + 2,
+      content: [{ type: 'text', text: '\u001b[1;31mFAIL\u001b[0m parser \u001b[32mPASS\u001b[39m lexer \u001b[2K\u001b]8;;https://x.test\u0007link\u001b]8;;\u0007 <b>not bold</b>\n' }] },
+  ];
+  const header = JSON.stringify({ type: 'session', version: 3, id: 'colour-session-import', timestamp: new Date(t).toISOString(), cwd: work });
+  return importPi('colour', [header, ...messages.map((message, i) =>
+    JSON.stringify({ type: 'message', id: `c${i}`, parentId: i ? `c${i - 1}` : null, timestamp: new Date(t + i).toISOString(), message }))]);
 }
 
 // ---- the browser ---------------------------------------------------------------------
@@ -217,6 +240,211 @@ async function until(condition, what, ms = 15000) {
 }
 
 const statusOf = async () => (await page.locator('.status-line').textContent()) ?? '';
+
+const WIDTHS = [360, 420, 768, 1280, 2560];
+
+/**
+ * At each width: the page does not scroll sideways (measured), and at 420
+ * and 1280 px the view is kept as a screenshot and checked by axe-core.
+ * @param {string} view @param {string} name
+ */
+async function everyWidth(view, name) {
+  for (const width of WIDTHS) {
+    await page.setViewportSize({ width, height: 860 });
+    await page.waitForTimeout(150);
+    const sideways = await page.evaluate(() => ({
+      page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      body: document.body.scrollWidth - document.body.clientWidth,
+      // Whatever sticks out past the right edge of the window.
+      out: [...document.querySelectorAll('body *')].filter((node) => node.checkVisibility() && node.getBoundingClientRect().right > window.innerWidth + 1
+        && !node.closest('.table-box, .timeline-chart, pre')).slice(0, 3).map((node) => node.outerHTML.slice(0, 100)),
+    }));
+    check(sideways.page <= 0 && sideways.body <= 0 && sideways.out.length === 0, `${view} at ${width} px: no horizontal page scroll`,
+      JSON.stringify(sideways));
+    if (width === 420 || width === 1280) {
+      await shot(`${name}-${width}`);
+      await accessible(`${view} at ${width} px`);
+    }
+  }
+  await page.setViewportSize({ width: 1280, height: 860 });
+}
+
+/** Sends a message from the message box and waits for the ref to be idle with `text` in the transcript. @param {string} prompt @param {string} text */
+async function sendAndWait(prompt, text) {
+  await page.locator('.composer textarea').fill(prompt);
+  await page.keyboard.press('Enter');
+  await until(async () => (await transcriptTexts()).some((t) => t.includes(text)), `the answer to "${prompt}"`, 30000);
+  await until(async () => (await statusOf()).startsWith('main: idle'), `the ref is idle after "${prompt}"`, 30000);
+}
+
+// The views issue 49 asks for: a Markdown answer, hostile markup shown as
+// text, an edit as a diff (in its approval and after), a 20-step run's
+// timeline against the log's timestamps, the sandbox badge, terminal
+// colours, and every view at every width.
+async function richViews(/** @type {string} */ base) {
+  const longName = `a-session-with-a-very-long-unbroken-name-${'x'.repeat(80)}`;  // ids are at most 128
+  await api('POST', '/v1/sessions', { id: longName });
+  const made = await api('POST', '/v1/sessions', {});
+  const id = made.session.id;
+  await page.goto(`${base}/#/`);
+  await until(async () => (await page.locator('table.sessions tbody tr', { hasText: longName }).count()) === 1, 'the list shows the long-named session');
+  await everyWidth('the sessions list', '10-sessions');
+  await page.goto(`${base}/#/s/${encodeURIComponent(id)}/main`);
+  await page.locator('.composer textarea').waitFor();
+
+  // -- Markdown: a code block (highlighted), a table, a list, a link.
+  await sendAndWait('markdown', 'See the docs for more.');
+  const answer = page.locator('.msg.assistant').last();
+  check(await answer.locator('pre.code code.hljs.language-js .hljs-keyword', { hasText: 'const' }).count() === 1, 'a code block is highlighted');
+  check(await answer.locator('table th', { hasText: 'value' }).count() === 1 && await answer.locator('table td', { hasText: 'beta' }).count() === 1,
+    'a table is drawn as a table');
+  check(await answer.locator('ol li', { hasText: 'change it' }).count() === 1 && await answer.locator('strong', { hasText: 'the plan' }).count() === 1,
+    'a list and bold text are drawn as such');
+  const link = answer.locator('a', { hasText: 'the docs' });
+  check(await link.getAttribute('href') === 'https://example.com/docs' && await link.getAttribute('target') === '_blank'
+    && ((await link.getAttribute('rel')) ?? '').split(' ').includes('noopener'), 'a link opens in a new tab with rel=noopener');
+  check(!((await answer.textContent()) ?? '').includes('```') && !((await answer.textContent()) ?? '').includes('|---'), 'no Markdown syntax is left as text');
+
+  // -- hostile markup: nothing runs, the text is shown.
+  await sendAndWait('hostile', 'the end.');
+  const hostile = page.locator('.msg.assistant').last();
+  await hostile.hover();
+  const found = await hostile.evaluate((node) => ({
+    pwned: /** @type {any} */ (window).__pwned ?? null,
+    elements: [...node.querySelectorAll('img, script, iframe, svg, div[onmouseover], object, embed')].map((n) => n.outerHTML),
+    handlers: [...node.querySelectorAll('*')].flatMap((n) => [...n.attributes].filter((a) => a.name.startsWith('on')).map((a) => `${n.tagName} ${a.name}`)),
+    scripted: [...node.querySelectorAll('[href], [src]')].map((n) => n.getAttribute('href') ?? n.getAttribute('src') ?? '').filter((u) => /^\s*javascript:/i.test(u)),
+    text: node.textContent ?? '',
+  }));
+  await page.waitForTimeout(300);
+  check(found.pwned === null && await page.evaluate(() => /** @type {any} */ (window).__pwned ?? null) === null, 'hostile markup in an answer executes nothing');
+  check(found.elements.length === 0 && found.handlers.length === 0 && found.scripted.length === 0, 'hostile markup builds no element, handler or javascript: link',
+    JSON.stringify(found));
+  check(found.text.includes('<img src="x" onerror="window.__pwned = 1">') && found.text.includes('<script>window.__pwned = 2</script>')
+    && found.text.includes('click me'), 'hostile markup is shown as its text', found.text);
+  check(HOSTILE.includes('onerror'), 'the hostile answer holds the markup it should');
+  await accessible('a Markdown answer and a hostile one');
+
+  // -- an edit: its approval and its call as a diff.
+  fs.writeFileSync(path.join(work, 'notes.txt'), 'line one\nline two\nline three\n');
+  await page.locator('.composer textarea').fill('edit notes.txt');
+  await page.keyboard.press('Enter');
+  const card = page.getByRole('region', { name: 'Approval for edit' });
+  await card.waitFor({ timeout: 15000 });
+  check(await card.locator('details.diff .diff-line.del .text', { hasText: 'line two' }).count() === 1
+    && await card.locator('details.diff .diff-line.add .text', { hasText: 'line 2 changed' }).count() === 1, 'the edit\'s approval shows its diff');
+  await everyWidth('an edit waiting for its approval', '11-edit-approval');
+  await press(card.getByRole('button', { name: 'Allow', exact: true }));
+  await until(async () => (await transcriptTexts()).some((t) => t.includes('edited notes.txt')), 'the edit ran');
+  await until(async () => (await statusOf()).startsWith('main: idle'), 'the edit\'s ref is idle');
+  check(fs.readFileSync(path.join(work, 'notes.txt'), 'utf8') === 'line one\nline 2 changed\nline three\n', 'the edit changed the file');
+  const editCall = page.locator('.tool.done', { hasText: 'notes.txt' }).last();
+  const rows = await editCall.locator('.diff-line').evaluateAll((nodes) => nodes.map((n) =>
+    [...n.querySelectorAll('.ln, .sign, .text')].map((c) => c.textContent).join('|')));
+  // The file's own line numbers, from the edit's result.
+  check(rows.includes('2||−|line two') && rows.includes('|2|+|line 2 changed') && rows.includes('1|1| |line one'),
+    'the edit is shown as a unified diff with the file\'s line numbers', JSON.stringify(rows));
+  await press(editCall.locator('details.diff > summary').first());
+  check(await editCall.locator('details.diff').first().getAttribute('open') === null, 'the diff collapses');
+  await press(editCall.locator('details.diff > summary').first());
+
+  // -- the sandbox each call ran under, as its tool_started says.
+  const records = await allRecords(id);
+  const started = records.filter((r) => r.type === 'tool_started');
+  const editStarted = started.find((r) => r.toolName === 'edit');
+  check(Boolean(editStarted?.sandbox), 'the edit\'s tool_started records its sandbox', JSON.stringify(editStarted));
+  if (editStarted?.sandbox) {
+    const mode = { readOnly: 'read-only', workspaceWrite: 'workspace-write', off: 'off' }[/** @type {string} */ (editStarted.sandbox.mode)];
+    const expected = mode === 'off' ? 'no sandbox' : `sandbox: ${mode}, network ${editStarted.sandbox.network ? 'on' : 'off'}`;
+    const badge = (await editCall.locator('.sandbox-badge').textContent()) ?? '';
+    check(badge === expected, `the edit shows its sandbox ("${expected}")`, badge);
+  }
+
+  // -- a run of 20 steps and its timeline.
+  await sendAndWait('steps 20', 'walked 20 steps');
+  const timeline = page.locator('details.timeline');
+  await press(timeline.locator('summary').first());
+  await until(async () => (await timeline.locator('.bar.model').count()) === 20, 'the timeline draws the run\'s 20 model requests');
+  const log = await allRecords(id);
+  const runStart = log.filter((r) => r.type === 'operation_started' && r.ref === 'main').at(-1);
+  const origin = Date.parse(runStart.timestamp);
+  const finished = log.find((r) => r.type === 'operation_finished' && r.runId === runStart.id);
+  const span = Date.parse(finished.timestamp) - origin;
+  const bars = await timeline.locator('.bar').evaluateAll((nodes) => nodes.map((node) => {
+    const track = /** @type {HTMLElement} */ (node.parentElement).getBoundingClientRect();
+    const box = node.getBoundingClientRect();
+    return { kind: node.getAttribute('data-kind'), seq: Number(node.getAttribute('data-seq')), start: Number(node.getAttribute('data-start-ms')),
+      end: Number(node.getAttribute('data-end-ms')), left: (box.left - track.left) / track.width, right: (box.right - track.left) / track.width,
+      title: node.getAttribute('title') ?? '' };
+  }));
+  const requests = log.filter((r) => r.type === 'generation_started' && r.runId === runStart.id);
+  const calls = log.filter((r) => r.type === 'tool_started' && r.runId === runStart.id);
+  check(requests.length === 20 && calls.length === 19, 'the run made 20 requests and 19 calls', `${requests.length} ${calls.length}`);
+  check(bars.filter((b) => b.kind === 'model').length === 20 && bars.filter((b) => b.kind === 'tool').length === 19,
+    'the timeline has a bar per request and per call', JSON.stringify(bars.map((b) => b.kind)));
+  // Each bar starts at its record's time and ends at its entry's (the
+  // answer for a request, the result for a call), placed on the axis so.
+  const mismatched = [];
+  for (const record of [...requests, ...calls]) {
+    const bar = bars.find((b) => b.seq === record.seq);
+    const start = Date.parse(record.timestamp) - origin;
+    const endRecord = record.type === 'tool_started'
+      ? log.find((r) => r.type === 'message' && r.message?.role === 'toolResult' && r.message.toolCallId === record.toolCallId)
+      : log.find((r) => r.seq > record.seq && r.type === 'message' && r.message?.role === 'assistant');
+    const end = Date.parse(endRecord?.timestamp ?? '') - origin;
+    const placed = bar && Math.abs(bar.left - start / span) < 0.01 && Math.abs(bar.right - Math.max(end / span, bar.left)) < 0.01 + 6 / 900;
+    if (!bar || bar.start !== start || bar.end !== end || !placed) mismatched.push({ record: record.seq, start, end, bar });
+  }
+  check(mismatched.length === 0, 'every bar starts and ends at its records\' timestamps on the run\'s axis', JSON.stringify(mismatched.slice(0, 3)));
+  const costed = bars.filter((b) => b.kind === 'model' && /\d+ tokens, \$\d/.test(b.title)).length;
+  check(costed === 20, 'each request\'s bar tells its tokens and cost on hover', String(costed));
+  check(/20 model requests, 19 tool calls .* tokens · \$/.test((await timeline.locator('.timeline-total').textContent()) ?? ''), 'the timeline gives the run\'s total');
+  // Choosing a bar shows its entry in the transcript.
+  const seventh = calls[6];
+  await press(timeline.locator(`.bar[data-seq="${seventh.seq}"]`));
+  const shown = page.locator(`.tool[data-tool-call="${seventh.toolCallId}"]`);
+  await until(async () => (await shown.evaluate((node) => node.classList.contains('chosen'))), 'the chosen call is marked');
+  check(await shown.isVisible() && await shown.evaluate((node) => {
+    const box = node.getBoundingClientRect();
+    const view = /** @type {HTMLElement} */ (document.querySelector('.scroller')).getBoundingClientRect();
+    return box.top < view.bottom && box.bottom > view.top;
+  }), 'choosing a bar scrolls its tool call into view');
+  const lsBadges = await page.locator('.tool', { hasText: 'ls(' }).locator('.sandbox-badge').count();
+  check(lsBadges >= 19, 'every call of the run shows its sandbox', String(lsBadges));
+  await everyWidth('a session with its timeline', '12-timeline');
+  await press(timeline.locator('summary').first());
+  await everyWidth('a session with Markdown, a diff and a long run', '13-session');
+
+  // -- terminal colours in an imported call's output.
+  const colourId = importColourSession();
+  await page.goto(`${base}/#/s/${encodeURIComponent(colourId)}/main`);
+  const out = page.locator('.tool pre.output.ansi');
+  await out.waitFor({ state: 'attached', timeout: 15000 });
+  await press(page.locator('.tool summary', { hasText: 'make test' }));
+  await out.waitFor({ timeout: 5000 });
+  const colours = await out.evaluate((node) => ({
+    red: [...node.querySelectorAll('.ansi-fg-1.ansi-bold')].map((n) => n.textContent),
+    green: [...node.querySelectorAll('.ansi-fg-2')].map((n) => n.textContent),
+    text: node.textContent ?? '', elements: node.querySelectorAll('b').length,
+  }));
+  check(colours.red.join() === 'FAIL' && colours.green.join() === 'PASS', 'terminal colours are drawn as classes', JSON.stringify(colours));
+  check(!colours.text.includes('\u001b') && colours.text.includes('<b>not bold</b>') && colours.text.includes('link') && colours.elements === 0,
+    'escapes are interpreted, never shown or injected', JSON.stringify(colours.text));
+  await everyWidth('a bash call\'s coloured output', '14-ansi');
+}
+
+/** The session's records, all of them. @param {string} id */
+async function allRecords(id) {
+  /** @type {any[]} */
+  const out = [];
+  let after = -1;
+  for (;;) {
+    const page = await api('GET', `/v1/sessions/${encodeURIComponent(id)}/records?after=${after}&limit=1000`);
+    out.push(...page.records);
+    if (page.next === null || !page.records.length) return out;
+    after = page.next;
+  }
+}
 
 async function main() {
   const longId = importLongSession();
@@ -399,6 +627,9 @@ async function main() {
   check(await until(async () => await page.locator('.children', { hasText: 'Forked from' }).count() === 1, 'the fork shows its parent'),
     'the fork links back to the session it came from');
   await shot('07-fork');
+  await everyWidth('the tree of a fork', '09-tree');
+
+  await richViews(base);
 
   // -- a 10,000-entry session: the newest entries drawn, the rest on scrolling up.
   await page.goto(`${base}/#/s/${longId}/main`);
