@@ -231,6 +231,70 @@ TEST_F(SandboxResumeTest, AnMcpServerWhoseEntryOptsOutRunsUnconfined) {
   EXPECT_TRUE(std::filesystem::exists(escape)) << read_file(path("store") / "optout.jsonl");
 }
 
+// --approval auto: a sandboxed command runs unasked; one that asks for the
+// network the sandbox keeps off waits for a person, who sees the policy it
+// would run under, and runs with the network only after their allow — and
+// only that call: the run's next command is back without it.
+TEST_F(SandboxResumeTest, AutoAsksOnlyForWhatNeedsMoreThanTheSandbox) {
+  SandboxScene scene(dir_.path() / "scene", path("config"));
+  if (!scene.ready()) GTEST_SKIP() << "the scene needs git, cc and a loopback port";
+  const auto attacks = scene.attacks();
+  const auto tcp = std::find_if(attacks.begin(), attacks.end(), [](const auto& a) { return a.name == "tcp to 127.0.0.1"; });
+  ASSERT_NE(tcp, attacks.end());
+  HttpTestServer model({openai_tool_reply("call_local", "bash", Json{{"command", "echo x > inside.txt"}}),
+                        openai_tool_reply("call_net", "bash", Json{{"command", tcp->command}, {"network", true}}),
+                        openai_tool_reply("call_after", "bash", Json{{"command", tcp->command}}),
+                        openai_text_reply("Done.")});
+  auto args = endpoint(model);
+  args.insert(args.begin(), {"--approval", "auto", "--sandbox", "workspace-write", "-p", "Work", "--session", "auto"});
+  Finished parked = cairn(args);
+  ASSERT_EQ(parked.status, 3) << parked.err;  // awaiting input
+  EXPECT_TRUE(std::filesystem::exists(path("work") / "inside.txt")) << "the sandboxed command asked";
+  EXPECT_NE(parked.err.find("[asked by rule auto: the command asks for the network]"), std::string::npos) << parked.err;
+  EXPECT_NE(parked.err.find("[sandbox workspace-write, network on for this call]"), std::string::npos) << parked.err;
+  EXPECT_EQ(parked.err.find("call_local"), std::string::npos) << parked.err;
+
+  Finished approved = cairn({"approve", "auto"});
+  ASSERT_EQ(approved.status, 0) << approved.err;
+  auto resume = endpoint(model);
+  resume.insert(resume.begin(), {"resume", "auto", "--approval", "auto", "--sandbox", "workspace-write"});
+  Finished resumed = cairn(resume);
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  const auto calls = calls_of(path("store") / "auto.jsonl");
+  const Json run_policy = Json{{"mode", "workspaceWrite"}, {"network", false}};
+  EXPECT_EQ(calls.at("call_local").sandbox, run_policy);
+  EXPECT_EQ(calls.at("call_net").sandbox, (Json{{"mode", "workspaceWrite"}, {"network", true}, {"networkGranted", true}}));
+  EXPECT_FALSE(calls.at("call_net").is_error) << calls.at("call_net").text;
+  EXPECT_EQ(calls.at("call_after").sandbox, run_policy);
+  EXPECT_TRUE(calls.at("call_after").is_error) << "the grant outlived its call: " << calls.at("call_after").text;
+  Finished verified = cairn({"verify", "auto"});
+  EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
+}
+
+// A session whose tools ran with the user's full rights says so in the list.
+TEST_F(SandboxResumeTest, TheSessionsListSaysWhichSessionRanWithoutASandbox) {
+  for (const char* mode : {"off", "workspace-write"}) {
+    HttpTestServer model({openai_tool_reply("call_0", "bash", Json{{"command", "true"}}), openai_text_reply("Done.")});
+    auto args = endpoint(model);
+    args.insert(args.begin(), {"--approval", "never-ask", "--sandbox", mode, "-p", "Go", "--session", std::string("s-") + mode});
+    Finished run = cairn(args);
+    ASSERT_EQ(run.status, 0) << run.err;
+  }
+  Finished listed = cairn({"sessions"});
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  std::map<std::string, std::string> line_of;
+  for (const std::string& line : lines_of(listed.out)) line_of[line.substr(0, line.find(' '))] = line;
+  EXPECT_NE(line_of["s-off"].find("(no sandbox)"), std::string::npos) << listed.out;
+  EXPECT_EQ(line_of["s-workspace-write"].find("(no sandbox)"), std::string::npos) << listed.out;
+  Finished json = cairn({"sessions", "--json"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  for (const std::string& line : lines_of(json.out)) {
+    const Json header = Json::parse(line);
+    const std::string mode = header["id"] == "s-off" ? "off" : "workspaceWrite";
+    EXPECT_EQ(header["sandbox"], (Json{{"mode", mode}, {"network", false}})) << line;
+  }
+}
+
 // settings.json chooses the mode and adds hidden paths; a flag wins over it.
 TEST_F(SandboxResumeTest, TheUsersSettingsChooseTheSandboxAndAFlagWins) {
   const auto secret_dir = dir_.path() / "secrets";

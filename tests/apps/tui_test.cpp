@@ -242,6 +242,12 @@ TEST(TuiStatus, FormatsModelRefTokensCostContextAndActivity) {
   state.queued_steer = state.queued_follow_up = 0;
   state.cost = 3.5;
   EXPECT_EQ(format_status(state, 200), "openai/gpt-4o (think low) | main | in 12k out 1.3k | $3.50 | ctx ?");
+  state.sandbox_off = true;  // --sandbox off is never out of sight
+  state.activity = "running bash";
+  EXPECT_EQ(format_status(state, 200),
+            "openai/gpt-4o (think low) | main | in 12k out 1.3k | $3.50 | ctx ? | no sandbox | running bash");
+  state.sandbox_off = false;
+  state.activity.clear();
   EXPECT_EQ(format_tokens(999), "999");
   EXPECT_EQ(format_tokens(1500), "1.5k");
   EXPECT_EQ(format_tokens(2'500'000), "2.5M");

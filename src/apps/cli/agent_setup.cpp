@@ -364,6 +364,7 @@ Outcome<AgentSetup> setup_agent(const AgentCommandOptions& options, const SetupM
       .tool_names = std::move(registered),
       .context_files = std::move(context_files),
       .mcp = std::move(mcp),
+      .sandbox = shape.sandbox,
       .harness = std::move(harness),
       .mcp_binding = std::move(mcp_binding),
       .ref = std::move(ref),

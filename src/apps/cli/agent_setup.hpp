@@ -103,6 +103,7 @@ struct AgentSetup {
   std::vector<std::string> tool_names;   // the registered tools, in order
   std::vector<agent::ContextFile> context_files;  // what the system prompt includes
   std::shared_ptr<agent::McpServers> mcp;  // null: no MCP server is configured (or mode.mcp was false)
+  SandboxMode sandbox = SandboxMode::off;  // the tools' sandbox, from the flags and the user's settings
   std::unique_ptr<AgentHarness> harness;
   agent::McpToolsBinding mcp_binding;  // goes before the harness
   AgentRef ref;

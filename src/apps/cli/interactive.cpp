@@ -128,6 +128,7 @@ void InteractiveApp::reset_status() {
   state.model = model.provider.empty() ? std::string() : model.provider + "/" + model.id;
   state.thinking_level = to_string(setup_.ref.thinking_level());
   state.ref = setup_.ref.name();
+  state.sandbox_off = setup_.sandbox == SandboxMode::off;
   state.activity.clear();
   state.queued_steer = state.queued_follow_up = 0;
   state.context_percent.reset();

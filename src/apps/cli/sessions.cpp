@@ -17,12 +17,29 @@ struct SessionsOptions {
   bool json = false;
 };
 
-// How many input requests of the session's open operations wait for an
-// answer; read-only, and cheap for a session with nothing open.
-std::size_t awaiting_input(Store& store, const std::string& id) {
-  auto session = store.open(id, OpenOptions{.read_only = true});
-  if (!session) return 0;  // `cairn verify` says what is wrong with it
+// What the list says of a session beyond its header: how many input
+// requests of its open operations wait for an answer, and the sandbox its
+// newest tool call ran under (none: no call, or a log from before sandboxes).
+struct SessionState {
   std::size_t waiting = 0;
+  std::optional<SandboxRecord> sandbox;
+};
+
+std::optional<SandboxRecord> newest_sandbox(Session& session) {
+  auto newest = session.find_harness_entries(
+      HarnessQuery{.type = RecordType::tool_started, .order = Order::newest_first, .limit = 1});
+  if (!newest || newest->items.empty()) return std::nullopt;
+  const auto* started = std::get_if<ToolStarted>(&newest->items.front().body);
+  return started ? started->sandbox : std::nullopt;
+}
+
+// Read-only, and cheap: refs, the open operations' requests, one record.
+SessionState session_state(Store& store, const std::string& id) {
+  SessionState state;
+  auto session = store.open(id, OpenOptions{.read_only = true});
+  if (!session) return state;  // `cairn verify` says what is wrong with it
+  state.sandbox = newest_sandbox(**session);
+  std::size_t& waiting = state.waiting;
   for (const RefInfo& ref : (*session)->refs()) {
     if (!ref.open_operation) continue;
     HarnessQuery query{.ref = ref.name, .run_id = *ref.open_operation};
@@ -33,7 +50,7 @@ std::size_t awaiting_input(Store& store, const std::string& id) {
     if (!asked || !answered) continue;
     if (asked->items.size() > answered->items.size()) waiting += asked->items.size() - answered->items.size();
   }
-  return waiting;
+  return state;
 }
 
 // A subagent's session: its header's "child" object (make_child_session_tool).
@@ -68,10 +85,12 @@ int run_sessions(const SessionsOptions& options) {
   }
   for (const auto& [entry, depth] : ordered) {
     const SessionHeader& header = *entry;
-    const std::size_t waiting = awaiting_input(**store, header.id);
+    const SessionState state = session_state(**store, header.id);
+    const std::size_t waiting = state.waiting;
     if (options.json) {
       Json line = encode(header);
       if (waiting > 0) line["awaitingInput"] = waiting;
+      if (state.sandbox) line["sandbox"] = encode(*state.sandbox);
       fmt::print("{}\n", line.dump());
       continue;
     }
@@ -86,6 +105,8 @@ int run_sessions(const SessionsOptions& options) {
       origin += fmt::format("  (imported from {})", it->value("format", std::string("?")));
     }
     if (waiting > 0) origin += fmt::format("  (waits for input: {}; see cairn resume {})", waiting, header.id);
+    // A session whose tools ran with the user's full rights says so.
+    if (state.sandbox && state.sandbox->mode == SandboxMode::off) origin += "  (no sandbox)";
     print_untrusted(stdout, "{}{}  {}  {}{}\n", std::string(2 * static_cast<std::size_t>(depth), ' '), header.id,
                     header.timestamp, header.cwd, origin);
   }
@@ -124,8 +145,8 @@ int run_new(const NewOptions& options) {
 
 void register_session_commands(CLI::App& app, Commands& commands) {
   {
-    auto [sub, options] = add_command(app, commands, "sessions", "List the store's sessions, newest first: id, created, cwd, and whether a run waits for input; a "
-        "subagent's session is indented under its parent's", run_sessions);
+    auto [sub, options] = add_command(app, commands, "sessions", "List the store's sessions, newest first: id, created, cwd, whether a run waits for input, and "
+        "(no sandbox) when its newest tool call ran without one; a subagent's session is indented under its parent's", run_sessions);
     add_store_option(sub, options->store);
     sub->add_flag("--json", options->json, "Print each session's header as one JSON object per line");
   }

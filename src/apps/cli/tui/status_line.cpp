@@ -32,6 +32,7 @@ std::string format_status(const StatusState& state, std::size_t width) {
   } else {
     text += " | ctx ?";
   }
+  if (state.sandbox_off) text += " | no sandbox";
   if (!state.activity.empty()) text += " | " + state.activity;
   if (state.queued_steer || state.queued_follow_up) {
     std::string queued;

@@ -29,6 +29,8 @@ struct StatusState {
   std::string activity;  // empty when idle
   std::size_t queued_steer = 0;
   std::size_t queued_follow_up = 0;
+  // Tools run with the user's full rights (--sandbox off): said on every line.
+  bool sandbox_off = false;
   // The subagents (task calls) running now, in the order they started:
   // what each is for and what it is doing. One line each under the status.
   struct Subagent {
