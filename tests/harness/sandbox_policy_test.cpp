@@ -105,13 +105,18 @@ Tool networked_spy(std::vector<std::optional<SandboxRecord>>& seen) {
   return tool;
 }
 
-TEST_F(HarnessTest, ANetworkAskedForIsGrantedToTheCallAHumanAllowedAndToNoOther) {
-  std::vector<std::optional<SandboxRecord>> seen;
-  auto opts = options();
+// A harness under workspace-write whose spy wants the network; `asks`: the
+// approval policy asks about every call (else it allows every call).
+HarnessOptions networked_options(HarnessOptions opts, std::vector<std::optional<SandboxRecord>>& seen, bool asks) {
   opts.tools.push_back(networked_spy(seen));
   opts.sandbox = kWorkspaceWrite;
-  opts.approval = ApprovalPolicy{.fallback = ApprovalDecision::ask};
-  auto& harness = make_harness_with(std::move(opts));
+  if (asks) opts.approval = ApprovalPolicy{.fallback = ApprovalDecision::ask};
+  return opts;
+}
+
+TEST_F(HarnessTest, ANetworkAskedForIsGrantedToTheCallAHumanAllowedAndToNoOther) {
+  std::vector<std::optional<SandboxRecord>> seen;
+  auto& harness = make_harness_with(networked_options(options(), seen, /*asks=*/true));
   faux_->push(FauxResponse::tool_call("c1", "spy", Json{{"network", true}}));
   faux_->push(FauxResponse::tool_call("c2", "spy", Json::object()));
   faux_->push(FauxResponse::text("done"));
@@ -136,10 +141,7 @@ TEST_F(HarnessTest, ANetworkAskedForIsGrantedToTheCallAHumanAllowedAndToNoOther)
 
 TEST_F(HarnessTest, ANetworkAskedForWithoutAHumanIsNotGranted) {
   std::vector<std::optional<SandboxRecord>> seen;
-  auto opts = options();
-  opts.tools.push_back(networked_spy(seen));
-  opts.sandbox = kWorkspaceWrite;  // the policy allows every call: nobody is asked
-  auto& harness = make_harness_with(std::move(opts));
+  auto& harness = make_harness_with(networked_options(options(), seen, /*asks=*/false));  // nobody is asked
   faux_->push(FauxResponse::tool_call("c1", "spy", Json{{"network", true}}));
   faux_->push(FauxResponse::text("done"));
   ASSERT_TRUE(harness.main().prompt("go").ok());
@@ -149,11 +151,7 @@ TEST_F(HarnessTest, ANetworkAskedForWithoutAHumanIsNotGranted) {
 
 TEST_F(HarnessTest, ADeniedNetworkCallRunsNothing) {
   std::vector<std::optional<SandboxRecord>> seen;
-  auto opts = options();
-  opts.tools.push_back(networked_spy(seen));
-  opts.sandbox = kWorkspaceWrite;
-  opts.approval = ApprovalPolicy{.fallback = ApprovalDecision::ask};
-  auto& harness = make_harness_with(std::move(opts));
+  auto& harness = make_harness_with(networked_options(options(), seen, /*asks=*/true));
   faux_->push(FauxResponse::tool_call("c1", "spy", Json{{"network", true}}));
   faux_->push(FauxResponse::text("done"));
   auto run = harness.main().prompt("go");
