@@ -6,8 +6,8 @@
 // killing the server, resumed from the page after a restart → navigating the
 // tree → a reload in the middle of a run (no message twice, none missing) →
 // a 10,000-entry session (drawn a page at a time). Each main view is kept as
-// a screenshot; the page logs no error, and axe-core finds no serious
-// accessibility violation on any view.
+// a screenshot; the page logs no error, and axe-core finds no
+// accessibility violation (of any impact) on any view.
 //
 //   node viewer_test.mjs --cairn PATH/TO/cairn --artifacts DIR [--bench]
 //
@@ -201,10 +201,11 @@ async function accessible(view) {
   const result = await page.evaluate(async () => {
     // @ts-ignore axe is the library just evaluated
     const found = await window.axe.run(document, { resultTypes: ['violations'] });
-    return found.violations.filter((/** @type {any} */ v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((/** @type {any} */ v) => `${v.id}: ${v.help} (${v.nodes.map((/** @type {any} */ n) => n.target.join(' ')).join(', ')})`);
+    // Every violation, whatever its impact (minor ones included): issue 49 asks for none.
+    return found.violations.map((/** @type {any} */ v) =>
+      `${v.id} (${v.impact}): ${v.help} (${v.nodes.map((/** @type {any} */ n) => n.target.join(' ')).join(', ')})`);
   });
-  check(result.length === 0, `${view}: axe-core finds no serious violation`, result.join('\n'));
+  check(result.length === 0, `${view}: axe-core finds no violation`, result.join('\n'));
 }
 
 /** @param {string} name */
@@ -513,6 +514,7 @@ async function main() {
   }, 'the answer appears while it streams');
   check(streamed, 'text streams into the page before the run ends');
   await shot('03-streaming');
+  await accessible('an answer while it streams');
   await until(async () => (await transcriptTexts()).some((t) => t.includes('keeps on running far away')), 'the streamed answer is complete');
 
   // -- a tool call, approved from the page.
@@ -627,6 +629,7 @@ async function main() {
   check(await until(async () => await page.locator('.children', { hasText: 'Forked from' }).count() === 1, 'the fork shows its parent'),
     'the fork links back to the session it came from');
   await shot('07-fork');
+  await accessible('a fork');
   await everyWidth('the tree of a fork', '09-tree');
 
   await richViews(base);
@@ -637,6 +640,7 @@ async function main() {
   const drawn = await page.locator('.transcript .msg').count();
   check(drawn > 0 && drawn <= 300, `a 10,000-entry session draws only its newest entries (${drawn})`);
   await shot('08-long-session');
+  await accessible('a 10,000-entry session');
   // The snapshot holds the newest 240 entries: drawing more than that
   // fetches the ones before them (GET …/branch).
   await until(async () => {
