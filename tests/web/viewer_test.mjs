@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
-import { HOSTILE, startModel } from './model.mjs';
+import { HOSTILE, RETRY_AFTER_MS, startModel } from './model.mjs';
 
 const require = createRequire(import.meta.url);
 const args = process.argv.slice(2);
@@ -416,6 +416,8 @@ async function richViews(/** @type {string} */ base) {
   await press(timeline.locator('summary').first());
   await everyWidth('a session with Markdown, a diff and a long run', '13-session');
 
+  await retriedRequest(id);
+
   // -- terminal colours in an imported call's output.
   const colourId = importColourSession();
   await page.goto(`${base}/#/s/${encodeURIComponent(colourId)}/main`);
@@ -432,6 +434,54 @@ async function richViews(/** @type {string} */ base) {
   check(!colours.text.includes('\u001b') && colours.text.includes('<b>not bold</b>') && colours.text.includes('link') && colours.elements === 0,
     'escapes are interpreted, never shown or injected', JSON.stringify(colours.text));
   await everyWidth('a bash call\'s coloured output', '14-ansi');
+}
+
+/**
+ * The bars of the open timeline, as drawn. @param {import('playwright-core').Locator} bars
+ * @returns {Promise<{seq: number, start: number, end: number, classes: string, colour: string, label: string, right: number}[]>}
+ */
+function barsOf(bars) {
+  return bars.evaluateAll((nodes) => nodes.map((node) => {
+    const track = /** @type {HTMLElement} */ (node.parentElement).getBoundingClientRect();
+    return { seq: Number(node.getAttribute('data-seq')), start: Number(node.getAttribute('data-start-ms')), end: Number(node.getAttribute('data-end-ms')),
+      classes: node.className, colour: getComputedStyle(node).backgroundColor, label: node.getAttribute('aria-label') ?? '',
+      right: (node.getBoundingClientRect().right - track.left) / track.width };
+  }));
+}
+
+/** The colour the timeline's legend gives a kind or outcome. @param {string} key */
+function legendColour(key) {
+  return page.locator(`details.timeline .key.${key}`).evaluate((node) => getComputedStyle(node, '::before').backgroundColor);
+}
+
+// -- a model request the provider failed (an HTTP 500, retried by cairn):
+// the failed attempt is its own bar, coloured as failed, from its
+// generation_started to the next attempt's; the retry ends at the answer.
+async function retriedRequest(/** @type {string} */ id) {
+  await sendAndWait('flaky survived a retry', 'survived a retry');
+  const timeline = page.locator('details.timeline');
+  await press(timeline.locator('summary').first());
+  const log = await allRecords(id);
+  const run = log.filter((r) => r.type === 'operation_started' && r.ref === 'main').at(-1);
+  const attempts = log.filter((r) => r.type === 'generation_started' && r.runId === run.id);
+  check(attempts.map((r) => r.attempt).join() === '1,2', 'the failed request was made again: attempts 1 and 2', JSON.stringify(attempts));
+  await until(async () => (await timeline.locator('.bar.model').count()) === 2, 'the timeline draws both attempts of the request');
+  const origin = Date.parse(run.timestamp);
+  const answered = log.find((r) => r.seq > attempts[1]?.seq && r.type === 'message' && r.message?.role === 'assistant');
+  const bars = await barsOf(timeline.locator('.bar.model'));
+  const [failed, retry] = attempts.map((record) => bars.find((bar) => bar.seq === record.seq));
+  const at = (/** @type {any} */ record) => Date.parse(record?.timestamp ?? '') - origin;
+  check(failed?.start === at(attempts[0]) && failed?.end === at(attempts[1]) && failed.end - failed.start >= RETRY_AFTER_MS,
+    'the failed attempt\'s bar runs from its generation_started to the next attempt\'s', JSON.stringify({ failed, attempts }));
+  check(retry?.start === at(attempts[1]) && retry?.end === at(answered), 'the retry\'s bar runs from its generation_started to its answer',
+    JSON.stringify({ retry, answered: answered?.timestamp }));
+  const [failedColour, modelColour] = [await legendColour('failed'), await legendColour('model')];
+  check(failedColour !== modelColour && failed?.colour === failedColour && /failed, retried/.test(failed.label),
+    'the failed attempt is coloured and labelled as failed', JSON.stringify({ failed, failedColour }));
+  check(retry?.colour === modelColour && /attempt 2/.test(retry.label) && !retry.classes.includes('failed'),
+    'the retry that answered is coloured as a request that succeeded', JSON.stringify({ retry, modelColour }));
+  await shot('15-retry');
+  await accessible('a timeline with a retried request');
 }
 
 /** The session's records, all of them. @param {string} id */
