@@ -20,6 +20,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
 import { HOSTILE, RETRY_AFTER_MS, startModel } from './model.mjs';
+import { duration } from '../../web/timeline.js';
 
 const require = createRequire(import.meta.url);
 const args = process.argv.slice(2);
@@ -417,6 +418,7 @@ async function richViews(/** @type {string} */ base) {
   await everyWidth('a session with Markdown, a diff and a long run', '13-session');
 
   await retriedRequest(id);
+  await liveTimeline(id);
 
   // -- terminal colours in an imported call's output.
   const colourId = importColourSession();
@@ -482,6 +484,38 @@ async function retriedRequest(/** @type {string} */ id) {
     'the retry that answered is coloured as a request that succeeded', JSON.stringify({ retry, modelColour }));
   await shot('15-retry');
   await accessible('a timeline with a retried request');
+}
+
+// -- live: the timeline of a run still going shows its request growing,
+// then, once the run ends, the run's total from its records.
+async function liveTimeline(/** @type {string} */ id) {
+  const timeline = page.locator('details.timeline');
+  check(await timeline.evaluate((node) => /** @type {HTMLDetailsElement} */ (node).open), 'the timeline is open as the run starts');
+  await page.locator('.composer textarea').fill('slowly Watch the timeline while I take my time to say this slowly');
+  await page.keyboard.press('Enter');
+  const running = timeline.locator('.bar.model.running');
+  await until(async () => (await running.count()) === 1 && /running$/.test((await timeline.locator('.timeline-total').textContent()) ?? ''),
+    'the timeline shows the running request and says the run is running');
+  const first = (await barsOf(running))[0];
+  /** @type {any} */
+  let grown = null;
+  await until(async () => {
+    grown = (await barsOf(running))[0] ?? null;
+    return grown !== null && grown.end >= (first?.end ?? 0) + 900;
+  }, 'the running request\'s bar grows while the run goes on');
+  const grewAt = Date.now();
+  check(Boolean(first && grown && Math.abs(grown.right - 1) < 0.01 && grown.start === first.start),
+    'the running bar reaches the axis\' end (now) and keeps its start', JSON.stringify({ first, grown }));
+  await until(async () => (await statusOf()).startsWith('main: idle'), 'the watched run ends', 30000);
+  const log = await allRecords(id);
+  const run = log.filter((r) => r.type === 'operation_started' && r.ref === 'main').at(-1);
+  const finished = log.find((r) => r.type === 'operation_finished' && r.runId === run.id);
+  check(grewAt < Date.parse(finished?.timestamp ?? ''), 'the bar grew before the run ended', `${grewAt} ${finished?.timestamp}`);
+  const span = Date.parse(finished?.timestamp ?? '') - Date.parse(run.timestamp);
+  await until(async () => (await running.count()) === 0 && (await timeline.locator('.bar.model.ok').count()) === 1, 'the ended run\'s request is drawn as done');
+  const total = (await timeline.locator('.timeline-total').textContent()) ?? '';
+  check(total.startsWith(`1 model request, 0 tool calls · ${duration(span)} · `) && !total.includes('running'), `the ended run's total gives its time from the records (${duration(span)})`, total);
+  await press(timeline.locator('summary').first());
 }
 
 /** The session's records, all of them. @param {string} id */
