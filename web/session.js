@@ -68,13 +68,15 @@ class SessionView {
       }
     });
     // The runs' timeline, from the log's records: those before the
-    // snapshot's cursor read once, the newer ones as the stream brings them.
+    // snapshot's cursor read once, the newer ones as the stream brings them
+    // (and, while an open timeline shows a running run, as the log holds them).
     this.runLog = new RunLog(refName);
     /** the seq up to which the session's records were read for it */
     this.recordsRead = -1;
+    this.readingNewer = false;
     this.timeline = new Timeline((step) => {
       if (step.entryId) void this.transcript.reveal(step.entryId, step.callId);
-    });
+    }, () => void this.readNewer());
     this.timelineFrame = 0;
     this.inputs = h('div', { class: 'inputs', 'aria-live': 'polite' });
     this.operation = h('div', { class: 'operation', 'aria-live': 'polite' });
@@ -238,6 +240,32 @@ class SessionView {
       return;  // the timeline shows what the stream brings; the next snapshot reads again
     }
     if (added) this.drawRuns(true);
+  }
+
+  /**
+   * Reads the log's records after the newest held. The stream brings a
+   * record no event announces (generation_started: a model request begins)
+   * only with the next one that has an event — for a slow answer, when the
+   * answer ends — so the open timeline of a running run asks the log.
+   */
+  async readNewer() {
+    if (this.readingNewer || this.closed) return;
+    this.readingNewer = true;
+    try {
+      const page = await call('GET', `${this.base}/records?after=${this.runLog.newest}&limit=${TIMELINE_RECORDS}`);
+      let added = false;
+      let calls = false;
+      for (const record of page.records) {
+        if (!this.runLog.add(record)) continue;
+        added = true;
+        calls ||= record.type === 'tool_started';
+      }
+      if (added) this.drawRuns(calls);
+    } catch {
+      // The stream brings them later.
+    } finally {
+      this.readingNewer = false;
+    }
   }
 
   /** Redraws the timeline (once a frame at most) and, when calls started, their sandbox badges. @param {boolean} calls */

@@ -2,7 +2,8 @@
 // retries, each tool call, each wait for a person) as bars on a time axis
 // drawn from the log's timestamps, coloured by kind and outcome; a bar's
 // title gives its times, tokens and cost, and choosing it shows its entry in
-// the transcript. Live: a running run's open bars grow until they end.
+// the transcript. Live: a running run's open bars grow until they end, and
+// each second it asks (onLive) for the records the log holds by then.
 
 import { h } from './dom.js';
 
@@ -24,9 +25,10 @@ const OUTCOMES = /** @type {Record<string, string>} */ ({
 });
 
 export class Timeline {
-  /** @param {(step: Step) => void} onChoose a bar was chosen */
-  constructor(onChoose) {
+  /** @param {(step: Step) => void} onChoose a bar was chosen @param {() => void} onLive a second passed while a run shown runs */
+  constructor(onChoose, onLive) {
     this.onChoose = onChoose;
+    this.onLive = onLive;
     /** @type {Run[]} */
     this.runs = [];
     /** the run shown; null: the newest */
@@ -88,7 +90,12 @@ export class Timeline {
     // Drawn only when open: a closed timeline costs nothing while a run streams.
     clearInterval(this.timer);
     if (!this.node.open) return;
-    if (live) this.timer = window.setInterval(() => this.draw(), 1000);
+    if (live) {
+      this.timer = window.setInterval(() => {
+        this.onLive();
+        this.draw();
+      }, 1000);
+    }
     // The axis is laid out as a row, so that its ticks stand over the tracks.
     const ticks = h('span', { class: 'track axis-track' });
     for (const part of [0, 0.25, 0.5, 0.75, 1]) {

@@ -12,6 +12,9 @@
 //   "edit NAME"      call edit once on NAME (its "line two" becomes "line 2 changed"), then answer "edited NAME"
 //   "steps N"        call ls N - 1 times, one call a step, then answer "walked N steps": a run of N steps,
 //                    each request answered STEP_MS after it arrives
+//   "flaky TEXT"     the first request for this prompt fails, STEP_MS after it arrives, with an HTTP 500
+//                    (a provider's transient error: cairn retries it, RETRY_AFTER_MS later as the
+//                    response's retry-after-ms header asks); the next one answers TEXT
 //   anything else    answer "ok"
 import http from 'node:http';
 
@@ -65,6 +68,7 @@ export const HOSTILE = [
 ].join('\n');
 
 export const STEP_MS = 60;
+export const RETRY_AFTER_MS = 400;
 
 /** @param {string} text @param {number} pieces @param {number} gapMs */
 function textReply(text, pieces, gapMs) {
@@ -81,8 +85,13 @@ function toolReply(id, name, args) {
   return { events: [chunk({ role: 'assistant', content: null, tool_calls: [call] }), chunk({}, 'tool_calls')], gapMs: 5 };
 }
 
-/** @param {any} body */
-function answer(body) {
+/**
+ * What to answer: a stream of events, or an HTTP failure.
+ * @typedef {{events: string[], gapMs: number, delayMs?: number} | {status: number, error: object, retryAfterMs: number, delayMs: number}} Reply
+ */
+
+/** @param {any} body @param {Set<string>} failed the flaky prompts failed once already @returns {Reply} */
+function answer(body, failed) {
   let prompt = '';
   let resultsSince = 0;
   let lastResult = '';
@@ -115,6 +124,13 @@ function answer(body) {
     if (resultsSince < Number(steps[1]) - 1) return { ...toolReply(callId, 'ls', { path: '.' }), delayMs: STEP_MS };
     return { ...textReply(`walked ${steps[1]} steps`, 2, 20), delayMs: STEP_MS };
   }
+  if (prompt.startsWith('flaky ')) {
+    if (resultsSince === 0 && !failed.has(prompt)) {
+      failed.add(prompt);
+      return { status: 500, error: { error: { message: 'the model is overloaded', type: 'server_error' } }, retryAfterMs: RETRY_AFTER_MS, delayMs: STEP_MS };
+    }
+    return textReply(prompt.slice(6), 2, 20);
+  }
   if (prompt === 'ask') {
     if (resultsSince === 0) return toolReply(callId, 'ask_user', { question: 'Which colour?' });
     return textReply(`got ${lastResult}`, 2, 20);
@@ -124,6 +140,8 @@ function answer(body) {
 
 /** Starts the model on a free loopback port. @returns {Promise<{url: string, close: () => Promise<void>}>} */
 export async function startModel() {
+  /** @type {Set<string>} */
+  const failed = new Set();
   const server = http.createServer((request, response) => {
     let raw = '';
     request.on('data', (data) => (raw += data));
@@ -135,8 +153,14 @@ export async function startModel() {
         response.writeHead(400).end();
         return;
       }
-      const { events, gapMs, delayMs = 0 } = /** @type {{events: string[], gapMs: number, delayMs?: number}} */ (answer(body));
-      if (delayMs) await new Promise((done) => setTimeout(done, delayMs));
+      const reply = answer(body, failed);
+      if (reply.delayMs) await new Promise((done) => setTimeout(done, reply.delayMs));
+      if ('status' in reply) {
+        response.writeHead(reply.status, { 'Content-Type': 'application/json', 'retry-after-ms': String(reply.retryAfterMs) });
+        response.end(JSON.stringify(reply.error));
+        return;
+      }
+      const { events, gapMs } = reply;
       response.writeHead(200, { 'Content-Type': 'text/event-stream' });
       for (const event of [...events, 'data: [DONE]\n\n']) {
         if (response.destroyed) return;
