@@ -145,12 +145,20 @@ int main(int argc, char** argv) {
   const char* workspace = ::mkdtemp(workspace_template);
   if (workspace == nullptr) die("mkdtemp failed");
   const cairn::SandboxPolicy sandbox{.mode = cairn::SandboxMode::workspace_write, .deny = cairn::default_sandbox_deny()};
-  std::vector<double> bare, through_runner, bash_runner, bash_sandboxed;
+  // With the network allowed under cairn serve, its port stays closed: a
+  // Landlock domain of every other TCP port, built per process.
+  cairn::SandboxPolicy networked = sandbox;
+  networked.network = true;
+  cairn::close_port_to_sandbox(8080);
+  std::vector<double> bare, through_runner, bash_runner, bash_sandboxed, bash_networked;
   for (int i = 0; i < spawns; ++i) {
     bare.push_back(bare_spawn());
     through_runner.push_back(runner({"true"}));
     bash_runner.push_back(runner({"bash", "-c", "true"}, {}, workspace));
-    if (unavailable.empty()) bash_sandboxed.push_back(runner({"bash", "-c", "true"}, sandbox, workspace));
+    if (unavailable.empty()) {
+      bash_sandboxed.push_back(runner({"bash", "-c", "true"}, sandbox, workspace));
+      bash_networked.push_back(runner({"bash", "-c", "true"}, networked, workspace));
+    }
   }
   ::rmdir(workspace);
   print_row("posix_spawn + waitpid of true", summarize(bare), "(reference: the least any runner costs)");
@@ -160,6 +168,11 @@ int main(int argc, char** argv) {
     const Summary off = summarize(bash_runner), on = summarize(bash_sandboxed);
     print_row("the same under the sandbox (workspace-write)", on,
               fmt::format("(+{:.2f} ms median over off; bound: 5 ms)", on.median - off.median).c_str());
+    const Summary networked_on = summarize(bash_networked);
+    print_row("the same, network on, cairn serve's port closed", networked_on,
+              fmt::format("(+{:.2f} ms median over off; the price of --sandbox-network under serve)",
+                          networked_on.median - off.median)
+                  .c_str());
   } else {
     std::printf("  the same under the sandbox: not measured, %s\n", unavailable.c_str());
   }

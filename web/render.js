@@ -48,16 +48,21 @@ function output(text, cls) {
 }
 
 /**
- * What a tool call's processes ran under, as its tool_started records it;
- * null when the log says nothing (an older log, or no policy given).
- * @param {Sandbox | undefined} sandbox
+ * What a tool call's processes ran under, as its tool_started records it
+ * (or, `pending`, what they will run under if a person allows the call, as
+ * its approval request says); null when the log says nothing (an older log,
+ * or no policy given).
+ * @param {Sandbox | undefined} sandbox @param {boolean} [pending]
  */
-export function sandboxBadge(sandbox) {
+export function sandboxBadge(sandbox, pending = false) {
   if (!sandbox) return null;
-  if (sandbox.mode === 'off') return h('span', { class: 'sandbox-badge off', title: 'This call\'s processes ran with no sandbox: they could read and write what the server\'s user can, and reach the network.' }, 'no sandbox');
+  const ran = pending ? 'will run' : 'ran';
+  if (sandbox.mode === 'off') return h('span', { class: 'sandbox-badge off', title: `This call's processes ${ran} with no sandbox: they can read and write what the server's user can, and reach the network.` }, 'no sandbox');
   const mode = { readOnly: 'read-only', workspaceWrite: 'workspace-write' }[sandbox.mode] ?? sandbox.mode;
-  return h('span', { class: 'sandbox-badge', title: `This call's processes ran in the ${mode} sandbox, ${sandbox.network ? 'with' : 'without'} network access.` },
-    `sandbox: ${mode}, network ${sandbox.network ? 'on' : 'off'}`);
+  const network = sandbox.networkGranted ? 'on for this call' : sandbox.network ? 'on' : 'off';
+  const why = sandbox.networkGranted ? ' (the call asked for it; allowing it grants it to this call alone)' : '';
+  return h('span', { class: 'sandbox-badge', title: `This call's processes ${ran} in the ${mode} sandbox, ${sandbox.network ? 'with' : 'without'} network access${why}.` },
+    `sandbox: ${mode}, network ${network}`);
 }
 
 /** @param {HTMLElement} node @param {string} cls */

@@ -12,7 +12,7 @@
  *   outcome: string, tokens: number, cost: number, entryId: string | null, callId: string | null, seq: number}} Step
  * @typedef {{id: string, kind: string, start: number, end: number | null, outcome: string | null,
  *   steps: Step[], seq: number}} Run
- * @typedef {{mode: string, network: boolean}} Sandbox
+ * @typedef {{mode: string, network: boolean, networkGranted?: boolean}} Sandbox
  */
 
 /** @param {any} record */

@@ -4,7 +4,7 @@
 
 import { ApiError, LiveStream, call, seg } from './api.js';
 import { callDiff } from './diff.js';
-import { h, statusText } from './render.js';
+import { h, sandboxBadge, statusText } from './render.js';
 import { RunLog } from './runlog.js';
 import { Timeline } from './timeline.js';
 import { Transcript } from './transcript.js';
@@ -459,7 +459,8 @@ class SessionView {
     // An edit or a write is shown as the diff it would make, above its arguments.
     const diff = callDiff(String(input.toolName), input.arguments ?? {});
     return h('div', { class: 'input-card', role: 'region', 'aria-label': `Approval for ${input.toolName}` },
-      h('p', {}, h('strong', {}, `${input.toolName}`), ' wants to run. Edit the arguments to change what it runs.'),
+      h('p', {}, h('strong', {}, `${input.toolName}`), ' wants to run. Edit the arguments to change what it runs. ',
+        sandboxBadge(input.sandbox, true) ?? ''),
       diff, args, h('div', { class: 'buttons' }, allow, always, deny, reason));
   }
 

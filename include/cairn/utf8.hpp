@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,10 @@ inline std::size_t utf8_sequence_length(std::string_view bytes, std::size_t at) 
   const int length = utf8_sequence(bytes.substr(at));
   return length > 0 ? static_cast<std::size_t>(length) : 0;
 }
+
+// The offset of the first byte that does not begin a well-formed sequence;
+// nothing when all of `text` is UTF-8 (checked at SIMD speed first).
+std::optional<std::size_t> invalid_utf8_at(std::string_view text);
 
 // The largest n' <= n that does not split a UTF-8 sequence of `text`: where
 // to cut it short. (n itself when no lead byte is within three bytes before.)

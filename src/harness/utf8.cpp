@@ -1,7 +1,6 @@
 #include "utf8.hpp"
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include "cairn/utf8.hpp"
 
@@ -35,16 +34,6 @@ void find_in(const Json& value, std::string& path, std::optional<InvalidUtf8>& f
 }
 
 }  // namespace
-
-std::optional<std::size_t> invalid_utf8_at(std::string_view text) {
-  if (simdjson::validate_utf8(text.data(), text.size())) return std::nullopt;
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t length = utf8_sequence_length(text, i);
-    if (length == 0) return i;
-    i += length;
-  }
-  return std::nullopt;
-}
 
 bool make_valid_utf8(std::string& text) {
   // Checked first, at SIMD speed: nearly every text is valid already.

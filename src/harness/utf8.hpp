@@ -9,12 +9,9 @@
 #include <string_view>
 
 #include "cairn/json.hpp"
+#include "cairn/utf8.hpp"  // invalid_utf8_at
 
 namespace cairn {
-
-// The offset of the first byte that does not begin a valid UTF-8 sequence
-// (RFC 3629: no overlong forms, surrogates or values past U+10FFFF).
-std::optional<std::size_t> invalid_utf8_at(std::string_view text);
 
 // Every byte that does not begin a valid sequence replaced by U+FFFD; true
 // when something changed.

@@ -1,5 +1,7 @@
 #include "cairn/utf8.hpp"
 
+#include <simdjson.h>
+
 namespace cairn {
 
 int utf8_sequence(std::string_view bytes) {
@@ -28,6 +30,16 @@ int utf8_sequence(std::string_view bytes) {
     if (i == 1 ? (c < low || c > high) : (c < 0x80 || c > 0xBF)) return 0;
   }
   return length;
+}
+
+std::optional<std::size_t> invalid_utf8_at(std::string_view text) {
+  if (simdjson::validate_utf8(text.data(), text.size())) return std::nullopt;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) return i;
+    i += length;
+  }
+  return std::nullopt;
 }
 
 std::size_t utf8_floor(std::string_view text, std::size_t n) {

@@ -20,14 +20,7 @@ constexpr std::chrono::hours kKeepDecided{24};
 // The headers that shape a request's meaning (never its credentials).
 constexpr std::array<std::string_view, 4> kKeptHeaders{"content-type", "traceparent", "last-event-id", "a2a-version"};
 
-bool valid_utf8(std::string_view text) {
-  for (std::size_t at = 0; at < text.size();) {
-    const int length = utf8_sequence(text.substr(at));
-    if (length <= 0) return false;
-    at += static_cast<std::size_t>(length);
-  }
-  return true;
-}
+bool valid_utf8(std::string_view text) { return !invalid_utf8_at(text).has_value(); }
 
 // The A2A methods whose answer is a stream.
 bool streams(const HttpRequest& request) {

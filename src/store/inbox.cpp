@@ -1,38 +1,26 @@
 #include "cairn/store/inbox.hpp"
 
-#include <array>
 #include <utility>
+
+#include "log/closed_sets.hpp"
 
 namespace cairn {
 
-namespace {
+// The spelling of InboxState, read both ways from one table (a closed set as
+// the log's are): the database's `state` column holds these names.
+constexpr std::array<std::string_view, 6> names_of(InboxState) {
+  return {"pending", "applying", "applied", "decided", "withdrawn", "failed"};
+}
 
-constexpr std::array<std::pair<InboxState, std::string_view>, 6> kStates{{
-    {InboxState::pending, "pending"},
-    {InboxState::applying, "applying"},
-    {InboxState::applied, "applied"},
-    {InboxState::decided, "decided"},
-    {InboxState::withdrawn, "withdrawn"},
-    {InboxState::failed, "failed"},
-}};
+namespace {
 
 thread_local std::shared_ptr<InboxMark> tls_mark;
 
 }  // namespace
 
-std::string_view to_string(InboxState state) {
-  for (const auto& [value, name] : kStates) {
-    if (value == state) return name;
-  }
-  return "?";
-}
+std::string_view to_string(InboxState state) { return detail::name_of(state); }
 
-std::optional<InboxState> parse_inbox_state(std::string_view text) {
-  for (const auto& [value, name] : kStates) {
-    if (name == text) return value;
-  }
-  return std::nullopt;
-}
+std::optional<InboxState> parse_inbox_state(std::string_view text) { return detail::parse_name<InboxState>(text); }
 
 std::shared_ptr<InboxMark> InboxMark::current() { return tls_mark; }
 

@@ -335,6 +335,16 @@ async function richViews(/** @type {string} */ base) {
   await card.waitFor({ timeout: 15000 });
   check(await card.locator('details.diff .diff-line.del .text', { hasText: 'line two' }).count() === 1
     && await card.locator('details.diff .diff-line.add .text', { hasText: 'line 2 changed' }).count() === 1, 'the edit\'s approval shows its diff');
+  // The policy it will run under, as its input_requested says, beside the question.
+  const pendingInputs = (await allRecords(id)).filter((r) => r.type === 'input_requested' && r.toolName === 'edit');
+  const asked = pendingInputs[pendingInputs.length - 1]?.sandbox;
+  check(Boolean(asked), 'the edit\'s input_requested records the sandbox it would run under', JSON.stringify(pendingInputs));
+  if (asked) {
+    const mode = { readOnly: 'read-only', workspaceWrite: 'workspace-write', off: 'off' }[/** @type {string} */ (asked.mode)];
+    const expected = mode === 'off' ? 'no sandbox' : `sandbox: ${mode}, network ${asked.network ? 'on' : 'off'}`;
+    const shown = (await card.locator('.sandbox-badge').textContent()) ?? '';
+    check(shown === expected, `the approval shows the sandbox the call would run under ("${expected}")`, shown);
+  }
   await everyWidth('an edit waiting for its approval', '11-edit-approval');
   await press(card.getByRole('button', { name: 'Allow', exact: true }));
   await until(async () => (await transcriptTexts()).some((t) => t.includes('edited notes.txt')), 'the edit ran');
