@@ -62,6 +62,7 @@ std::size_t attr_size(int abi) {
 }
 
 constexpr int kRuleNetPort = 2;  // LANDLOCK_RULE_NET_PORT, ABI 4
+constexpr int kRulesetFdFloor = 100;
 
 struct NetPortAttr {
   std::uint64_t allowed_access;
@@ -81,7 +82,15 @@ int closed_ports_ruleset(const std::vector<std::uint16_t>& closed, std::string& 
     error = fmt::format("creating the Landlock ruleset of TCP ports failed: {}", std::strerror(errno));
     return -1;
   }
-  const int fd = static_cast<int>(ruleset);
+  // Above the descriptors a child's dup2 sets (0 to 3, sandboxed_spawn.cpp):
+  // in a process with few files open, the ruleset would be made as one of
+  // them, and the child would restrict itself with its stdout.
+  const int fd = ::fcntl(static_cast<int>(ruleset), F_DUPFD_CLOEXEC, kRulesetFdFloor);
+  ::close(static_cast<int>(ruleset));
+  if (fd < 0) {
+    error = fmt::format("moving the Landlock ruleset of TCP ports failed: {}", std::strerror(errno));
+    return -1;
+  }
   for (std::uint32_t port = 0; port <= 0xffff; ++port) {
     if (std::find(closed.begin(), closed.end(), port) != closed.end()) continue;
     NetPortAttr rule{kNetConnectTcp, port};

@@ -2,13 +2,19 @@
 // a token would: JSON nested 50,000 deep, bodies sent to a server that has
 // not checked the token, floods of idle connections, descriptors running
 // out, blocking sends that outnumber the workers, watchers that never
-// read, a bash call that reads the token file, fields of the wrong type,
+// read, a bash call that reads the token file, a bash call given the
+// network that tries the server's own port, fields of the wrong type,
 // names the REST routes refuse, cursors past the head, NUL bytes, and a
 // deletion under a watcher. Each test also asks /healthz all the while:
 // the server answers it within 100 ms whatever is going on.
 #include "apps/serve_fixture.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "cairn/tools/sandbox.hpp"
 
 namespace cairn {
 namespace {
@@ -513,6 +519,47 @@ TEST_F(ServeAttack, TheServersTokensAreRedactedLikeProviderKeys) {
   EXPECT_NE(streamed.find("[redacted]"), std::string::npos);
   const std::string context = call("GET", "/v1/sessions/s1/refs/main/context").body;
   EXPECT_EQ(context.find(token_), std::string::npos);
+}
+
+// ---- the sandbox -----------------------------------------------------------------------
+
+// The text of every tool result in the session's log.
+std::string tool_results(const std::vector<Json>& log) {
+  std::string out;
+  for (const auto& record : log) {
+    if (record.value("type", "") != "message" || record["message"].value("role", "") != "toolResult") continue;
+    for (const Json& block : record["message"]["content"]) out += block.value("text", "") + "\n";
+  }
+  return out;
+}
+
+// A command given the network still cannot reach the server that runs it:
+// its port is closed to the sandbox, every other port is not.
+TEST_F(ServeAttack, AToolGivenTheNetworkCannotReachTheServersOwnPort) {
+  if (std::string missing = sandbox_unavailable(SandboxMode::workspace_write); !missing.empty()) GTEST_SKIP() << missing;
+  if (landlock_abi_version() < 4) GTEST_SKIP() << "Landlock ABI 4 is needed to close one port: the server refuses the policy";
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const int other = ntohs(address.sin_port);
+
+  start_server({"--sandbox", "workspace-write", "--sandbox-network"});
+  create_session("s1");
+  for (const auto& [port, word] : {std::pair{port_, "reached-own"}, std::pair{other, "reached-other"}}) {
+    const std::string command = fmt::format("run exec 3<>/dev/tcp/127.0.0.1/{} && echo {}", port, word);
+    ASSERT_EQ(call("POST", "/v1/sessions/s1/refs/main/prompt", Json{{"text", command}}).status, 202);
+    ASSERT_EQ(wait_settled("s1", "main"), "idle");
+  }
+  ::close(listener);
+  const std::string results = tool_results(records("s1"));
+  EXPECT_EQ(results.find("reached-own\n"), std::string::npos) << results;
+  EXPECT_NE(results.find("Permission denied"), std::string::npos) << results;
+  EXPECT_NE(results.find("reached-other"), std::string::npos) << results;
 }
 
 }  // namespace
