@@ -28,6 +28,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_process.hpp"
 #include "cairn/store/store.hpp"
 #include "support/test_support.hpp"
 
@@ -290,14 +291,7 @@ int open_once(const std::string& uri, const std::string& id, bool write) {
   const double ms = seconds_since(start) * 1000;
   // VmHWM is this process image's own peak; getrusage's ru_maxrss would also
   // count the parent's resident set, which Linux carries across exec.
-  long peak_kib = 0;
-  if (FILE* status = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, status)) {
-      if (std::sscanf(line, "VmHWM: %ld kB", &peak_kib) == 1) break;
-    }
-    std::fclose(status);
-  }
+  const long peak_kib = cairn::bench::own_peak_kib();
   std::printf("%.3f %zu %ld\n", ms, context ? context->messages.size() : 0, peak_kib);
   return 0;
 }
