@@ -148,6 +148,9 @@ Status reduce(OpState& op, const Record& record) {
           }
           op.inputs.push_back(InputState{.id = harness->id, .seq = record.seq, .requested_at = harness->timestamp,
                                          .request = body});
+          // What a person was shown binds the run as a first call's record
+          // does: a resume elsewhere runs the allowed call under it.
+          if (!op.sandbox && body.sandbox) op.sandbox = body.sandbox->run_policy();
         } else if constexpr (std::is_same_v<B, InputResolved>) {
           auto it = std::find_if(op.inputs.begin(), op.inputs.end(),
                                  [&](const InputState& input) { return input.id == body.request_id; });

@@ -66,7 +66,8 @@ struct OpState {
   // Attempts made for the current request cycle: +1 per generation_started,
   // back to 0 whenever a tree entry of this operation commits.
   std::int64_t request_attempts = 0;
-  // The sandbox policy the run's first recorded tool_started named: the
+  // The sandbox policy the run recorded first (a tool_started's, or the
+  // one an approval request showed), without a call's network grant: the
   // one its later calls run under, whoever resumes it.
   std::optional<SandboxRecord> sandbox;
   std::optional<ToolBatch> tool_batch;

@@ -139,6 +139,28 @@ TEST_F(HarnessTest, ANetworkAskedForIsGrantedToTheCallAHumanAllowedAndToNoOther)
   EXPECT_EQ(recorded_policies(records()), (std::vector<SandboxRecord>{granted, kWorkspaceWrite}));
 }
 
+// The grant is read from the log: a process that stops between the answer
+// and the call's start leaves it to whoever resumes, who grants the same.
+TEST_F(HarnessTest, ANetworkGrantSurvivesAStopBetweenTheAllowAndTheCall) {
+  std::vector<std::optional<SandboxRecord>> seen;
+  auto& harness = make_harness_with(networked_options(options(), seen, /*asks=*/true));
+  faux_->push(FauxResponse::tool_call("c1", "spy", Json{{"network", true}}));
+  auto run = harness.main().prompt("go");
+  ASSERT_EQ(run.outcome, Outcome::awaiting_input);
+  ASSERT_TRUE(harness.main().respond(run.awaiting_input[0].id, InputResponse{.decision = InputDecision::allow}).ok());
+  reopen();  // nothing ran: the allow is the log's last word
+
+  auto opts = networked_options(options(), seen, /*asks=*/true);
+  opts.sandbox = SandboxRecord{.mode = SandboxMode::read_only};  // another configuration resumes
+  auto& again = make_harness_with(std::move(opts));
+  faux_->push(FauxResponse::text("done"));
+  ASSERT_TRUE(again.main().resume().ok());
+  const SandboxRecord granted{.mode = SandboxMode::workspace_write, .network = true, .network_granted = true};
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], granted);
+  EXPECT_EQ(recorded_policies(records()), (std::vector<SandboxRecord>{granted}));
+}
+
 TEST_F(HarnessTest, ANetworkAskedForWithoutAHumanIsNotGranted) {
   std::vector<std::optional<SandboxRecord>> seen;
   auto& harness = make_harness_with(networked_options(options(), seen, /*asks=*/false));  // nobody is asked
