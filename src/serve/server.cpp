@@ -112,6 +112,7 @@ Result<std::unique_ptr<Server>> Server::start(std::unique_ptr<Store> store, std:
   // A tool given the network must still not reach this server's API.
   close_port_to_sandbox(impl->port);
   if (impl->options.resume) impl->pool.resume_suspended();
+  impl->pool.set_resume_on_open(impl->options.resume && impl->pool.inbox() != nullptr);
   impl->sweeper = std::thread([raw = impl.get()] { raw->sweep(); });
   impl->serving = std::thread([raw = impl.get()] { raw->serve(); });
   return std::make_unique<Server>(Key{}, std::move(impl));

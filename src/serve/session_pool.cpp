@@ -200,6 +200,15 @@ void SessionPool::finish_open(const std::string& id, const std::shared_ptr<Openi
   }
   opened_.notify_all();
   if (result && on_hosted_) on_hosted_(*result);
+  // A session taken over from a holder that is gone, by a request (or by
+  // its inbox's sweep) rather than by a claim: its operations go on here,
+  // as the claim would have had them, after what waited in its inbox. (It
+  // is now held live here, so no claim would ever take it.)
+  if (result && resume_on_open_ && !(*result)->session->header().extra.contains("child")) {
+    for (AgentRef& ref : resumable(**result, "session taken over").refs) {
+      run_detached(*result, [ref]() mutable { (void)ref.resume(); });
+    }
+  }
   for (auto& done : waiters) done(result);
 }
 
@@ -409,24 +418,35 @@ void SessionPool::resume_suspended() {
       print_untrusted(stderr, "cairn serve: session {} not resumed: {}\n", id, host.error().message);
       continue;
     }
-    for (const auto& operation : (*host)->suspended_at_open) {
-      if (!operation.awaiting_input.empty()) {
-        print_untrusted(stderr, "cairn serve: session {} ref {}: {} waits for {} answer(s)\n", id, operation.ref,
-                        to_string(operation.kind), operation.awaiting_input.size());
-        continue;
-      }
-      if (operation.damaged) {
-        print_untrusted(stderr, "cairn serve: session {} ref {}: {} is damaged; abort it\n", id, operation.ref,
-                        to_string(operation.kind));
-        continue;
-      }
-      auto ref = (*host)->harness->ref(operation.ref);
-      if (!ref) continue;
-      print_untrusted(stderr, "cairn serve: session {} ref {}: resuming {} {}\n", id, operation.ref, to_string(operation.kind),
-                      operation.id);
-      run_detached(*host, [ref = *ref]() mutable { (void)ref.resume(); });
+    for (AgentRef& ref : resumable(**host, "session").refs) {
+      run_detached(*host, [ref]() mutable { (void)ref.resume(); });
     }
   }
+}
+
+SessionPool::Resumable SessionPool::resumable(const SessionHost& host, std::string_view how) {
+  Resumable out;
+  const std::string& id = host.session->id();
+  for (const auto& operation : host.suspended_at_open) {
+    if (!operation.awaiting_input.empty()) {
+      print_untrusted(stderr, "cairn serve: {} {} ref {}: {} waits for {} answer(s)\n", how, id, operation.ref,
+                      to_string(operation.kind), operation.awaiting_input.size());
+      out.waiting = true;
+      continue;
+    }
+    if (operation.damaged) {
+      print_untrusted(stderr, "cairn serve: {} {} ref {}: {} is damaged; abort it\n", how, id, operation.ref,
+                      to_string(operation.kind));
+      out.damaged = fmt::format("ref {}: {} is damaged; abort it", operation.ref, to_string(operation.kind));
+      continue;
+    }
+    if (auto ref = host.harness->ref(operation.ref)) {
+      print_untrusted(stderr, "cairn serve: {} {} ref {}: resuming {} {}\n", how, id, operation.ref,
+                      to_string(operation.kind), operation.id);
+      out.refs.push_back(*ref);
+    }
+  }
+  return out;
 }
 
 bool SessionPool::claim_suspended(const ClaimOptions& options) {
@@ -473,23 +493,13 @@ bool SessionPool::claim_suspended(const ClaimOptions& options) {
       }
       if (--turn->left == 0) (void)store_->end_claim(id, turn->end, turn->detail);
     };
-    std::vector<AgentRef> refs;
-    for (const auto& operation : host->suspended_at_open) {
-      if (!operation.awaiting_input.empty()) {
-        turn->end = ClaimEnd::waiting;
-        continue;
-      }
-      if (operation.damaged) {
-        turn->end = ClaimEnd::failed;
-        turn->detail = fmt::format("ref {}: {} is damaged; abort it", operation.ref, to_string(operation.kind));
-        continue;
-      }
-      if (auto ref = host->harness->ref(operation.ref)) {
-        print_untrusted(stderr, "cairn serve: claimed session {} ref {}: resuming {} {}\n", id, operation.ref,
-                        to_string(operation.kind), operation.id);
-        refs.push_back(*ref);
-      }
+    Resumable found = resumable(*host, "claimed session");
+    if (found.waiting) turn->end = ClaimEnd::waiting;
+    if (found.damaged) {
+      turn->end = ClaimEnd::failed;
+      turn->detail = *found.damaged;
     }
+    std::vector<AgentRef>& refs = found.refs;
     turn->left = static_cast<int>(refs.size()) + 1;
     for (AgentRef& ref : refs) {
       run_detached(host, [ref, settle]() mutable { settle(ref.resume()); });

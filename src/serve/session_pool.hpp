@@ -111,6 +111,11 @@ class SessionPool {
   // opens it here and resumes its suspended operations. False when the store
   // has no claims (one process writes it); then there is nothing to poll.
   bool claim_suspended(const ClaimOptions& options);
+  // On a store many processes share, with claims on: a session this pool
+  // opens for a request has its suspended operations resumed as a claim's
+  // would be (their holder is gone, or the open could not have taken it).
+  // Set before the pool serves.
+  void set_resume_on_open(bool resume) { resume_on_open_ = resume; }
   // Closes sessions idle for longer than the pool's idle time.
   void close_idle();
   // What the pool's sessions may hold of the process's descriptors: before
@@ -150,6 +155,14 @@ class SessionPool {
   void finish_open(const std::string& id, const std::shared_ptr<Opening>& opening,
                    Result<std::shared_ptr<SessionHost>> result);
   void opener_loop();
+  // The suspended operations of a session opened here that can go on (the
+  // rest said on stderr, each with `how` the session came here).
+  struct Resumable {
+    std::vector<AgentRef> refs;
+    bool waiting = false;                // one waits for a person's answer
+    std::optional<std::string> damaged;  // one is damaged: why
+  };
+  static Resumable resumable(const SessionHost& host, std::string_view how);
   Result<std::shared_ptr<SessionHost>> host_for(std::shared_ptr<Session> session);
   static void touch(SessionHost& host);
   // Under mu_: closes unused sessions, least recently used first, until
@@ -198,6 +211,7 @@ class SessionPool {
   std::deque<std::string> open_queue_;  // ids whose opening waits for a thread; under mu_
   std::condition_variable open_wanted_;
   bool stopping_ = false;  // under mu_
+  bool resume_on_open_ = false;
   std::vector<std::thread> openers_;
   std::atomic<std::int64_t> opens_total_{0};
   OnOpen on_open_;

@@ -89,7 +89,8 @@ class FleetTest : public ServeTest {
     if (member.elsewhere) launcher_ = {"/usr/bin/unshare", "--pid", "--uts", "--fork", "--kill-child=SIGKILL"};
     std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0", "--store", store(), "--token-file",
                                      token_file().string(), "--api", "openai-completions", "--base-url",
-                                     model_.url("/v1"), "--model", "test", "--approval", "ask", "--claim-poll", "0.2"};
+                                     model_.url("/v1"), "--model", "test", "--approval", "ask"};
+    if (std::find(extra.begin(), extra.end(), "--claim-poll") == extra.end()) args.insert(args.end(), {"--claim-poll", "0.2"});
     args.insert(args.end(), extra.begin(), extra.end());
     const pid_t pid = spawn(args, member.err);
     launcher_.clear();
@@ -103,6 +104,7 @@ class FleetTest : public ServeTest {
         break;
       }
       ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "cairn serve did not start: " << err;
+      ASSERT_EQ(::waitpid(pid, nullptr, WNOHANG), 0) << "cairn serve exited: " << err;
       std::this_thread::sleep_for(10ms);
     }
     std::lock_guard lock(mu_);
@@ -193,6 +195,18 @@ class FleetTest : public ServeTest {
       after = json["next"].get<std::int64_t>();
     }
     ADD_FAILURE() << "the records of " << session << " could not be read";
+    return out;
+  }
+
+  // The last lines each server launch and the worker wrote, for a failure's message.
+  std::string stderr_tails() {
+    std::string out;
+    for (const auto& entry : std::filesystem::directory_iterator(path("."))) {
+      const std::string name = entry.path().filename().string();
+      if (!name.starts_with("fleet-") && name != "worker.err") continue;
+      const std::string text = serve_slurp(entry.path());
+      out += fmt::format("--- {}:\n{}\n", name, text.size() > 1500 ? text.substr(text.size() - 1500) : text);
+    }
     return out;
   }
 
@@ -337,22 +351,24 @@ TEST_F(FleetTest, AnyServerTakesAnyRequestAndACrashLosesOrDoublesNothing) {
     std::mt19937 rng(static_cast<unsigned>(99 + run));
     const auto settle_by = std::chrono::steady_clock::now() + 90s;
     std::vector<Sent> late;
-    for (bool settled = false; !settled;) {
-      ASSERT_LT(std::chrono::steady_clock::now(), settle_by) << "the fleet never settled";
-      settled = true;
+    for (std::string unsettled = "?"; !unsettled.empty();) {
+      ASSERT_LT(std::chrono::steady_clock::now(), settle_by)
+          << "the fleet never settled; still unsettled:\n" << unsettled << "\nthe servers and the worker said:\n" << stderr_tails();
+      unsettled.clear();
       for (const auto& session : sessions) {
         answer_all(rng, session, late);
         const ServeReply ref = call_at(random_port(rng), "GET", fmt::format("/v1/sessions/{}/refs/main", session));
         const std::string state = ref.json().is_object() && ref.json().contains("ref") ? ref.json()["ref"].value("status", "") : "";
-        if (state != "idle") settled = false;
+        if (state != "idle") unsettled += fmt::format("  session {}: {} {}\n", session, ref.status, ref.body);
       }
       for (const Sent& one : sent) {
         if (!one.queued) continue;
-        const Json item = call_at(random_port(rng), "GET", fmt::format("/v1/inbox/{}", *one.queued)).json();
+        const ServeReply reply = call_at(random_port(rng), "GET", fmt::format("/v1/inbox/{}", *one.queued));
+        const Json item = reply.json();
         const std::string state = item.is_object() ? item.value("state", "") : "";
-        if (state != "decided" && state != "failed") settled = false;
+        if (state != "decided" && state != "failed") unsettled += fmt::format("  inbox item {}: {} {}\n", *one.queued, reply.status, reply.body);
       }
-      if (!settled) std::this_thread::sleep_for(200ms);
+      if (!unsettled.empty()) std::this_thread::sleep_for(200ms);
     }
     sent.insert(sent.end(), late.begin(), late.end());
 
@@ -529,6 +545,47 @@ TEST_F(FleetTest, ARequestTheHolderDoesNotDecideInTimeIsQueuedThenAppliedOnce) {
   }
   EXPECT_EQ(ones, 1);
   EXPECT_EQ(twos, 1);
+}
+
+// A run whose holder died, taken over by a request rather than by a claim:
+// the server the request opened it on runs it on at once. (It now holds the
+// session live, so no claim would ever take it; before, the run stayed
+// suspended until the session was closed as idle, five minutes later.)
+TEST_F(FleetTest, ARunWhoseHolderDiedGoesOnOnTheServerARequestOpensItOn) {
+  namespaces_ = false;  // both on this host: the dead holder's lease is taken at once
+  ASSERT_NO_FATAL_FAILURE(launch(0));
+  token_ = testing::lines_of(serve_slurp(token_file())).at(0);
+  // Server 1 claims once, 200 ms after it starts, and then not for an hour.
+  ASSERT_NO_FATAL_FAILURE(launch(1, {"--claim-poll", "3600"}));
+  const int holder = members_[0].port, other = members_[1].port;
+  std::this_thread::sleep_for(1s);
+  ASSERT_EQ(call_at(holder, "POST", "/v1/sessions", Json{{"id", "t1"}, {"cwd", path("work").string()}}.dump()).status, 201);
+  // The model takes half a second to answer "wait": the holder dies meanwhile.
+  const ServeReply prompted = call_at(holder, "POST", "/v1/sessions/t1/refs/main/prompt", Json{{"text", "wait"}}.dump());
+  ASSERT_EQ(prompted.status, 202) << prompted.body;
+  std::this_thread::sleep_for(150ms);
+  stop(members_[0]);
+
+  std::string state;
+  for (const auto deadline = std::chrono::steady_clock::now() + 30s; std::chrono::steady_clock::now() < deadline;) {
+    const ServeReply ref = call_at(other, "GET", "/v1/sessions/t1/refs/main");
+    state = ref.json().is_object() && ref.json().contains("ref") ? ref.json()["ref"].value("status", "") : ref.body;
+    if (state == "idle") break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(state, "idle") << serve_slurp(members_[1].err);
+  EXPECT_NE(serve_slurp(members_[1].err).find("session taken over t1 ref main: resuming run"), std::string::npos)
+      << serve_slurp(members_[1].err);
+  int started = 0, finished = 0, answered = 0;
+  for (const Json& record : records_of("t1")) {
+    const std::string type = record.value("type", "");
+    started += type == "operation_started";
+    finished += type == "operation_finished";
+    answered += type == "message" && record.dump().find("waited") != std::string::npos;
+  }
+  EXPECT_EQ(started, 1);
+  EXPECT_EQ(finished, 1);
+  EXPECT_EQ(answered, 1);
 }
 
 }  // namespace
