@@ -87,6 +87,8 @@ class PostgresStore final : public SqlStore {
   // Every record of the session, in seq order, checked as an append checks
   // them; inside the caller's snapshot.
   Result<SessionIndex> load(const std::string& id, const SessionHeader& header);
+  // Checks and indexes one page of load's rows, the first of them at seq `first`.
+  Status add_page(const std::string& id, const pg::Rows& rows, std::int64_t first, bool checksums, SessionIndex& index);
 
   // One LISTENing connection per store, started by its first follower
   // (of a session's log or its inbox).
@@ -298,16 +300,32 @@ Result<SessionRow> PostgresStore::read_row(const std::string& id) {
 
 
 
+// Under the open's read-only snapshot (open_session), so the pages are of one
+// log. A page at a time: what libpq holds besides the index is one page's
+// result, not a second copy of the whole log.
 Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHeader& header) {
-  const std::array<Param, 1> params{id};
-  auto rows = db_.exec("SELECT seq, payload FROM cairn_records WHERE session_id = $1 ORDER BY seq", params);
-  if (!rows) return std::unexpected(db_error(id, "cannot read the records", rows.error()));
+  constexpr std::int64_t kPage = 4096;
   const bool checksums = checksums_required(header.version);
   SessionIndex index;
-  index.reserve(static_cast<std::size_t>(rows->size()));
-  for (int i = 0; i < rows->size(); ++i) {
-    const std::int64_t seq = rows->int64(i, 0);
-    const std::string_view line = rows->text(i, 1);
+  for (std::int64_t next = 0;;) {
+    const std::array<Param, 3> params{id, std::to_string(next), std::to_string(kPage)};
+    auto rows = db_.exec("SELECT seq, payload FROM cairn_records WHERE session_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
+                         params);
+    if (!rows) return std::unexpected(db_error(id, "cannot read the records", rows.error()));
+    if (auto added = add_page(id, *rows, next, checksums, index); !added) return std::unexpected(added.error());
+    next += rows->size();
+    if (rows->size() < kPage) break;
+  }
+  index.require_checksums(checksums);
+  return index;
+}
+
+Status PostgresStore::add_page(const std::string& id, const pg::Rows& rows, std::int64_t first, bool checksums,
+                               SessionIndex& index) {
+  for (int row = 0; row < rows.size(); ++row) {
+    const std::int64_t i = first + row;
+    const std::int64_t seq = rows.int64(row, 0);
+    const std::string_view line = rows.text(row, 1);
     auto checked = [&]() -> Status {
       if (seq != i) return fail(Errc::corrupt_log, fmt::format("the record after seq {} has seq {}", i - 1, seq));
       auto meta = scan_line(line);
@@ -327,8 +345,7 @@ Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHea
                                                  "; `cairn repair` can replace what is damaged"));
     }
   }
-  index.require_checksums(checksums);
-  return index;
+  return {};
 }
 
 // ---- following ------------------------------------------------------------------------

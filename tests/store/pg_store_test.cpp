@@ -202,6 +202,44 @@ TEST_F(PgStoreTest, ADamagedRecordIsRefusedByNameAndRepairedWithABackup) {
   ASSERT_TRUE((*reopened)->append(crash_record("d", "c", "main")));
 }
 
+// The open reads the records a page at a time: a log of several pages opens
+// whole, its tree linked across the pages' seams, and damage on a later page
+// is named by its seq like damage on the first.
+TEST_F(PgStoreTest, ALogOfManyPagesOpensWholeAndItsDamageIsNamedWhereverItIs) {
+  auto store = open();
+  constexpr int kRecords = 9000;  // over two of the open's pages (4096)
+  {
+    auto session = store->create({.id = "long", .cwd = "/w"});
+    ASSERT_TRUE(session);
+    std::vector<Record> batch;
+    for (int i = 0; i < kRecords; ++i) {
+      batch.push_back(crash_record(fmt::format("e{}", i), i == 0 ? std::nullopt : std::optional(fmt::format("e{}", i - 1)), "main"));
+      if (batch.size() == 500) {
+        ASSERT_TRUE((*session)->append(std::exchange(batch, {})));
+      }
+    }
+  }
+  {
+    auto opened = store->open("long", OpenOptions{.read_only = true});
+    ASSERT_TRUE(opened) << opened.error().message;
+    EXPECT_EQ((*opened)->size(), kRecords);
+    EXPECT_EQ((*opened)->leaf("main"), fmt::format("e{}", kRecords - 1));
+    auto seam = (*opened)->get_entry("e4096");
+    ASSERT_TRUE(seam && *seam);
+    EXPECT_EQ((**seam).parent_id, "e4095");
+    auto context = (*opened)->build_context("main");
+    ASSERT_TRUE(context) << context.error().message;
+    EXPECT_EQ(context->messages.size(), static_cast<std::size_t>(kRecords));
+  }
+  auto db = connect();
+  ASSERT_TRUE(db.run("UPDATE cairn_records SET payload = replace(payload, 'quick', 'QUICK') "
+                     "WHERE session_id = 'long' AND seq = 8500"));
+  auto refused = store->open("long");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "corrupt_log");
+  EXPECT_NE(refused.error().message.find("seq 8500"), std::string::npos) << refused.error().message;
+}
+
 // Claims: what a worker may take, and what it leaves.
 TEST_F(PgStoreTest, ClaimsTakeOnlySessionsWithOpenOperationsAndNoLiveWriterEachOnce) {
   using testing::harness;
