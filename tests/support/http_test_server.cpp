@@ -110,7 +110,7 @@ HttpTestServer::~HttpTestServer() {
   char byte = 1;
   (void)!::write(wake_write_, &byte, 1);
   acceptor_.join();
-  for (auto& connection : connections_) connection.join();
+  for (auto& connection : connections_) connection.thread.join();
   ::close(listen_fd_);
   ::close(wake_read_);
   ::close(wake_write_);
@@ -166,8 +166,22 @@ void HttpTestServer::accept_loop() {
     if ((fds[0].revents & POLLIN) == 0) continue;
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    std::lock_guard lock(mu_);
-    connections_.emplace_back([this, fd] { serve(fd); });
+    std::list<Connection> ended;
+    {
+      std::lock_guard lock(mu_);
+      for (auto it = connections_.begin(); it != connections_.end();) {
+        auto next = std::next(it);
+        if (it->done) ended.splice(ended.end(), connections_, it);
+        it = next;
+      }
+      Connection& connection = connections_.emplace_back();
+      connection.thread = std::thread([this, fd, &connection] {
+        serve(fd);
+        std::lock_guard done_lock(mu_);
+        connection.done = true;
+      });
+    }
+    for (auto& connection : ended) connection.thread.join();
   }
 }
 

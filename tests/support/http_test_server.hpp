@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -97,7 +98,14 @@ class HttpTestServer {
   bool stopping_ = false;
   std::vector<ReceivedRequest> requests_;
   std::vector<std::chrono::steady_clock::time_point> client_closes_;
-  std::vector<std::thread> connections_;
+  // A connection's thread, joined once it is done: a test that makes tens of
+  // thousands of requests (the fleet's soak) would otherwise keep every
+  // ended thread's stack mapped until the kernel refuses another.
+  struct Connection {
+    std::thread thread;
+    bool done = false;  // under mu_
+  };
+  std::list<Connection> connections_;
   std::thread acceptor_;
 };
 
