@@ -300,7 +300,7 @@ Result<SessionRow> PostgresStore::read_row(const std::string& id) {
 
 
 
-// Under the open's read-only snapshot (open_session), so the pages are of one
+// Under the open's read-only snapshot (open_with), so the pages are of one
 // log. A page at a time: what libpq holds besides the index is one page's
 // result, not a second copy of the whole log.
 Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHeader& header) {
