@@ -44,6 +44,19 @@ class PgStoreTest : public ::testing::Test {
     return std::move(*connection);
   }
 
+  // Changes a record's bytes behind the store's back (a crash_record's
+  // text): the session's open is then refused, naming the record's seq.
+  void damage_and_expect_refusal(Store& store, const std::string& session, std::int64_t seq) {
+    auto db = connect();
+    ASSERT_TRUE(db.run(fmt::format("UPDATE cairn_records SET payload = replace(payload, 'quick', 'QUICK') "
+                                   "WHERE session_id = '{}' AND seq = {}",
+                                   session, seq)));
+    auto refused = store.open(session);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, "corrupt_log");
+    EXPECT_NE(refused.error().message.find(fmt::format("seq {}:", seq)), std::string::npos) << refused.error().message;
+  }
+
   PgCluster* cluster_ = nullptr;
   std::string uri_;
 };
@@ -179,13 +192,8 @@ TEST_F(PgStoreTest, ADamagedRecordIsRefusedByNameAndRepairedWithABackup) {
     ASSERT_TRUE((*session)->append(crash_record("b", "a", "main")));
     ASSERT_TRUE((*session)->append(crash_record("c", "b", "main")));
   }
+  ASSERT_NO_FATAL_FAILURE(damage_and_expect_refusal(*store, "damaged", 1));
   auto db = connect();
-  ASSERT_TRUE(db.run("UPDATE cairn_records SET payload = replace(payload, 'quick', 'QUICK') "
-                     "WHERE session_id = 'damaged' AND seq = 1"));
-  auto refused = store->open("damaged");
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code, "corrupt_log");
-  EXPECT_NE(refused.error().message.find("seq 1"), std::string::npos) << refused.error().message;
   auto report = store->repair("damaged");
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_EQ(report->records, 3);
@@ -231,13 +239,7 @@ TEST_F(PgStoreTest, ALogOfManyPagesOpensWholeAndItsDamageIsNamedWhereverItIs) {
     ASSERT_TRUE(context) << context.error().message;
     EXPECT_EQ(context->messages.size(), static_cast<std::size_t>(kRecords));
   }
-  auto db = connect();
-  ASSERT_TRUE(db.run("UPDATE cairn_records SET payload = replace(payload, 'quick', 'QUICK') "
-                     "WHERE session_id = 'long' AND seq = 8500"));
-  auto refused = store->open("long");
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code, "corrupt_log");
-  EXPECT_NE(refused.error().message.find("seq 8500"), std::string::npos) << refused.error().message;
+  damage_and_expect_refusal(*store, "long", 8500);
 }
 
 // Claims: what a worker may take, and what it leaves.
