@@ -307,14 +307,24 @@ Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHea
   constexpr std::int64_t kPage = 4096;
   const bool checksums = checksums_required(header.version);
   SessionIndex index;
+  // One cursor, one plan: the primary key's order, fetched a page at a time
+  // (a query per page would be planned, and may sort the whole log, each time).
+  const std::array<Param, 1> params{id};
+  if (auto declared = db_.exec("DECLARE cairn_load NO SCROLL CURSOR FOR "
+                               "SELECT seq, payload FROM cairn_records WHERE session_id = $1 ORDER BY seq",
+                               params);
+      !declared) {
+    return std::unexpected(db_error(id, "cannot read the records", declared.error()));
+  }
   for (std::int64_t next = 0;;) {
-    const std::array<Param, 3> params{id, std::to_string(next), std::to_string(kPage)};
-    auto rows = db_.exec("SELECT seq, payload FROM cairn_records WHERE session_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
-                         params);
+    auto rows = db_.exec(fmt::format("FETCH {} FROM cairn_load", kPage));
     if (!rows) return std::unexpected(db_error(id, "cannot read the records", rows.error()));
     if (auto added = add_page(id, *rows, next, checksums, index); !added) return std::unexpected(added.error());
     next += rows->size();
     if (rows->size() < kPage) break;
+  }
+  if (auto closed = db_.run("CLOSE cairn_load"); !closed) {
+    return std::unexpected(db_error(id, "cannot read the records", closed.error()));
   }
   index.require_checksums(checksums);
   return index;
