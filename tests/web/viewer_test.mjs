@@ -522,7 +522,11 @@ async function liveTimeline(/** @type {string} */ id) {
   const finished = log.find((r) => r.type === 'operation_finished' && r.runId === run.id);
   check(grewAt < Date.parse(finished?.timestamp ?? ''), 'the bar grew before the run ended', `${grewAt} ${finished?.timestamp}`);
   const span = Date.parse(finished?.timestamp ?? '') - Date.parse(run.timestamp);
-  await until(async () => (await running.count()) === 0 && (await timeline.locator('.bar.model.ok').count()) === 1, 'the ended run\'s request is drawn as done');
+  // The request's bar is done once its answer is read; the run is over only
+  // when its operation_finished is, which a later poll may bring.
+  await until(async () => (await running.count()) === 0 && (await timeline.locator('.bar.model.ok').count()) === 1 &&
+      !((await timeline.locator('.timeline-total').textContent()) ?? '').includes('running'),
+    'the ended run\'s request is drawn as done and the run as ended');
   const total = (await timeline.locator('.timeline-total').textContent()) ?? '';
   check(total.startsWith(`1 model request, 0 tool calls · ${duration(span)} · `) && !total.includes('running'), `the ended run's total gives its time from the records (${duration(span)})`, total);
   await press(timeline.locator('summary').first());
