@@ -1,5 +1,7 @@
 #include "http_server.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
@@ -557,6 +559,18 @@ Result<std::uint16_t> HttpServer::listen() {
   if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor.bind(endpoint, ec);
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) {
+    // A connection is handed to accept only once its first bytes have come
+    // (or after the request timeout): a flood of connections that send
+    // nothing stays in the kernel and takes no place in the table, and a
+    // client that connects during one cannot be dropped as idle in the
+    // moment between its connect and its request.
+    const int seconds = static_cast<int>(std::max<std::int64_t>(
+        1, std::chrono::duration_cast<std::chrono::seconds>(impl_->options.request_timeout).count()));
+    if (::setsockopt(acceptor.native_handle(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof seconds) != 0) {
+      ec = beast::error_code(errno, asio::error::get_system_category());
+    }
+  }
   if (ec) {
     return fail(Errc::io_error, fmt::format("cannot listen on {}:{}: {}", impl_->options.host, impl_->options.port, ec.message()));
   }

@@ -34,8 +34,24 @@ class ServeAttack : public ServeTest {
   ServeReply rest_send(const std::string& body) {
     return serve_raw(port_, serve_request_text("POST", "/a2a/rest/message:send", body, {auth(), "Content-Type: application/json"}));
   }
-  // A connection that sends nothing, left open.
-  int idle_connection() const { return connect_loopback(port_); }
+  // A connection that sends nothing, left open: the kernel holds it (the
+  // listener defers accepting until bytes come), the server never sees it.
+  int silent_connection() const { return connect_loopback(port_); }
+  // A connection that began a request and went quiet: the server holds it,
+  // pending, once it has read the byte.
+  int quiet_connection() const {
+    const int fd = connect_loopback(port_);
+    if (fd >= 0 && !send_all_bytes(fd, "G")) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  std::size_t server_descriptors() const {
+    std::size_t open = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid_))) ++open;
+    return open;
+  }
   // Whether the server has closed `fd` (EOF or reset within `wait`).
   static bool closed_by_server(int fd, std::chrono::milliseconds wait) {
     pollfd p{fd, POLLIN, 0};
@@ -273,18 +289,31 @@ TEST_F(ServeAttack, ConnectionsAreCappedAndTheOldestIdleOneGoesFirst) {
   EXPECT_EQ(first.rfind("HTTP/1.1 200", 0), 0u) << first;
 
   std::vector<int> idle;
-  for (int i = 0; i < 10; ++i) idle.push_back(idle_connection());
+  for (int i = 0; i < 10; ++i) idle.push_back(quiet_connection());
   std::this_thread::sleep_for(200ms);
   EXPECT_FALSE(closed_by_server(idle.front(), 50ms)) << "ten pending connections are within the cap";
-  idle.push_back(idle_connection());
+  idle.push_back(quiet_connection());
   EXPECT_TRUE(closed_by_server(idle.front(), 2s)) << "the oldest pending connection goes when the eleventh comes";
   EXPECT_FALSE(closed_by_server(idle.back(), 50ms));
-  // A flood of 500 (fewer under the sanitizers): the server keeps answering, and the kept-alive client
-  // keeps its connection. (The probe's own connections count as pending: it
-  // starts once the counts above are checked.)
+  // Connections that send nothing never reach the server: 500 of them (fewer
+  // under the sanitizers) leave its descriptors as they were and take the
+  // place of none of the ten that began a request.
+  const int eleventh = idle.back();
+  const std::size_t descriptors_before = server_descriptors();
+  for (int i = 0; i < testing::scaled(500); ++i) {
+    const int fd = silent_connection();
+    if (fd >= 0) idle.push_back(fd);
+  }
+  std::this_thread::sleep_for(200ms);
+  EXPECT_LE(server_descriptors(), descriptors_before + 2);
+  EXPECT_FALSE(closed_by_server(eleventh, 50ms)) << "a silent connection took the place of one that began a request";
+  // A flood of 500 that each began a request: the server keeps answering,
+  // and the kept-alive client keeps its connection. (The probe's own
+  // connections count as pending once their request has come: it starts
+  // once the counts above are checked.)
   HealthProbe probe(port_, 50ms);
   for (int i = 0; i < testing::scaled(500); ++i) {
-    const int fd = idle_connection();
+    const int fd = quiet_connection();
     if (fd >= 0) idle.push_back(fd);
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -321,8 +350,7 @@ TEST_F(ServeAttack, DescriptorsRunningOutNeitherSpinNorStopTheServer) {
   ASSERT_EQ(serve_read_all(kept, 300ms).rfind("HTTP/1.1 200", 0), 0u);
   // Another program, or an operator, takes the server's descriptors away:
   // its limit drops to what it has open now, so every accept fails.
-  std::size_t open_now = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid_))) ++open_now;
+  const std::size_t open_now = server_descriptors();
   // (The soft limit only: a hard limit lowered cannot be raised again.)
   rlimit old{};
   ASSERT_EQ(::prlimit(pid_, RLIMIT_NOFILE, nullptr, &old), 0) << std::strerror(errno);
@@ -330,7 +358,7 @@ TEST_F(ServeAttack, DescriptorsRunningOutNeitherSpinNorStopTheServer) {
   ASSERT_EQ(::prlimit(pid_, RLIMIT_NOFILE, &tight, nullptr), 0) << std::strerror(errno);
   std::vector<int> waiting;
   for (int i = 0; i < 50; ++i) {
-    const int fd = connect_loopback(port_);  // queued by the kernel, not taken
+    const int fd = quiet_connection();  // ready to be taken, but not taken
     if (fd >= 0) waiting.push_back(fd);
   }
   std::this_thread::sleep_for(200ms);
