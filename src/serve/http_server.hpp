@@ -9,9 +9,9 @@
 // heartbeat so that idle proxies keep it, and a last chunk that tells the
 // client the stream ended rather than broke.
 //
-// No client can take it down: connections are capped (all of them, and
-// those without a valid request yet), the one idle the longest dropped
-// first; the accept loop backs off when descriptors run out instead of
+// No client can take it down: a connection is not taken until it sends
+// something; connections are capped (all of them, and those without a
+// valid request yet), the one idle the longest dropped first; the accept loop backs off when descriptors run out instead of
 // spinning, and asks the sessions to give some back.
 #pragma once
 
