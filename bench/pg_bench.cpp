@@ -157,12 +157,12 @@ void statement_loop(pg::Connection& db, const std::string& uri, const std::strin
     std::vector<pg::Param> params{session, generation, pg::this_owner(), std::to_string(head + batch),
                                   std::to_string(head), "0"};
     for (int k = 0; k < batch; ++k) {
-      params.emplace_back(std::to_string(head + 1 + k));
-      params.emplace_back(fmt::format("n{}k{}", n, k));
-      params.emplace_back("message");
-      params.emplace_back("main");
-      params.emplace_back(pg::Param());
-      params.emplace_back(line);
+      const std::string id = fmt::format("n{}k{}", n, k);
+      RecordMeta meta;
+      meta.seq = head + 1 + k;
+      meta.id = id;
+      meta.role = "user";
+      pg::add_record_params(params, meta, line);
     }
     auto done = db.exec_prepared("statement", params);
     if (!done || done->affected() != batch) std::exit(1);

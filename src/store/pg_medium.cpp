@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <charconv>
 #include <optional>
 #include <utility>
@@ -99,6 +100,12 @@ CREATE TABLE IF NOT EXISTS cairn_inbox (
 );
 CREATE INDEX IF NOT EXISTS cairn_inbox_open ON cairn_inbox (session_id, id) WHERE state IN ('pending', 'applying', 'applied');
 CREATE INDEX IF NOT EXISTS cairn_inbox_decided ON cairn_inbox (decided) WHERE decided IS NOT NULL;
+-- Version 3. The index fields a tree's open reads instead of the payloads
+-- (RecordMeta's), and whether every row of a session has them: sessions
+-- written before version 3 get them at their first writable open.
+ALTER TABLE cairn_records ADD COLUMN IF NOT EXISTS parent_id text, ADD COLUMN IF NOT EXISTS target_id text,
+  ADD COLUMN IF NOT EXISTS name text, ADD COLUMN IF NOT EXISTS custom_type text, ADD COLUMN IF NOT EXISTS role text;
+ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS narrow boolean NOT NULL DEFAULT false;
 CREATE TABLE IF NOT EXISTS cairn_repair_backups (
   session_id text NOT NULL,
   taken_at   timestamptz NOT NULL,
@@ -126,18 +133,58 @@ Error append_error(std::string_view what, const PgError& error) {
 std::string ttl_ms(std::chrono::milliseconds ttl) { return std::to_string(std::max<std::int64_t>(ttl.count(), 1)); }
 
 Param text_or_null(std::string_view text) { return text.empty() ? Param() : Param(std::string(text)); }
-
-// The index fields a record's row carries beside its payload, and the payload.
-void add_record_params(std::vector<Param>& params, const PreparedRecord& record) {
-  params.emplace_back(std::to_string(record.meta.seq));
-  params.push_back(text_or_null(record.meta.id));
-  params.emplace_back(std::string(to_string(record.meta.type)));
-  params.push_back(text_or_null(record.meta.ref));
-  params.push_back(text_or_null(record.meta.run_id));
-  params.emplace_back(record.line);
+Param optional_text(const std::optional<std::string_view>& text) {
+  return text ? Param(std::string(*text)) : Param();
 }
 
 }  // namespace
+
+void add_record_params(std::vector<Param>& params, const RecordMeta& meta, std::string_view line) {
+  params.emplace_back(std::to_string(meta.seq));
+  params.push_back(text_or_null(meta.id));
+  params.emplace_back(std::string(to_string(meta.type)));
+  params.push_back(text_or_null(meta.ref));
+  params.push_back(text_or_null(meta.run_id));
+  params.push_back(optional_text(meta.parent_id));
+  params.push_back(optional_text(meta.target_id));
+  params.push_back(text_or_null(meta.name));
+  params.push_back(text_or_null(meta.custom_type));
+  params.push_back(text_or_null(meta.role));
+  params.emplace_back(std::string(line));
+}
+
+std::string record_placeholders(std::size_t first, bool arrays) {
+  static constexpr std::array<std::string_view, kRecordParams> kTypes = {
+      "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "text", "text"};
+  std::string out;
+  for (std::size_t i = 0; i < kRecordParams; ++i) {
+    out += fmt::format("{}${}::{}{}", i ? ", " : "", first + i, kTypes[i], arrays ? "[]" : "");
+  }
+  return out;
+}
+
+void add_column_arrays(std::vector<Param>& params, std::span<const Param> rows, std::size_t columns) {
+  assert(columns > 0 && rows.size() % columns == 0);
+  for (std::size_t column = 0; column < columns; ++column) {
+    std::string array = "{";
+    for (std::size_t at = column; at < rows.size(); at += columns) {
+      if (at != column) array += ',';
+      const Param& value = rows[at];
+      if (!value) {
+        array += "NULL";
+        continue;
+      }
+      array += '"';
+      for (const char c : *value) {
+        if (c == '"' || c == '\\') array += '\\';
+        array += c;
+      }
+      array += '"';
+    }
+    array += '}';
+    params.emplace_back(std::move(array));
+  }
+}
 
 std::int64_t open_operations_delta(const std::vector<PreparedRecord>& records) {
   std::int64_t delta = 0;
@@ -291,8 +338,8 @@ Result<std::unique_ptr<PgMedium>> PgMedium::create(Settings settings, const Sess
                                     is_child(header) ? "true" : "false"};
   auto inserted = connection->exec(
       "INSERT INTO cairn_sessions (id, version, timestamp, cwd, parent_session, header, generation, owner, "
-      "lease_expires, head_seq, child) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, now() + $8::bigint * interval '1 millisecond', "
-      "-1, $9::boolean) ON CONFLICT (id) DO NOTHING",
+      "lease_expires, head_seq, child, narrow) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, "
+      "now() + $8::bigint * interval '1 millisecond', -1, $9::boolean, true) ON CONFLICT (id) DO NOTHING",
       params);
   if (!inserted) return std::unexpected(db_error(settings.where, "cannot create the session", inserted.error()));
   if (inserted->affected() == 0) {
@@ -395,7 +442,15 @@ Error PgMedium::fenced_error_locked(std::int64_t expected_head) {
 
 // ---- appending --------------------------------------------------------------------
 
+// Batches of up to kPreparedBatches records run a statement prepared once
+// per size on this connection: planning the statement cost as much as the
+// commit. Larger ones (rare: a fork, an import) are planned each time, and
+// pass each column as one array.
+constexpr std::size_t kPreparedBatches = 64;
+
 std::string append_statement(std::size_t count, bool applying) {
+  const bool arrays = count > kPreparedBatches;
+  const std::size_t after_records = 7 + (arrays ? kRecordParams : count * kRecordParams);
   std::string sql =
       "WITH head AS (UPDATE cairn_sessions SET head_seq = $4::bigint, open_ops = open_ops + $6::bigint, "
       "claims = CASE WHEN open_ops + $6::bigint = 0 THEN 0 ELSE claims END "
@@ -403,22 +458,38 @@ std::string append_statement(std::size_t count, bool applying) {
   if (applying) {
     // The inbox items these records apply (inbox.hpp), marked applied in the
     // records' own transaction, and only if the records land (FROM head).
+    // applied_seq: the batch's first seq.
     sql += fmt::format(
-        ", inbox AS (UPDATE cairn_inbox SET state = 'applied', applied_seq = $7::bigint FROM head "
+        ", inbox AS (UPDATE cairn_inbox SET state = 'applied', applied_seq = {} FROM head "
         "WHERE cairn_inbox.id = ANY(${}::bigint[]) AND cairn_inbox.session_id = $1 AND cairn_inbox.state = 'applying' "
         "AND cairn_inbox.applied_seq IS NULL) ",
-        7 + count * 6);
+        arrays ? "($7::bigint[])[1]" : "$7::bigint", after_records);
   }
-  sql +=
-      "INSERT INTO cairn_records (session_id, seq, id, type, ref, run_id, payload) "
-      "SELECT $1, v.seq, v.id, v.type, v.ref, v.run_id, v.payload FROM head, (VALUES ";
+  sql += fmt::format("INSERT INTO cairn_records (session_id, {0}) SELECT $1, {0} FROM head, ", kRecordColumns);
+  if (arrays) {
+    // One array per column: any number of records in one statement (a
+    // statement takes at most 65,535 parameters).
+    sql += fmt::format("unnest({}) AS v({})", record_placeholders(7, /*arrays=*/true), kRecordColumns);
+    return sql;
+  }
+  sql += "(VALUES ";
   for (std::size_t i = 0; i < count; ++i) {
-    const std::size_t p = 7 + i * 6;
-    sql += fmt::format("{}(${}::bigint, ${}::text, ${}::text, ${}::text, ${}::text, ${}::text)", i ? ", " : "", p, p + 1,
-                       p + 2, p + 3, p + 4, p + 5);
+    sql += fmt::format("{}({})", i ? ", " : "", record_placeholders(7 + i * kRecordParams));
   }
-  sql += ") AS v(seq, id, type, ref, run_id, payload)";
+  sql += fmt::format(") AS v({})", kRecordColumns);
   return sql;
+}
+
+// Records in the form append_statement(records.size()) takes them.
+void add_append_params(std::vector<Param>& params, const std::vector<PreparedRecord>& records) {
+  if (records.size() <= kPreparedBatches) {
+    for (const PreparedRecord& record : records) add_record_params(params, record.meta, record.line);
+    return;
+  }
+  std::vector<Param> rows;
+  rows.reserve(records.size() * kRecordParams);
+  for (const PreparedRecord& record : records) add_record_params(rows, record.meta, record.line);
+  add_column_arrays(params, rows, kRecordParams);
 }
 
 const std::string& PgMedium::append_sql(std::size_t count, bool applying) {
@@ -427,10 +498,6 @@ const std::string& PgMedium::append_sql(std::size_t count, bool applying) {
   return sql;
 }
 
-// Batches of up to kPreparedBatches records run a statement prepared once
-// per size on this connection: planning the statement cost as much as the
-// commit. Larger ones (rare: a fork, an import) are planned each time.
-constexpr std::size_t kPreparedBatches = 64;
 
 PgResult<Rows> PgMedium::run_append(std::size_t count, bool applying, std::span<const Param> params) {
   if (count > kPreparedBatches) return connection_.exec(append_sql(count, applying), params);
@@ -462,14 +529,14 @@ Status PgMedium::append_applying(const std::vector<PreparedRecord>& records, con
                                                   records.front().meta.seq, expected));
   }
   std::vector<Param> params;
-  params.reserve(6 + records.size() * 6);
+  params.reserve(7 + records.size() * kRecordParams);
   params.emplace_back(settings_.session_id);
   params.emplace_back(std::to_string(generation_));
   params.emplace_back(this_owner());
   params.emplace_back(std::to_string(last));
   params.emplace_back(std::to_string(expected));
   params.emplace_back(std::to_string(open_operations_delta(records)));
-  for (const PreparedRecord& record : records) add_record_params(params, record);
+  add_append_params(params, records);
   const bool applying = !inbox_items.empty();
   if (applying) params.emplace_back(fmt::format("{{{}}}", fmt::join(inbox_items, ",")));
   const auto give_up = Clock::now() + kRetryWindow;
@@ -566,7 +633,7 @@ Status PgMedium::rewrite(const std::vector<PreparedRecord>& records, const std::
                                    header_json ? Param(*header_json) : Param(),
                                    std::to_string(open_operations_delta(records))};
   auto held = connection_.exec(
-      "UPDATE cairn_sessions SET head_seq = $4::bigint, header = COALESCE($5, header), open_ops = $6::bigint "
+      "UPDATE cairn_sessions SET head_seq = $4::bigint, header = COALESCE($5, header), open_ops = $6::bigint, narrow = true "
       "WHERE id = $1 AND generation = $2::bigint AND owner = $3 RETURNING 1",
       fence);
   if (!held) return std::unexpected(db_error(settings_.where, "cannot rewrite the session", held.error()));
@@ -582,13 +649,12 @@ Status PgMedium::rewrite(const std::vector<PreparedRecord>& records, const std::
   for (std::size_t at = 0; at < records.size(); at += kChunk) {
     const std::size_t count = std::min(kChunk, records.size() - at);
     std::vector<Param> params;
-    params.reserve(1 + count * 6);
+    params.reserve(1 + count * kRecordParams);
     params.emplace_back(settings_.session_id);
-    std::string sql = "INSERT INTO cairn_records (session_id, seq, id, type, ref, run_id, payload) VALUES ";
+    std::string sql = fmt::format("INSERT INTO cairn_records (session_id, {}) VALUES ", kRecordColumns);
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t p = 2 + i * 6;
-      sql += fmt::format("{}($1, ${}::bigint, ${}, ${}, ${}, ${}, ${})", i ? ", " : "", p, p + 1, p + 2, p + 3, p + 4, p + 5);
-      add_record_params(params, records[at + i]);
+      sql += fmt::format("{}($1, {})", i ? ", " : "", record_placeholders(2 + i * kRecordParams));
+      add_record_params(params, records[at + i].meta, records[at + i].line);
     }
     if (auto inserted = connection_.exec(sql, params); !inserted) {
       return std::unexpected(db_error(settings_.where, "cannot rewrite the session", inserted.error()));
@@ -598,6 +664,40 @@ Status PgMedium::rewrite(const std::vector<PreparedRecord>& records, const std::
     return std::unexpected(db_error(settings_.where, "cannot rewrite the session", committed.error()));
   }
   landed_at_locked(last);
+  return {};
+}
+
+Status PgMedium::backfill(std::span<const Param> rows) {
+  assert(rows.size() % kNarrowColumns == 0);
+  std::lock_guard lock(mu_);
+  if (lost_) return std::unexpected(*lost_);
+  auto tx = Transaction::begin(connection_);
+  if (!tx) return std::unexpected(db_error(settings_.where, "cannot add the index columns", tx.error()));
+  const std::array<Param, 3> fence{settings_.session_id, std::to_string(generation_), this_owner()};
+  auto held = connection_.exec(
+      "UPDATE cairn_sessions SET narrow = true WHERE id = $1 AND generation = $2::bigint AND owner = $3 RETURNING 1",
+      fence);
+  if (!held) return std::unexpected(db_error(settings_.where, "cannot add the index columns", held.error()));
+  if (held->size() == 0) {
+    lost_ = fenced_error_locked(head_);
+    return std::unexpected(*lost_);
+  }
+  // A page of rows a statement: each statement's arrays stay a few megabytes.
+  constexpr std::size_t kPage = 8192 * kNarrowColumns;
+  for (std::size_t at = 0; at < rows.size(); at += kPage) {
+    std::vector<Param> params{settings_.session_id};
+    add_column_arrays(params, rows.subspan(at, std::min(kPage, rows.size() - at)), kNarrowColumns);
+    auto updated = connection_.exec(
+        "UPDATE cairn_records r SET parent_id = v.parent_id, target_id = v.target_id, name = v.name, "
+        "custom_type = v.custom_type, role = v.role "
+        "FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) "
+        "AS v(seq, parent_id, target_id, name, custom_type, role) WHERE r.session_id = $1 AND r.seq = v.seq",
+        params);
+    if (!updated) return std::unexpected(db_error(settings_.where, "cannot add the index columns", updated.error()));
+  }
+  if (auto committed = tx->commit(); !committed) {
+    return std::unexpected(db_error(settings_.where, "cannot add the index columns", committed.error()));
+  }
   return {};
 }
 

@@ -25,12 +25,30 @@
 namespace cairn::pg {
 
 // The schema this build writes and reads (cairn_meta.schema_version): 2
-// added the inbox (cairn_inbox); a version 1 database gains it on open.
-inline constexpr std::int64_t kSchemaVersion = 2;
+// added the inbox (cairn_inbox), 3 the index columns an open reads instead
+// of the payloads (cairn_records.parent_id …, cairn_sessions.narrow); an
+// older database gains them on open.
+inline constexpr std::int64_t kSchemaVersion = 3;
 
 // Creates the tables if missing and returns the database's schema version;
 // a newer one is left as it is. Safe against other processes doing the same.
 PgResult<std::int64_t> create_schema(Connection& connection);
+
+// The columns of a record's row that its writers fill, in this order: the
+// index fields of RecordMeta, then the stored line.
+inline constexpr std::string_view kRecordColumns =
+    "seq, id, type, ref, run_id, parent_id, target_id, name, custom_type, role, payload";
+inline constexpr std::size_t kRecordParams = 11;
+// A record's parameters, in kRecordColumns' order.
+void add_record_params(std::vector<Param>& params, const RecordMeta& meta, std::string_view line);
+// "$first::bigint, $…::text, …": one record's placeholders, typed (arrays:
+// "$first::bigint[], …", a column each).
+std::string record_placeholders(std::size_t first, bool arrays = false);
+
+// `rows` (a row every `columns` params) as one PostgreSQL array literal per
+// column, for `unnest($n::type[], …)`: any number of rows in a fixed number
+// of parameters.
+void add_column_arrays(std::vector<Param>& params, std::span<const Param> rows, std::size_t columns);
 
 // Operations a batch opens less those it finishes (the open_ops column).
 std::int64_t open_operations_delta(const std::vector<PreparedRecord>& records);
@@ -40,7 +58,7 @@ bool is_child(const SessionHeader& header);
 // The fenced append of `count` records (pg_medium.cpp says why it is shaped
 // so). Its parameters: $1 session id, $2 generation, $3 owner, $4 the
 // batch's last seq, $5 the head it expects, $6 open operations added; then
-// six per record: seq, id, type, ref, run id, stored line.
+// kRecordParams per record (kRecordColumns).
 // With `applying`, one more parameter: the ids of the inbox items the
 // records apply (an array), marked applied in the same transaction.
 std::string append_statement(std::size_t count, bool applying = false);
@@ -89,6 +107,12 @@ class PgMedium final : public LogMedium {
   // `records` (seq 0 … n-1), and its header when one is given, in one
   // transaction fenced like an append.
   Status rewrite(const std::vector<PreparedRecord>& records, const std::optional<std::string>& header_json);
+  // Holding the lease, for a session written before schema 3: fills the
+  // index columns of its rows from `rows` (kNarrowColumns each, read from
+  // the payloads at this open) and marks the session narrow, in one
+  // transaction fenced like an append.
+  static constexpr std::size_t kNarrowColumns = 6;  // seq, parent_id, target_id, name, custom_type, role
+  Status backfill(std::span<const Param> rows);
 
   using Clock = std::chrono::steady_clock;
   // `deadline`: the local lease deadline, measured from before the statement

@@ -19,6 +19,7 @@
 #include "log/checksum.hpp"
 #include "pg_conn.hpp"
 #include "pg_inbox.hpp"
+#include "pg_lines.hpp"
 #include "pg_medium.hpp"
 #include "pg_notify.hpp"
 #include "guarded.hpp"
@@ -36,7 +37,11 @@ using pg::PgError;
 class PostgresStore final : public SqlStore {
  public:
   PostgresStore(std::string conninfo, StoreOptions options, pg::Connection connection)
-      : conninfo_(std::move(conninfo)), shown_(pg::redact(conninfo_)), options_(options), db_(std::move(connection)) {
+      : conninfo_(std::move(conninfo)),
+        shown_(pg::redact(conninfo_)),
+        options_(options),
+        db_(std::move(connection)),
+        lines_(std::make_shared<pg::LineReader>(conninfo_)) {
     if (options_.announce_appends) announcer_ = pg::Announcer::for_database(conninfo_);
     inbox_ = std::make_unique<pg::PgInbox>(conninfo_, shown_, [this] { return listener(); });
   }
@@ -85,10 +90,21 @@ class PostgresStore final : public SqlStore {
   pg::PgResult<pg::Rows> exec(std::string_view sql, std::span<const Param> params = {});
   Result<SessionRow> read_row(const std::string& id) override;
   // Every record of the session, in seq order, checked as an append checks
-  // them; inside the caller's snapshot.
-  Result<SessionIndex> load(const std::string& id, const SessionHeader& header);
-  // Checks and indexes one page of load's rows, the first of them at seq `first`.
-  Status add_page(const std::string& id, const pg::Rows& rows, std::int64_t first, bool checksums, SessionIndex& index);
+  // them; inside the caller's snapshot. A session with its index columns
+  // (narrow) is indexed from them, its payloads read when a query needs
+  // them: all of them checked first when it is opened to be written
+  // (`medium` given). One written before schema 3 is read from its
+  // payloads, and given its columns when it is opened to be written.
+  Result<SessionIndex> load(const std::string& id, const SessionHeader& header, pg::PgMedium* medium);
+  // What load reads from one page of rows, the first of them at seq `first`.
+  struct PageRead {
+    bool narrow = false;           // the rows are kNarrowLoad's, else seq and payload
+    bool payloads = false;         // narrow: the payload is the last column, to check
+    bool checksums = false;        // the session's format requires them
+    std::vector<pg::Param>* backfill = nullptr;  // not narrow: the index columns read from the payloads
+  };
+  Status add_page(const std::string& id, const pg::Rows& rows, std::int64_t first, const PageRead& read,
+                  SessionIndex& index);
 
   // One LISTENing connection per store, started by its first follower
   // (of a session's log or its inbox).
@@ -114,6 +130,7 @@ class PostgresStore final : public SqlStore {
   const StoreOptions options_;
   // mu_ (SqlStore) guards db_.
   pg::Connection db_;
+  std::shared_ptr<pg::LineReader> lines_;  // the payloads of sessions opened from their columns
   std::shared_ptr<pg::Announcer> announcer_;  // null when appends are not announced
   std::mutex listener_mu_;
   std::shared_ptr<pg::Listener> listener_;  // started by the first follow
@@ -210,8 +227,8 @@ Result<std::shared_ptr<Session>> PostgresStore::create_session_with_log(const Se
                                    pg::is_child(header) ? "true" : "false"};
     auto inserted = db_.exec(
         "INSERT INTO cairn_sessions (id, version, timestamp, cwd, parent_session, header, generation, owner, "
-        "lease_expires, head_seq, open_ops, child) VALUES ($1, $2, $3, $4, $5, $6, 0, NULL, NULL, $7::bigint, $8::bigint, "
-        "$9::boolean) ON CONFLICT (id) DO NOTHING",
+        "lease_expires, head_seq, open_ops, child, narrow) VALUES ($1, $2, $3, $4, $5, $6, 0, NULL, NULL, $7::bigint, "
+        "$8::bigint, $9::boolean, true) ON CONFLICT (id) DO NOTHING",
         row);
     if (!inserted) return std::unexpected(db_error(id, "cannot create the session", inserted.error()));
     if (inserted->affected() == 0) {
@@ -221,22 +238,15 @@ Result<std::shared_ptr<Session>> PostgresStore::create_session_with_log(const Se
     for (std::size_t at = 0; at < log.size(); at += kChunk) {
       const std::size_t count = std::min(kChunk, log.size() - at);
       std::vector<Param> params;
-      params.reserve(1 + count * 6);
+      params.reserve(1 + count * pg::kRecordParams);
       params.emplace_back(id);
-      std::string sql = "INSERT INTO cairn_records (session_id, seq, id, type, ref, run_id, payload) VALUES ";
+      std::string sql = fmt::format("INSERT INTO cairn_records (session_id, {}) VALUES ", pg::kRecordColumns);
       for (std::size_t i = 0; i < count; ++i) {
         const LogLine& line = log[at + i];
         auto meta = scan_line(line.json);  // checked above
         if (!meta) return fail(meta.error(), fmt::format("{}: seq {}: {}", where(id), line.seq, meta.error().message));
-        const std::size_t p = 2 + i * 6;
-        sql += fmt::format("{}($1, ${}::bigint, ${}, ${}, ${}, ${}, ${})", i ? ", " : "", p, p + 1, p + 2, p + 3, p + 4,
-                           p + 5);
-        params.emplace_back(std::to_string(meta->seq));
-        params.push_back(meta->id.empty() ? Param() : Param(std::string(meta->id)));
-        params.emplace_back(std::string(to_string(meta->type)));
-        params.push_back(meta->ref.empty() ? Param() : Param(std::string(meta->ref)));
-        params.push_back(meta->run_id.empty() ? Param() : Param(std::string(meta->run_id)));
-        params.emplace_back(line.json);
+        sql += fmt::format("{}($1, {})", i ? ", " : "", pg::record_placeholders(2 + i * pg::kRecordParams));
+        pg::add_record_params(params, *meta, line.json);
       }
       if (auto rows = db_.exec(sql, params); !rows) {
         return std::unexpected(db_error(id, "cannot create the session", rows.error()));
@@ -281,7 +291,7 @@ Result<std::shared_ptr<Session>> PostgresStore::open_with(const std::string& id,
   } end_read{db_};
   auto header = read_header(id);
   if (!header) return std::unexpected(header.error());
-  auto index = load(id, *header);
+  auto index = load(id, *header, medium.get());
   if (!index) return std::unexpected(index.error());
   if (medium && medium->head() != static_cast<std::int64_t>(index->size()) - 1) {
     return fail(Errc::corrupt_log, fmt::format("{}: the session row's head is seq {} but {} records are stored", where(id),
@@ -300,18 +310,62 @@ Result<SessionRow> PostgresStore::read_row(const std::string& id) {
 
 
 
+// The index columns of a record's row (kRecordColumns' but the payload), in
+// the order narrow_meta reads them.
+constexpr std::string_view kNarrowLoad = "seq, type, id, parent_id, ref, run_id, target_id, name, custom_type, role";
+
+// A row of a kNarrowLoad query as the index fields it holds; its views point
+// into `rows`. Errors say what is wrong with the row, not where it is.
+Result<RecordMeta> narrow_meta(const pg::Rows& rows, int row) {
+  const auto optional = [&](int column) -> std::optional<std::string_view> {
+    if (rows.is_null(row, column)) return std::nullopt;
+    return rows.text(row, column);
+  };
+  RecordMeta meta;
+  meta.seq = rows.int64(row, 0);
+  const std::string_view type_name = rows.text(row, 1);
+  // An ignorable record's column says so (its own type is not one this
+  // build knows: parse_record_type has no name for it).
+  const std::optional<RecordType> type =
+      type_name == to_string(RecordType::ignorable) ? RecordType::ignorable : parse_record_type(type_name);
+  if (!type) return fail(Errc::unknown_type, fmt::format("unknown record type '{}' (not marked ignorable)", type_name));
+  meta.type = *type;
+  meta.id = rows.text(row, 2);
+  meta.parent_id = optional(3);
+  meta.ref = rows.text(row, 4);
+  meta.run_id = rows.text(row, 5);
+  meta.target_id = optional(6);
+  meta.name = rows.text(row, 7);
+  meta.custom_type = rows.text(row, 8);
+  meta.role = rows.text(row, 9);
+  return meta;
+}
+
 // Under the open's read-only snapshot (open_with), so the pages are of one
 // log. A page at a time: what libpq holds besides the index is one page's
 // result, not a second copy of the whole log.
-Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHeader& header) {
+Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHeader& header, pg::PgMedium* medium) {
   constexpr std::int64_t kPage = 4096;
-  const bool checksums = checksums_required(header.version);
+  const std::array<Param, 1> params{id};
+  auto flag = db_.exec("SELECT narrow FROM cairn_sessions WHERE id = $1", params);
+  if (!flag) return std::unexpected(db_error(id, "cannot read the session", flag.error()));
+  if (flag->size() == 0) return std::unexpected(not_found(id));
+  PageRead read;
+  read.narrow = flag->text(0, 0) == "t";
+  read.payloads = read.narrow && medium != nullptr;
+  read.checksums = checksums_required(header.version);
+  std::vector<Param> backfill;
+  if (!read.narrow && medium != nullptr) read.backfill = &backfill;
   SessionIndex index;
+  if (read.narrow) index.set_line_source(std::make_shared<pg::PgLines>(lines_, id, where(id)));
   // One cursor, one plan: the primary key's order, fetched a page at a time
   // (a query per page would be planned, and may sort the whole log, each time).
-  const std::array<Param, 1> params{id};
-  if (auto declared = db_.exec("DECLARE cairn_load NO SCROLL CURSOR FOR "
-                               "SELECT seq, payload FROM cairn_records WHERE session_id = $1 ORDER BY seq",
+  const std::string columns = !read.narrow ? std::string("seq, payload")
+                              : read.payloads ? fmt::format("{}, payload", kNarrowLoad)
+                                              : std::string(kNarrowLoad);
+  if (auto declared = db_.exec(fmt::format("DECLARE cairn_load NO SCROLL CURSOR FOR SELECT {} FROM cairn_records "
+                                           "WHERE session_id = $1 ORDER BY seq",
+                                           columns),
                                params);
       !declared) {
     return std::unexpected(db_error(id, "cannot read the records", declared.error()));
@@ -319,34 +373,59 @@ Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHea
   for (std::int64_t next = 0;;) {
     auto rows = db_.exec(fmt::format("FETCH {} FROM cairn_load", kPage));
     if (!rows) return std::unexpected(db_error(id, "cannot read the records", rows.error()));
-    if (auto added = add_page(id, *rows, next, checksums, index); !added) return std::unexpected(added.error());
+    if (auto added = add_page(id, *rows, next, read, index); !added) return std::unexpected(added.error());
     next += rows->size();
     if (rows->size() < kPage) break;
   }
   if (auto closed = db_.run("CLOSE cairn_load"); !closed) {
     return std::unexpected(db_error(id, "cannot read the records", closed.error()));
   }
-  index.require_checksums(checksums);
+  index.require_checksums(read.checksums);
+  // The columns for the next open. Not the open's to fail: without them the
+  // session is read from its payloads as now, and a lease lost meanwhile is
+  // the medium's to report at the next append.
+  if (read.backfill != nullptr) (void)medium->backfill(backfill);
   return index;
 }
 
-Status PostgresStore::add_page(const std::string& id, const pg::Rows& rows, std::int64_t first, bool checksums,
+Status PostgresStore::add_page(const std::string& id, const pg::Rows& rows, std::int64_t first, const PageRead& read,
                                SessionIndex& index) {
   for (int row = 0; row < rows.size(); ++row) {
     const std::int64_t i = first + row;
     const std::int64_t seq = rows.int64(row, 0);
-    const std::string_view line = rows.text(row, 1);
     auto checked = [&]() -> Status {
       if (seq != i) return fail(Errc::corrupt_log, fmt::format("the record after seq {} has seq {}", i - 1, seq));
+      if (read.narrow) {
+        auto meta = narrow_meta(rows, row);
+        if (!meta) return std::unexpected(meta.error());
+        if (read.payloads) {
+          if (auto damaged = payload_damage(*meta, rows.text(row, 10), read.checksums)) {
+            return fail(Errc::corrupt_log, *damaged);
+          }
+        }
+        if (auto valid = check_invariants(*meta, index); !valid) return valid;
+        index.add_unloaded(*meta);
+        return {};
+      }
+      const std::string_view line = rows.text(row, 1);
       auto meta = scan_line(line);
       if (!meta) return std::unexpected(meta.error());
       if (meta->seq != seq) return fail(Errc::corrupt_log, fmt::format("its payload says seq {}", meta->seq));
       auto checksum = check_checksum(line);
       if (!checksum) return std::unexpected(checksum.error());
-      if (*checksum == Checksum::absent && checksums) {
+      if (*checksum == Checksum::absent && read.checksums) {
         return fail(Errc::corrupt_log, "the record has no checksum, which its session's format requires");
       }
       if (auto valid = check_invariants(*meta, index); !valid) return valid;
+      if (read.backfill != nullptr) {
+        read.backfill->emplace_back(std::to_string(seq));
+        for (const auto& text : {meta->parent_id, meta->target_id}) {
+          read.backfill->push_back(text ? Param(std::string(*text)) : Param());
+        }
+        for (const std::string_view text : {meta->name, meta->custom_type, meta->role}) {
+          read.backfill->push_back(text.empty() ? Param() : Param(std::string(text)));
+        }
+      }
       index.add(*meta, line);
       return {};
     }();

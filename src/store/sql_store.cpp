@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "guarded.hpp"
+#include "log/checksum.hpp"
 #include "repair.hpp"
 #include "session_ids.hpp"
 
@@ -21,7 +22,36 @@ Json parsed(const SessionRow& row) {
   return Json::parse(row.header.begin(), row.header.end(), nullptr, /*allow_exceptions=*/false);
 }
 
+// The first index field in which the columns and the payload disagree.
+std::optional<std::string_view> columns_disagree_with(const RecordMeta& columns, const RecordMeta& payload) {
+  if (columns.seq != payload.seq) return "seq";
+  if (columns.type != payload.type) return "type";
+  if (columns.id != payload.id) return "id";
+  if (columns.parent_id != payload.parent_id) return "parent_id";
+  if (columns.ref != payload.ref) return "ref";
+  if (columns.run_id != payload.run_id) return "run_id";
+  if (columns.target_id != payload.target_id) return "target_id";
+  if (columns.name != payload.name) return "name";
+  if (columns.custom_type != payload.custom_type) return "custom_type";
+  if (columns.role != payload.role) return "role";
+  return std::nullopt;
+}
+
 }  // namespace
+
+// Why a payload cannot be trusted beside its columns, or nullopt when it can:
+// its checksum fails or is missing where the format needs one, or (a record
+// from before checksums) it does not scan or disagrees with its columns.
+std::optional<std::string> payload_damage(const RecordMeta& columns, std::string_view payload, bool checksums) {
+  auto checksum = check_checksum(payload);
+  if (!checksum) return checksum.error().message;
+  if (*checksum == Checksum::valid) return std::nullopt;
+  if (checksums) return "the record has no checksum, which its session's format requires";
+  auto scanned = scan_line(payload);
+  if (!scanned) return fmt::format("payload: {}", scanned.error().message);
+  if (auto field = columns_disagree_with(columns, *scanned)) return fmt::format("the {} column disagrees with the payload", *field);
+  return std::nullopt;
+}
 
 SessionHeader listed_header(const SessionRow& row) {
   if (auto header = decode_header(parsed(row))) return std::move(*header);

@@ -12,6 +12,7 @@
 
 #include "cairn/store/session.hpp"
 #include "cairn/store/store.hpp"
+#include "log/index.hpp"
 
 namespace cairn {
 
@@ -33,6 +34,13 @@ SessionHeader listed_header(const SessionRow& row);
 // build's (newer_version: said before the header is judged by this build's
 // rules). `where` names the store and the session.
 Result<SessionHeader> opened_header(const SessionRow& row, std::string_view where);
+
+// Why a record's stored line cannot be trusted beside the index columns its
+// row was opened from, or nullopt when it can: its checksum fails, or is
+// missing where `checksums` says the session's format needs one, or (a
+// record from before checksums) it does not scan or disagrees with its
+// columns.
+std::optional<std::string> payload_damage(const RecordMeta& columns, std::string_view payload, bool checksums);
 
 // The calls both stores take alike: each runs guarded (no exception leaves
 // a store), named by the store or the session it is about.

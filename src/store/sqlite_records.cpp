@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "log/checksum.hpp"
 #include "chunk_pipeline.hpp"
 #include "sqlite_medium.hpp"
+#include "sql_store.hpp"
 
 namespace cairn::sqlite {
 
@@ -157,35 +157,6 @@ Result<RecordMeta> meta_of_row(const Cursor& cursor, std::string_view* payload) 
     if (payload) *payload = rows.text(8);
   }
   return meta;
-}
-
-// The first index field in which the columns and the payload disagree.
-std::optional<std::string_view> columns_disagree_with(const RecordMeta& columns, const RecordMeta& payload) {
-  if (columns.seq != payload.seq) return "seq";
-  if (columns.type != payload.type) return "type";
-  if (columns.id != payload.id) return "id";
-  if (columns.parent_id != payload.parent_id) return "parent_id";
-  if (columns.ref != payload.ref) return "ref";
-  if (columns.run_id != payload.run_id) return "run_id";
-  if (columns.target_id != payload.target_id) return "target_id";
-  if (columns.name != payload.name) return "name";
-  if (columns.custom_type != payload.custom_type) return "custom_type";
-  if (columns.role != payload.role) return "role";
-  return std::nullopt;
-}
-
-// Why a payload cannot be trusted beside its columns, or nullopt when it can:
-// its checksum fails or is missing where the format needs one, or (a record
-// from before checksums) it does not scan or disagrees with its columns.
-std::optional<std::string> payload_damage(const RecordMeta& columns, std::string_view payload, bool checksums) {
-  auto checksum = check_checksum(payload);
-  if (!checksum) return checksum.error().message;
-  if (*checksum == Checksum::valid) return std::nullopt;
-  if (checksums) return "the record has no checksum, which its session's format requires";
-  auto scanned = scan_line(payload);
-  if (!scanned) return fmt::format("payload: {}", scanned.error().message);
-  if (auto field = columns_disagree_with(columns, *scanned)) return fmt::format("the {} column disagrees with the payload", *field);
-  return std::nullopt;
 }
 
 std::string seq_break(std::int64_t expected, std::int64_t found) {

@@ -13,7 +13,9 @@
 #include <fmt/format.h>
 
 #include "cairn/store/store.hpp"
+#include "store/lease_holder.hpp"
 #include "store/pg_conn.hpp"
+#include "store/pg_medium.hpp"
 #include "support/crash_record.hpp"
 #include "support/pg_cluster.hpp"
 #include "support/test_support.hpp"
@@ -240,6 +242,203 @@ TEST_F(PgStoreTest, ALogOfManyPagesOpensWholeAndItsDamageIsNamedWhereverItIs) {
     EXPECT_EQ(context->messages.size(), static_cast<std::size_t>(kRecords));
   }
   damage_and_expect_refusal(*store, "long", 8500);
+}
+
+// ---- the index columns (schema 3) ---------------------------------------------------
+
+// A random log, with every kind of record the generator makes (refs,
+// labels, harness records, ignorable ones).
+void append_random_log(Session& session, std::uint64_t seed, int batches) {
+  testing::RandomLog generator(seed);
+  for (int batch = 0; batch < batches; ++batch) {
+    auto appended = session.append(generator.next_batch());
+    ASSERT_TRUE(appended) << "batch " << batch << ": " << appended.error().message;
+  }
+}
+
+// The index columns of every row of `session`, as text, in seq order.
+std::vector<std::string> index_columns(pg::Connection& db, const std::string& session) {
+  auto rows = db.exec(fmt::format("SELECT seq, type, id, parent_id, ref, run_id, target_id, name, custom_type, role "
+                                  "FROM cairn_records WHERE session_id = '{}' ORDER BY seq",
+                                  session));
+  EXPECT_TRUE(rows) << rows.error().message;
+  std::vector<std::string> out;
+  for (int row = 0; rows && row < rows->size(); ++row) {
+    std::string text;
+    for (int column = 0; column < 10; ++column) {
+      text += rows->is_null(row, column) ? std::string("NULL") : fmt::format("'{}'", rows->text(row, column));
+      text += ' ';
+    }
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
+// A read-only open reads the index columns alone: a payload is read when a
+// query needs it, and checked then. Damage behind the store's back is named
+// by the query that meets it, and the open for writing, which checks every
+// payload, refuses the session.
+TEST_F(PgStoreTest, AReadOnlyOpenReadsThePayloadsAQueryNeedsAndChecksThemThen) {
+  auto store = open();
+  Json whole;
+  {
+    auto session = store->create({.id = "narrow", .cwd = "/w"});
+    ASSERT_TRUE(session);
+    ASSERT_NO_FATAL_FAILURE(append_random_log(**session, 11, 300));
+    whole = testing::snapshot_reads(**session);
+  }
+  auto db = connect();
+  auto flag = db.exec("SELECT narrow FROM cairn_sessions WHERE id = 'narrow'");
+  ASSERT_TRUE(flag && flag->size() == 1);
+  EXPECT_EQ(flag->text(0, 0), "t") << "a session made by this build has its columns";
+  {
+    auto opened = store->open("narrow", {.read_only = true});
+    ASSERT_TRUE(opened) << opened.error().message;
+    EXPECT_EQ(testing::snapshot_reads(**opened), whole);
+  }
+  // A tree entry's payload damaged: the open that reads only columns takes
+  // the session; the read of that entry names it.
+  auto entry = db.exec("SELECT seq, id FROM cairn_records WHERE session_id = 'narrow' AND type = 'message' "
+                       "ORDER BY seq DESC LIMIT 1");
+  ASSERT_TRUE(entry && entry->size() == 1);
+  const std::int64_t seq = entry->int64(0, 0);
+  const std::string id(entry->text(0, 1));
+  ASSERT_TRUE(db.run(fmt::format("UPDATE cairn_records SET payload = replace(payload, '\"role\"', '\"Role\"') "
+                                 "WHERE session_id = 'narrow' AND seq = {}",
+                                 seq)));
+  auto opened = store->open("narrow", {.read_only = true});
+  ASSERT_TRUE(opened) << opened.error().message;
+  auto read = (*opened)->get_entry(id);
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().code, "corrupt_log");
+  EXPECT_NE(read.error().message.find(fmt::format("seq {}", seq)), std::string::npos) << read.error().message;
+  opened->reset();
+  auto refused = store->open("narrow");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "corrupt_log");
+  EXPECT_NE(refused.error().message.find(fmt::format("seq {}:", seq)), std::string::npos) << refused.error().message;
+}
+
+// A database of schema 2 (no index columns) is upgraded when a store opens
+// it, at once whatever it holds: its sessions are read from their payloads
+// until their first open for writing gives their rows the columns, which
+// are then those an append writes.
+TEST_F(PgStoreTest, ASessionWrittenBeforeSchema3GainsItsColumnsAtItsFirstWritableOpen) {
+  Json whole;
+  std::vector<std::string> written;
+  {
+    auto store = open();
+    auto session = store->create({.id = "old", .cwd = "/w"});
+    ASSERT_TRUE(session);
+    ASSERT_NO_FATAL_FAILURE(append_random_log(**session, 12, 300));
+    whole = testing::snapshot_reads(**session);
+  }
+  {
+    auto db = connect();
+    written = index_columns(db, "old");
+    ASSERT_GT(written.size(), 500u);
+    // Back to schema 2, as a build of then left it.
+    ASSERT_TRUE(db.run("ALTER TABLE cairn_records DROP COLUMN parent_id, DROP COLUMN target_id, DROP COLUMN name, "
+                       "DROP COLUMN custom_type, DROP COLUMN role"));
+    ASSERT_TRUE(db.run("ALTER TABLE cairn_sessions DROP COLUMN narrow"));
+    ASSERT_TRUE(db.run("UPDATE cairn_meta SET value = '2' WHERE key = 'schema_version'"));
+  }
+  auto store = open();
+  auto db = connect();
+  auto version = db.exec("SELECT value FROM cairn_meta WHERE key = 'schema_version'");
+  ASSERT_TRUE(version && version->size() == 1);
+  EXPECT_EQ(version->text(0, 0), "3");
+  EXPECT_NE(index_columns(db, "old"), written) << "the upgrade fills no row";
+  {
+    auto opened = store->open("old", {.read_only = true});
+    ASSERT_TRUE(opened) << opened.error().message;
+    EXPECT_EQ(testing::snapshot_reads(**opened), whole);
+  }
+  EXPECT_NE(index_columns(db, "old"), written) << "a read-only open writes nothing";
+  {
+    auto opened = store->open("old");
+    ASSERT_TRUE(opened) << opened.error().message;
+    EXPECT_EQ(testing::snapshot_reads(**opened), whole);
+  }
+  EXPECT_EQ(index_columns(db, "old"), written);
+  auto flag = db.exec("SELECT narrow FROM cairn_sessions WHERE id = 'old'");
+  ASSERT_TRUE(flag && flag->size() == 1);
+  EXPECT_EQ(flag->text(0, 0), "t");
+  auto opened = store->open("old", {.read_only = true});
+  ASSERT_TRUE(opened) << opened.error().message;
+  EXPECT_EQ(testing::snapshot_reads(**opened), whole);
+}
+
+// One append of more records than a statement has parameters for (65,535;
+// eleven a record): each column goes as one array, quotes, backslashes and
+// all, and the records are those a memory store holds.
+TEST_F(PgStoreTest, AnAppendOfThousandsOfRecordsLandsWholeInOneStatement) {
+  auto store = open();
+  auto memory = make_memory_store({SyncPolicy::none});
+  auto session = store->create({.id = "big", .cwd = "/w"});
+  auto expected = memory->create({.id = "big", .cwd = "/w"});
+  ASSERT_TRUE(session && expected);
+  testing::RandomLog generator(13);
+  std::vector<Record> batch;
+  while (batch.size() < 7000) {
+    for (Record& record : generator.next_batch()) batch.push_back(std::move(record));
+  }
+  // Index columns that need quoting in an array: every custom type.
+  int customs = 0;
+  for (Record& record : batch) {
+    auto* entry = std::get_if<TreeEntry>(&record.body);
+    if (auto* custom = entry ? std::get_if<CustomMessageBody>(&entry->body) : nullptr) {
+      custom->custom_type = "a \"quoted\" \\ type, {braces}, NULL and é";
+      ++customs;
+    }
+  }
+  ASSERT_GT(customs, 0);
+  ASSERT_TRUE((*expected)->append(batch));
+  auto appended = (*session)->append(batch);
+  ASSERT_TRUE(appended) << appended.error().message;
+  const Json whole = testing::snapshot_reads(**expected);
+  EXPECT_EQ(testing::snapshot_reads(**session), whole);
+  session->reset();
+  auto opened = store->open("big", {.read_only = true});
+  ASSERT_TRUE(opened) << opened.error().message;
+  EXPECT_EQ(testing::snapshot_reads(**opened), whole);
+}
+
+// The same statement applying inbox items: the items are marked applied at
+// the batch's first seq, which the arrays form takes from its seq array.
+TEST_F(PgStoreTest, AnAppendOfManyRecordsThatAppliesInboxItemsMarksThemAtItsFirstSeq) {
+  auto store = open();
+  auto session = store->create({.id = "applying", .cwd = "/w"});
+  ASSERT_TRUE(session);
+  ASSERT_TRUE((*session)->append(crash_record("first", std::nullopt, "main")));
+  auto db = connect();
+  auto item = db.exec("INSERT INTO cairn_inbox (session_id, request, state) VALUES ('applying', '{}', 'applying') RETURNING id");
+  ASSERT_TRUE(item && item->size() == 1);
+  const std::int64_t item_id = item->int64(0, 0);
+  auto row = db.exec("SELECT generation FROM cairn_sessions WHERE id = 'applying'");
+  ASSERT_TRUE(row && row->size() == 1);
+  constexpr std::size_t kCount = 100;  // past the prepared sizes: the arrays form
+  std::vector<pg::Param> params{"applying", std::to_string(row->int64(0, 0)), pg::this_owner(),
+                                std::to_string(kCount), "0", "0"};
+  std::vector<pg::Param> rows;
+  for (std::size_t i = 0; i < kCount; ++i) {
+    const std::string id = fmt::format("r{}", i);
+    Record record = crash_record(id, i == 0 ? std::string("first") : fmt::format("r{}", i - 1), "main");
+    record.seq = static_cast<std::int64_t>(i) + 1;
+    const std::string line = encode(record).dump();
+    auto meta = scan_line(line);
+    ASSERT_TRUE(meta) << meta.error().message;
+    pg::add_record_params(rows, *meta, line);
+  }
+  pg::add_column_arrays(params, rows, pg::kRecordParams);
+  params.emplace_back(fmt::format("{{{}}}", item_id));
+  auto appended = db.exec(pg::append_statement(kCount, /*applying=*/true), params);
+  ASSERT_TRUE(appended) << appended.error().message;
+  EXPECT_EQ(appended->affected(), static_cast<std::int64_t>(kCount));
+  auto applied = db.exec(fmt::format("SELECT state, applied_seq FROM cairn_inbox WHERE id = {}", item_id));
+  ASSERT_TRUE(applied && applied->size() == 1);
+  EXPECT_EQ(applied->text(0, 0), "applied");
+  EXPECT_EQ(applied->int64(0, 1), 1);
 }
 
 // Claims: what a worker may take, and what it leaves.
