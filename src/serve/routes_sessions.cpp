@@ -119,10 +119,10 @@ Reply list_sessions(RouteCall& call) {
   if (!headers) return error_reply(headers.error());
   std::map<std::string, std::vector<std::string>> children;
   for (auto it = headers->rbegin(); it != headers->rend(); ++it) {
-    if (it->parent_session && it->extra.contains("child")) children[*it->parent_session].push_back(it->id);
+    if (it->parent_session && is_child_session(*it)) children[*it->parent_session].push_back(it->id);
   }
   if (auto parent = request.query.find("parent"); parent != request.query.end()) {
-    std::erase_if(*headers, [&](const SessionHeader& h) { return !(h.parent_session == parent->second && h.extra.contains("child")); });
+    std::erase_if(*headers, [&](const SessionHeader& h) { return !(h.parent_session == parent->second && is_child_session(h)); });
   }
   std::size_t start = 0;
   if (auto after = request.query.find("after"); after != request.query.end()) {

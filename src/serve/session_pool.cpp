@@ -204,7 +204,7 @@ void SessionPool::finish_open(const std::string& id, const std::shared_ptr<Openi
   // its inbox's sweep) rather than by a claim: its operations go on here,
   // as the claim would have had them, after what waited in its inbox. (It
   // is now held live here, so no claim would ever take it.)
-  if (result && resume_on_open_ && !(*result)->session->header().extra.contains("child")) {
+  if (result && resume_on_open_ && !is_child_session((*result)->session->header())) {
     for (AgentRef& ref : resumable(**result, "session taken over").refs) {
       run_detached(*result, [ref]() mutable { (void)ref.resume(); });
     }
@@ -400,7 +400,7 @@ void SessionPool::resume_suspended() {
     for (const auto& header : *headers) {
       // A subagent's session is resumed by its parent's call, which waits
       // for its answer: resumed here as well, the two would race for it.
-      if (header.extra.contains("child")) continue;
+      if (is_child_session(header)) continue;
       // Read-only and cheap: only sessions with an open operation are opened for writing.
       auto session = store_->open(header.id, OpenOptions{.read_only = true});
       if (!session) continue;

@@ -229,8 +229,6 @@ PgResult<std::int64_t> create_schema(Connection& connection) {
   return kSchemaVersion;
 }
 
-bool is_child(const SessionHeader& header) { return header.extra.is_object() && header.extra.contains("child"); }
-
 // ---- taking, renewing and letting go of a lease ---------------------------------
 
 PgMedium::PgMedium(Key, Settings settings, Connection connection, std::int64_t generation, std::int64_t head,
@@ -335,7 +333,7 @@ Result<std::unique_ptr<PgMedium>> PgMedium::create(Settings settings, const Sess
                                     header_json,
                                     this_owner(),
                                     ttl_ms(settings.ttl),
-                                    is_child(header) ? "true" : "false"};
+                                    is_child_session(header) ? "true" : "false"};
   auto inserted = connection->exec(
       "INSERT INTO cairn_sessions (id, version, timestamp, cwd, parent_session, header, generation, owner, "
       "lease_expires, head_seq, child, narrow) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, "

@@ -52,8 +52,6 @@ void add_column_arrays(std::vector<Param>& params, std::span<const Param> rows, 
 
 // Operations a batch opens less those it finishes (the open_ops column).
 std::int64_t open_operations_delta(const std::vector<PreparedRecord>& records);
-// A child session (its header's "child"): its parent's run resumes it.
-bool is_child(const SessionHeader& header);
 
 // The fenced append of `count` records (pg_medium.cpp says why it is shaped
 // so). Its parameters: $1 session id, $2 generation, $3 owner, $4 the

@@ -224,7 +224,7 @@ Result<std::shared_ptr<Session>> PostgresStore::create_session_with_log(const Se
                                    header_json,
                                    std::to_string(static_cast<std::int64_t>(log.size()) - 1),
                                    std::to_string(open_operations),
-                                   pg::is_child(header) ? "true" : "false"};
+                                   is_child_session(header) ? "true" : "false"};
     auto inserted = db_.exec(
         "INSERT INTO cairn_sessions (id, version, timestamp, cwd, parent_session, header, generation, owner, "
         "lease_expires, head_seq, open_ops, child, narrow) VALUES ($1, $2, $3, $4, $5, $6, 0, NULL, NULL, $7::bigint, "

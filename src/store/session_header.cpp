@@ -54,4 +54,6 @@ Result<SessionHeader> decode_header(const Json& json) {
   return header;
 }
 
+bool is_child_session(const SessionHeader& header) { return header.extra.is_object() && header.extra.contains("child"); }
+
 }  // namespace cairn

@@ -42,6 +42,9 @@ struct SessionHeader {
 };
 Json encode(const SessionHeader& header);
 Result<SessionHeader> decode_header(const Json& json);
+// A subagent's session (its header's "child", which the child-session tool
+// writes): its parent's run resumes it, never a server or a worker alone.
+bool is_child_session(const SessionHeader& header);
 
 // What opening found and did. A torn tail (an unacknowledged partial write) is
 // cut when the session is opened for writing, and reported here.
