@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cairn/store/store.hpp"
+#include "chunk_pipeline.hpp"
 #include "log/checksum.hpp"
 #include "pg_conn.hpp"
 #include "pg_inbox.hpp"
@@ -91,10 +92,10 @@ class PostgresStore final : public SqlStore {
   Result<SessionRow> read_row(const std::string& id) override;
   // Every record of the session, in seq order, checked as an append checks
   // them; inside the caller's snapshot. A session with its index columns
-  // (narrow) is indexed from them, its payloads read when a query needs
-  // them: all of them checked first when it is opened to be written
-  // (`medium` given). One written before schema 3 is read from its
-  // payloads, and given its columns when it is opened to be written.
+  // (narrow) and longer than a page is indexed from them, its payloads read
+  // when a query needs them: all of them checked first when it is opened to
+  // be written (`medium` given). One written before schema 3 is read from
+  // its payloads, and given its columns when it is opened to be written.
   Result<SessionIndex> load(const std::string& id, const SessionHeader& header, pg::PgMedium* medium);
   // What load reads from one page of rows, the first of them at seq `first`.
   struct PageRead {
@@ -347,15 +348,18 @@ Result<RecordMeta> narrow_meta(const pg::Rows& rows, int row) {
 Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHeader& header, pg::PgMedium* medium) {
   constexpr std::int64_t kPage = 4096;
   const std::array<Param, 1> params{id};
-  auto flag = db_.exec("SELECT narrow FROM cairn_sessions WHERE id = $1", params);
-  if (!flag) return std::unexpected(db_error(id, "cannot read the session", flag.error()));
-  if (flag->size() == 0) return std::unexpected(not_found(id));
+  auto row = db_.exec("SELECT narrow, head_seq FROM cairn_sessions WHERE id = $1", params);
+  if (!row) return std::unexpected(db_error(id, "cannot read the session", row.error()));
+  if (row->size() == 0) return std::unexpected(not_found(id));
+  const bool has_columns = row->text(0, 0) == "t";
   PageRead read;
-  read.narrow = flag->text(0, 0) == "t";
+  // A session of one page is read whole, lines and all: reading its lines
+  // later would cost a connection more than it saves.
+  read.narrow = has_columns && row->int64(0, 1) + 1 > kPage;
   read.payloads = read.narrow && medium != nullptr;
   read.checksums = checksums_required(header.version);
   std::vector<Param> backfill;
-  if (!read.narrow && medium != nullptr) read.backfill = &backfill;
+  if (!has_columns && medium != nullptr) read.backfill = &backfill;
   SessionIndex index;
   if (read.narrow) index.set_line_source(std::make_shared<pg::PgLines>(lines_, id, where(id)));
   // One cursor, one plan: the primary key's order, fetched a page at a time
@@ -370,12 +374,29 @@ Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHea
       !declared) {
     return std::unexpected(db_error(id, "cannot read the records", declared.error()));
   }
-  for (std::int64_t next = 0;;) {
-    auto rows = db_.exec(fmt::format("FETCH {} FROM cairn_load", kPage));
-    if (!rows) return std::unexpected(db_error(id, "cannot read the records", rows.error()));
-    if (auto added = add_page(id, *rows, next, read, index); !added) return std::unexpected(added.error());
-    next += rows->size();
-    if (rows->size() < kPage) break;
+  {
+    // Fetching a page takes about as long as indexing one: a second thread
+    // fetches ahead (the connection is that thread's alone until the
+    // pipeline ends, which it does before this returns).
+    struct Page {
+      std::optional<pg::Rows> rows;
+      std::optional<Error> error;
+    };
+    ChunkPipeline<Page> pipeline([&](Page& page) {
+      auto rows = db_.exec(fmt::format("FETCH {} FROM cairn_load", kPage));
+      if (!rows) {
+        page.error = db_error(id, "cannot read the records", rows.error());
+        return false;
+      }
+      const bool more = rows->size() == kPage;
+      page.rows = std::move(*rows);
+      return more;
+    });
+    for (std::int64_t next = 0; std::unique_ptr<Page> page = pipeline.next();) {
+      if (page->error) return std::unexpected(*page->error);
+      if (auto added = add_page(id, *page->rows, next, read, index); !added) return std::unexpected(added.error());
+      next += page->rows->size();
+    }
   }
   if (auto closed = db_.run("CLOSE cairn_load"); !closed) {
     return std::unexpected(db_error(id, "cannot read the records", closed.error()));

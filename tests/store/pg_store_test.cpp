@@ -246,15 +246,19 @@ TEST_F(PgStoreTest, ALogOfManyPagesOpensWholeAndItsDamageIsNamedWhereverItIs) {
 
 // ---- the index columns (schema 3) ---------------------------------------------------
 
-// A random log, with every kind of record the generator makes (refs,
-// labels, harness records, ignorable ones).
-void append_random_log(Session& session, std::uint64_t seed, int batches) {
+// A random log of at least `records` records, with every kind the
+// generator makes (refs, labels, harness records, ignorable ones).
+void append_random_log(Session& session, std::uint64_t seed, std::int64_t records) {
   testing::RandomLog generator(seed);
-  for (int batch = 0; batch < batches; ++batch) {
+  while (generator.appended() < records) {
     auto appended = session.append(generator.next_batch());
-    ASSERT_TRUE(appended) << "batch " << batch << ": " << appended.error().message;
+    ASSERT_TRUE(appended) << "at seq " << generator.appended() << ": " << appended.error().message;
   }
 }
+
+// Sessions longer than this are opened from their columns (a session of one
+// page of the open's reads is read whole).
+constexpr std::int64_t kOnePage = 4096;
 
 // The index columns of every row of `session`, as text, in seq order.
 std::vector<std::string> index_columns(pg::Connection& db, const std::string& session) {
@@ -280,14 +284,28 @@ std::vector<std::string> index_columns(pg::Connection& db, const std::string& se
 // payload, refuses the session.
 TEST_F(PgStoreTest, AReadOnlyOpenReadsThePayloadsAQueryNeedsAndChecksThemThen) {
   auto store = open();
+  auto db = connect();
+  // A random log reads back as it was written.
+  for (const std::uint64_t seed : {14}) {
+    const std::string id = fmt::format("random-{}", seed);
+    Json whole;
+    {
+      auto session = store->create({.id = id, .cwd = "/w"});
+      ASSERT_TRUE(session);
+      ASSERT_NO_FATAL_FAILURE(append_random_log(**session, seed, kOnePage + 500));
+      whole = testing::snapshot_reads(**session);
+    }
+    auto opened = store->open(id, {.read_only = true});
+    ASSERT_TRUE(opened) << opened.error().message;
+    EXPECT_EQ(testing::snapshot_reads(**opened), whole) << "seed " << seed;
+  }
   Json whole;
   {
     auto session = store->create({.id = "narrow", .cwd = "/w"});
     ASSERT_TRUE(session);
-    ASSERT_NO_FATAL_FAILURE(append_random_log(**session, 11, 300));
+    ASSERT_NO_FATAL_FAILURE(append_random_log(**session, 11, kOnePage + 500));
     whole = testing::snapshot_reads(**session);
   }
-  auto db = connect();
   auto flag = db.exec("SELECT narrow FROM cairn_sessions WHERE id = 'narrow'");
   ASSERT_TRUE(flag && flag->size() == 1);
   EXPECT_EQ(flag->text(0, 0), "t") << "a session made by this build has its columns";
@@ -330,13 +348,13 @@ TEST_F(PgStoreTest, ASessionWrittenBeforeSchema3GainsItsColumnsAtItsFirstWritabl
     auto store = open();
     auto session = store->create({.id = "old", .cwd = "/w"});
     ASSERT_TRUE(session);
-    ASSERT_NO_FATAL_FAILURE(append_random_log(**session, 12, 300));
+    ASSERT_NO_FATAL_FAILURE(append_random_log(**session, 12, kOnePage + 500));
     whole = testing::snapshot_reads(**session);
   }
   {
     auto db = connect();
     written = index_columns(db, "old");
-    ASSERT_GT(written.size(), 500u);
+    ASSERT_GT(written.size(), static_cast<std::size_t>(kOnePage));
     // Back to schema 2, as a build of then left it.
     ASSERT_TRUE(db.run("ALTER TABLE cairn_records DROP COLUMN parent_id, DROP COLUMN target_id, DROP COLUMN name, "
                        "DROP COLUMN custom_type, DROP COLUMN role"));
