@@ -158,20 +158,6 @@ std::optional<RecordType> infer_type(const Hint& hint) {
 
 RecordMeta keep(const RecordMeta& meta, StringArena& strings) { return copy_meta(meta, strings); }
 
-// The first index field in which two readings of one record disagree.
-std::optional<std::string_view> disagreement(const RecordMeta& a, const RecordMeta& b) {
-  if (a.type != b.type) return "type";
-  if (a.id != b.id) return "id";
-  if (a.parent_id != b.parent_id) return "parent_id";
-  if (a.ref != b.ref) return "ref";
-  if (a.run_id != b.run_id) return "run_id";
-  if (a.target_id != b.target_id) return "target_id";
-  if (a.name != b.name) return "name";
-  if (a.custom_type != b.custom_type) return "custom_type";
-  if (a.role != b.role) return "role";
-  return std::nullopt;
-}
-
 struct Classified {
   std::optional<RecordMeta> meta;  // intact: its index fields (in the plan's arena)
   std::string reason;              // damaged: why
@@ -490,6 +476,20 @@ class Planner {
 };
 
 }  // namespace
+
+// The first index field in which two readings of one record disagree.
+std::optional<std::string_view> disagreement(const RecordMeta& a, const RecordMeta& b) {
+  if (a.type != b.type) return "type";
+  if (a.id != b.id) return "id";
+  if (a.parent_id != b.parent_id) return "parent_id";
+  if (a.ref != b.ref) return "ref";
+  if (a.run_id != b.run_id) return "run_id";
+  if (a.target_id != b.target_id) return "target_id";
+  if (a.name != b.name) return "name";
+  if (a.custom_type != b.custom_type) return "custom_type";
+  if (a.role != b.role) return "role";
+  return std::nullopt;
+}
 
 Plan plan(const std::vector<StoredRecord>& records, bool checksums) { return Planner(records, checksums).run(); }
 

@@ -33,6 +33,11 @@
 
 namespace cairn::repair {
 
+// The first index field (seq aside) in which two readings of one record
+// disagree: its columns and its payload, or its damaged bytes and the
+// records that refer to it.
+std::optional<std::string_view> disagreement(const RecordMeta& a, const RecordMeta& b);
+
 // One stored record as repair reads it, at position `seq` of the log.
 struct StoredRecord {
   std::string bytes;  // the line (JSONL) or payload (SQLite) as stored

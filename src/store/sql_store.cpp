@@ -22,21 +22,6 @@ Json parsed(const SessionRow& row) {
   return Json::parse(row.header.begin(), row.header.end(), nullptr, /*allow_exceptions=*/false);
 }
 
-// The first index field in which the columns and the payload disagree.
-std::optional<std::string_view> columns_disagree_with(const RecordMeta& columns, const RecordMeta& payload) {
-  if (columns.seq != payload.seq) return "seq";
-  if (columns.type != payload.type) return "type";
-  if (columns.id != payload.id) return "id";
-  if (columns.parent_id != payload.parent_id) return "parent_id";
-  if (columns.ref != payload.ref) return "ref";
-  if (columns.run_id != payload.run_id) return "run_id";
-  if (columns.target_id != payload.target_id) return "target_id";
-  if (columns.name != payload.name) return "name";
-  if (columns.custom_type != payload.custom_type) return "custom_type";
-  if (columns.role != payload.role) return "role";
-  return std::nullopt;
-}
-
 }  // namespace
 
 // Why a payload cannot be trusted beside its columns, or nullopt when it can:
@@ -49,7 +34,8 @@ std::optional<std::string> payload_damage(const RecordMeta& columns, std::string
   if (checksums) return "the record has no checksum, which its session's format requires";
   auto scanned = scan_line(payload);
   if (!scanned) return fmt::format("payload: {}", scanned.error().message);
-  if (auto field = columns_disagree_with(columns, *scanned)) return fmt::format("the {} column disagrees with the payload", *field);
+  if (scanned->seq != columns.seq) return "the seq column disagrees with the payload";
+  if (auto field = repair::disagreement(columns, *scanned)) return fmt::format("the {} column disagrees with the payload", *field);
   return std::nullopt;
 }
 
