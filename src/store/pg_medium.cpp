@@ -100,12 +100,13 @@ CREATE TABLE IF NOT EXISTS cairn_inbox (
 );
 CREATE INDEX IF NOT EXISTS cairn_inbox_open ON cairn_inbox (session_id, id) WHERE state IN ('pending', 'applying', 'applied');
 CREATE INDEX IF NOT EXISTS cairn_inbox_decided ON cairn_inbox (decided) WHERE decided IS NOT NULL;
--- Version 3. The index fields a tree's open reads instead of the payloads
--- (RecordMeta's), and whether every row of a session has them: sessions
--- written before version 3 get them at their first writable open.
+-- Version 3. The index fields an open reads instead of the payloads
+-- (RecordMeta's), and whether the row has them (`indexed`): a row written
+-- before version 3, or by a process of an older build still running, has
+-- not, and gets them at its session's next writable open.
 ALTER TABLE cairn_records ADD COLUMN IF NOT EXISTS parent_id text, ADD COLUMN IF NOT EXISTS target_id text,
-  ADD COLUMN IF NOT EXISTS name text, ADD COLUMN IF NOT EXISTS custom_type text, ADD COLUMN IF NOT EXISTS role text;
-ALTER TABLE cairn_sessions ADD COLUMN IF NOT EXISTS narrow boolean NOT NULL DEFAULT false;
+  ADD COLUMN IF NOT EXISTS name text, ADD COLUMN IF NOT EXISTS custom_type text, ADD COLUMN IF NOT EXISTS role text,
+  ADD COLUMN IF NOT EXISTS indexed boolean NOT NULL DEFAULT false;
 CREATE TABLE IF NOT EXISTS cairn_repair_backups (
   session_id text NOT NULL,
   taken_at   timestamptz NOT NULL,
@@ -336,8 +337,8 @@ Result<std::unique_ptr<PgMedium>> PgMedium::create(Settings settings, const Sess
                                     is_child_session(header) ? "true" : "false"};
   auto inserted = connection->exec(
       "INSERT INTO cairn_sessions (id, version, timestamp, cwd, parent_session, header, generation, owner, "
-      "lease_expires, head_seq, child, narrow) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, "
-      "now() + $8::bigint * interval '1 millisecond', -1, $9::boolean, true) ON CONFLICT (id) DO NOTHING",
+      "lease_expires, head_seq, child) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, "
+      "now() + $8::bigint * interval '1 millisecond', -1, $9::boolean) ON CONFLICT (id) DO NOTHING",
       params);
   if (!inserted) return std::unexpected(db_error(settings.where, "cannot create the session", inserted.error()));
   if (inserted->affected() == 0) {
@@ -463,7 +464,8 @@ std::string append_statement(std::size_t count, bool applying) {
         "AND cairn_inbox.applied_seq IS NULL) ",
         arrays ? "($7::bigint[])[1]" : "$7::bigint", after_records);
   }
-  sql += fmt::format("INSERT INTO cairn_records (session_id, {0}) SELECT $1, {0} FROM head, ", kRecordColumns);
+  sql += fmt::format("INSERT INTO cairn_records (session_id, indexed, {0}) SELECT $1, true, {0} FROM head, ",
+                     kRecordColumns);
   if (arrays) {
     // One array per column: any number of records in one statement (a
     // statement takes at most 65,535 parameters).
@@ -631,7 +633,7 @@ Status PgMedium::rewrite(const std::vector<PreparedRecord>& records, const std::
                                    header_json ? Param(*header_json) : Param(),
                                    std::to_string(open_operations_delta(records))};
   auto held = connection_.exec(
-      "UPDATE cairn_sessions SET head_seq = $4::bigint, header = COALESCE($5, header), open_ops = $6::bigint, narrow = true "
+      "UPDATE cairn_sessions SET head_seq = $4::bigint, header = COALESCE($5, header), open_ops = $6::bigint "
       "WHERE id = $1 AND generation = $2::bigint AND owner = $3 RETURNING 1",
       fence);
   if (!held) return std::unexpected(db_error(settings_.where, "cannot rewrite the session", held.error()));
@@ -649,9 +651,9 @@ Status PgMedium::rewrite(const std::vector<PreparedRecord>& records, const std::
     std::vector<Param> params;
     params.reserve(1 + count * kRecordParams);
     params.emplace_back(settings_.session_id);
-    std::string sql = fmt::format("INSERT INTO cairn_records (session_id, {}) VALUES ", kRecordColumns);
+    std::string sql = fmt::format("INSERT INTO cairn_records (session_id, indexed, {}) VALUES ", kRecordColumns);
     for (std::size_t i = 0; i < count; ++i) {
-      sql += fmt::format("{}($1, {})", i ? ", " : "", record_placeholders(2 + i * kRecordParams));
+      sql += fmt::format("{}($1, true, {})", i ? ", " : "", record_placeholders(2 + i * kRecordParams));
       add_record_params(params, records[at + i].meta, records[at + i].line);
     }
     if (auto inserted = connection_.exec(sql, params); !inserted) {
@@ -673,7 +675,7 @@ Status PgMedium::backfill(std::span<const Param> rows) {
   if (!tx) return std::unexpected(db_error(settings_.where, "cannot add the index columns", tx.error()));
   const std::array<Param, 3> fence{settings_.session_id, std::to_string(generation_), this_owner()};
   auto held = connection_.exec(
-      "UPDATE cairn_sessions SET narrow = true WHERE id = $1 AND generation = $2::bigint AND owner = $3 RETURNING 1",
+      "SELECT 1 FROM cairn_sessions WHERE id = $1 AND generation = $2::bigint AND owner = $3 FOR UPDATE",
       fence);
   if (!held) return std::unexpected(db_error(settings_.where, "cannot add the index columns", held.error()));
   if (held->size() == 0) {
@@ -687,7 +689,7 @@ Status PgMedium::backfill(std::span<const Param> rows) {
     add_column_arrays(params, rows.subspan(at, std::min(kPage, rows.size() - at)), kNarrowColumns);
     auto updated = connection_.exec(
         "UPDATE cairn_records r SET parent_id = v.parent_id, target_id = v.target_id, name = v.name, "
-        "custom_type = v.custom_type, role = v.role "
+        "custom_type = v.custom_type, role = v.role, indexed = true "
         "FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) "
         "AS v(seq, parent_id, target_id, name, custom_type, role) WHERE r.session_id = $1 AND r.seq = v.seq",
         params);

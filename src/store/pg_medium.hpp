@@ -26,7 +26,7 @@ namespace cairn::pg {
 
 // The schema this build writes and reads (cairn_meta.schema_version): 2
 // added the inbox (cairn_inbox), 3 the index columns an open reads instead
-// of the payloads (cairn_records.parent_id …, cairn_sessions.narrow); an
+// of the payloads (cairn_records.parent_id …, indexed); an
 // older database gains them on open.
 inline constexpr std::int64_t kSchemaVersion = 3;
 
@@ -105,10 +105,10 @@ class PgMedium final : public LogMedium {
   // `records` (seq 0 … n-1), and its header when one is given, in one
   // transaction fenced like an append.
   Status rewrite(const std::vector<PreparedRecord>& records, const std::optional<std::string>& header_json);
-  // Holding the lease, for a session written before schema 3: fills the
-  // index columns of its rows from `rows` (kNarrowColumns each, read from
-  // the payloads at this open) and marks the session narrow, in one
-  // transaction fenced like an append.
+  // Holding the lease, for rows written without their index columns
+  // (before schema 3, or by an older build): fills them from `rows`
+  // (kNarrowColumns each, read from the payloads at this open) and marks
+  // the rows indexed, in one transaction fenced like an append.
   static constexpr std::size_t kNarrowColumns = 6;  // seq, parent_id, target_id, name, custom_type, role
   Status backfill(std::span<const Param> rows);
 

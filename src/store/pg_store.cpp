@@ -10,6 +10,7 @@
 // Secrets: the URI may hold a password (better: PGPASSWORD or ~/.pgpass, which
 // libpq reads itself); only its redacted form is ever shown.
 #include <algorithm>
+#include <cassert>
 #include <array>
 #include <mutex>
 
@@ -91,18 +92,22 @@ class PostgresStore final : public SqlStore {
   pg::PgResult<pg::Rows> exec(std::string_view sql, std::span<const Param> params = {});
   Result<SessionRow> read_row(const std::string& id) override;
   // Every record of the session, in seq order, checked as an append checks
-  // them; inside the caller's snapshot. A session with its index columns
-  // (narrow) and longer than a page is indexed from them, its payloads read
-  // when a query needs them: all of them checked first when it is opened to
-  // be written (`medium` given). One written before schema 3 is read from
-  // its payloads, and given its columns when it is opened to be written.
+  // them; inside the caller's snapshot. A session longer than a page is
+  // indexed from its rows' index columns (narrow), its payloads read when a
+  // query needs them: all of them checked first when it is opened to be
+  // written (`medium` given). A row without its columns (written before
+  // schema 3, or by an older build) is indexed from its payload, and given
+  // its columns when the session is opened to be written.
   Result<SessionIndex> load(const std::string& id, const SessionHeader& header, pg::PgMedium* medium);
   // What load reads from one page of rows, the first of them at seq `first`.
   struct PageRead {
-    bool narrow = false;           // the rows are kNarrowLoad's, else seq and payload
-    bool payloads = false;         // narrow: the payload is the last column, to check
-    bool checksums = false;        // the session's format requires them
-    std::vector<pg::Param>* backfill = nullptr;  // not narrow: the index columns read from the payloads
+    // The rows are kNarrowLoad's, then `indexed` and the payload (null when
+    // indexed and not to be checked); else seq and payload.
+    bool narrow = false;
+    bool checksums = false;  // the session's format requires them
+    // The index columns read from the payloads of rows without them, to be
+    // written back (null: not to be).
+    std::vector<pg::Param>* backfill = nullptr;
   };
   Status add_page(const std::string& id, const pg::Rows& rows, std::int64_t first, const PageRead& read,
                   SessionIndex& index);
@@ -228,8 +233,8 @@ Result<std::shared_ptr<Session>> PostgresStore::create_session_with_log(const Se
                                    is_child_session(header) ? "true" : "false"};
     auto inserted = db_.exec(
         "INSERT INTO cairn_sessions (id, version, timestamp, cwd, parent_session, header, generation, owner, "
-        "lease_expires, head_seq, open_ops, child, narrow) VALUES ($1, $2, $3, $4, $5, $6, 0, NULL, NULL, $7::bigint, "
-        "$8::bigint, $9::boolean, true) ON CONFLICT (id) DO NOTHING",
+        "lease_expires, head_seq, open_ops, child) VALUES ($1, $2, $3, $4, $5, $6, 0, NULL, NULL, $7::bigint, "
+        "$8::bigint, $9::boolean) ON CONFLICT (id) DO NOTHING",
         row);
     if (!inserted) return std::unexpected(db_error(id, "cannot create the session", inserted.error()));
     if (inserted->affected() == 0) {
@@ -241,12 +246,12 @@ Result<std::shared_ptr<Session>> PostgresStore::create_session_with_log(const Se
       std::vector<Param> params;
       params.reserve(1 + count * pg::kRecordParams);
       params.emplace_back(id);
-      std::string sql = fmt::format("INSERT INTO cairn_records (session_id, {}) VALUES ", pg::kRecordColumns);
+      std::string sql = fmt::format("INSERT INTO cairn_records (session_id, indexed, {}) VALUES ", pg::kRecordColumns);
       for (std::size_t i = 0; i < count; ++i) {
         const LogLine& line = log[at + i];
         auto meta = scan_line(line.json);  // checked above
         if (!meta) return fail(meta.error(), fmt::format("{}: seq {}: {}", where(id), line.seq, meta.error().message));
-        sql += fmt::format("{}($1, {})", i ? ", " : "", pg::record_placeholders(2 + i * pg::kRecordParams));
+        sql += fmt::format("{}($1, true, {})", i ? ", " : "", pg::record_placeholders(2 + i * pg::kRecordParams));
         pg::add_record_params(params, *meta, line.json);
       }
       if (auto rows = db_.exec(sql, params); !rows) {
@@ -348,25 +353,24 @@ Result<RecordMeta> narrow_meta(const pg::Rows& rows, int row) {
 Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHeader& header, pg::PgMedium* medium) {
   constexpr std::int64_t kPage = 4096;
   const std::array<Param, 1> params{id};
-  auto row = db_.exec("SELECT narrow, head_seq FROM cairn_sessions WHERE id = $1", params);
+  auto row = db_.exec("SELECT head_seq FROM cairn_sessions WHERE id = $1", params);
   if (!row) return std::unexpected(db_error(id, "cannot read the session", row.error()));
   if (row->size() == 0) return std::unexpected(not_found(id));
-  const bool has_columns = row->text(0, 0) == "t";
   PageRead read;
   // A session of one page is read whole, lines and all: reading its lines
   // later would cost a connection more than it saves.
-  read.narrow = has_columns && row->int64(0, 1) + 1 > kPage;
-  read.payloads = read.narrow && medium != nullptr;
+  read.narrow = row->int64(0, 0) + 1 > kPage;
   read.checksums = checksums_required(header.version);
   std::vector<Param> backfill;
-  if (!has_columns && medium != nullptr) read.backfill = &backfill;
+  if (medium != nullptr) read.backfill = &backfill;
   SessionIndex index;
   if (read.narrow) index.set_line_source(std::make_shared<pg::PgLines>(lines_, id, where(id)));
   // One cursor, one plan: the primary key's order, fetched a page at a time
   // (a query per page would be planned, and may sort the whole log, each time).
-  const std::string columns = !read.narrow ? std::string("seq, payload")
-                              : read.payloads ? fmt::format("{}, payload", kNarrowLoad)
-                                              : std::string(kNarrowLoad);
+  const std::string columns =
+      !read.narrow   ? std::string("seq, indexed, payload")
+      : medium       ? fmt::format("{}, indexed, payload", kNarrowLoad)
+                     : fmt::format("{}, indexed, CASE WHEN indexed THEN NULL ELSE payload END", kNarrowLoad);
   if (auto declared = db_.exec(fmt::format("DECLARE cairn_load NO SCROLL CURSOR FOR SELECT {} FROM cairn_records "
                                            "WHERE session_id = $1 ORDER BY seq",
                                            columns),
@@ -405,40 +409,43 @@ Result<SessionIndex> PostgresStore::load(const std::string& id, const SessionHea
   // The columns for the next open. Not the open's to fail: without them the
   // session is read from its payloads as now, and a lease lost meanwhile is
   // the medium's to report at the next append.
-  if (read.backfill != nullptr) (void)medium->backfill(backfill);
+  if (!backfill.empty()) (void)medium->backfill(backfill);
   return index;
 }
 
 Status PostgresStore::add_page(const std::string& id, const pg::Rows& rows, std::int64_t first, const PageRead& read,
                                SessionIndex& index) {
+  const int indexed_column = read.narrow ? 10 : 1;
   for (int row = 0; row < rows.size(); ++row) {
     const std::int64_t i = first + row;
     const std::int64_t seq = rows.int64(row, 0);
     auto checked = [&]() -> Status {
       if (seq != i) return fail(Errc::corrupt_log, fmt::format("the record after seq {} has seq {}", i - 1, seq));
-      if (read.narrow) {
+      const bool indexed = rows.text(row, indexed_column) == "t";
+      const std::optional<std::string_view> line =
+          rows.is_null(row, indexed_column + 1) ? std::nullopt : std::optional(rows.text(row, indexed_column + 1));
+      if (read.narrow && indexed) {
         auto meta = narrow_meta(rows, row);
         if (!meta) return std::unexpected(meta.error());
-        if (read.payloads) {
-          if (auto damaged = payload_damage(*meta, rows.text(row, 10), read.checksums)) {
-            return fail(Errc::corrupt_log, *damaged);
-          }
+        if (line) {
+          if (auto damaged = payload_damage(*meta, *line, read.checksums)) return fail(Errc::corrupt_log, *damaged);
         }
         if (auto valid = check_invariants(*meta, index); !valid) return valid;
         index.add_unloaded(*meta);
         return {};
       }
-      const std::string_view line = rows.text(row, 1);
-      auto meta = scan_line(line);
+      // A row read whole, or one without its index columns: its payload says.
+      assert(line);
+      auto meta = scan_line(*line);
       if (!meta) return std::unexpected(meta.error());
       if (meta->seq != seq) return fail(Errc::corrupt_log, fmt::format("its payload says seq {}", meta->seq));
-      auto checksum = check_checksum(line);
+      auto checksum = check_checksum(*line);
       if (!checksum) return std::unexpected(checksum.error());
       if (*checksum == Checksum::absent && read.checksums) {
         return fail(Errc::corrupt_log, "the record has no checksum, which its session's format requires");
       }
       if (auto valid = check_invariants(*meta, index); !valid) return valid;
-      if (read.backfill != nullptr) {
+      if (!indexed && read.backfill != nullptr) {
         read.backfill->emplace_back(std::to_string(seq));
         for (const auto& text : {meta->parent_id, meta->target_id}) {
           read.backfill->push_back(text ? Param(std::string(*text)) : Param());
@@ -447,7 +454,13 @@ Status PostgresStore::add_page(const std::string& id, const pg::Rows& rows, std:
           read.backfill->push_back(text.empty() ? Param() : Param(std::string(text)));
         }
       }
-      index.add(*meta, line);
+      // Narrow, the index reads its line later like the others' (it holds
+      // lines for none or for all of the records it opened with).
+      if (read.narrow) {
+        index.add_unloaded(*meta);
+      } else {
+        index.add(*meta, *line);
+      }
       return {};
     }();
     if (!checked) {
